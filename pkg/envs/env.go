@@ -1,0 +1,44 @@
+// Package envs defines the Gymnasium-shaped interface that fedirl's simulators
+// implement (envs/classic, envs/lunar) and that rl/ppo trains on.
+//
+// It holds only the interface and the space types; it simulates nothing.
+package envs
+
+// Space describes an observation or action space: Discrete(N) when N > 0,
+// otherwise a Box with per-coordinate bounds Low and High (±Inf allowed).
+type Space struct {
+	// N is the number of discrete values; 0 means the space is a Box.
+	N int
+	// Low and High bound each coordinate of a Box; both have the Box's dimension.
+	Low, High []float64
+}
+
+// Dim returns the length of a value of the space: 1 for Discrete, len(Low) for a Box.
+func (s Space) Dim() int {
+	if s.N > 0 {
+		return 1
+	}
+	return len(s.Low)
+}
+
+// IsDiscrete reports whether the space is Discrete(N).
+func (s Space) IsDiscrete() bool { return s.N > 0 }
+
+// Env is one simulator instance, stepped like a Gymnasium environment wrapped
+// in its TimeLimit.
+//
+// Returned observation slices are owned by the environment and overwritten by
+// the next call to Reset or Step, so stepping allocates nothing; copy them to
+// keep them. A Discrete action is passed as a one-element slice holding the
+// action index as a float64. Step after termination or truncation without a
+// Reset is a programmer error.
+type Env interface {
+	// Reset starts a new episode; the initial state is drawn from a source seeded with seed.
+	Reset(seed uint64) (obs []float64)
+	// Step applies action and advances one time step.
+	Step(action []float64) (obs []float64, reward float64, terminated, truncated bool)
+	// ObservationSpace describes observations.
+	ObservationSpace() Space
+	// ActionSpace describes actions.
+	ActionSpace() Space
+}
