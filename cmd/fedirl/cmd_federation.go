@@ -1,0 +1,465 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
+)
+
+// serverCmd runs a federation server.
+var serverCmd = &cobra.Command{
+	Use:   "server",
+	Short: "Host federations over gRPC: accept client θ_i, fuse at quorum, serve the fused θ",
+	Long: `fedirl server hosts federations ("tasks") over gRPC. Every accepted submission is
+stored in an embedded bbolt database (--store) before it is acknowledged, so a
+restart or kill -9 loses nothing. A round is fused when its quorum is reached, or
+at its deadline with at least min_clients submissions.
+
+Create tasks first with "fedirl server task create" (with the server stopped),
+then start the server. Serve with TLS (--tls-cert/--tls-key, and --client-ca for
+mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
+	Args: cobra.NoArgs,
+	RunE: runServer,
+}
+
+var serverFlags struct {
+	listen, store, addrFile              string
+	tlsCert, tlsKey, clientCA, adminFile string
+	insecure                             bool
+	maxMsg                               int
+}
+
+// serverStatusCmd prints the status of a server or a store.
+var serverStatusCmd = &cobra.Command{
+	Use:   "status",
+	Short: "Print tasks, clients seen, submissions and fused results (JSON)",
+	Long: `fedirl server status asks a running server (--server) for its status, or reads a
+store file directly (--store, only while no server holds it). Output is JSON.`,
+	Args: cobra.NoArgs,
+	RunE: runServerStatus,
+}
+
+var statusFlags struct {
+	server, store, out string
+	tls                tlsClientFlags
+	adminFile          string
+}
+
+// serverTaskCmd groups task administration.
+var serverTaskCmd = &cobra.Command{
+	Use:   "task",
+	Short: "Administer tasks in a server's store",
+}
+
+// serverTaskCreateCmd creates a task offline in a store and issues client tokens.
+var serverTaskCreateCmd = &cobra.Command{
+	Use:   "create",
+	Short: "Define a federation task in a store and issue one token per client",
+	Long: `fedirl server task create writes a task into a store (the server must not be
+running on it) and prints one bearer token per client as JSON ({"client": "token"});
+only SHA-256 hashes of the tokens are stored. Give each client its token privately.
+
+The task comes from --spec (a JSON task spec), or is built from flags: with
+--gridworld-size N the probe is the grid-world family's probe environment for
+--seed, and theta_dim is that of its grid features. Flags override the spec file.`,
+	Args: cobra.NoArgs,
+	RunE: runTaskCreate,
+}
+
+var taskFlags struct {
+	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
+	gridSize, quorum, minClients, rounds, irlIters                       int
+	seed                                                                 uint64
+	deadline                                                             time.Duration
+	warmStart                                                            bool
+	maxNorm, lr, l2, temperature                                         float64
+}
+
+// clientCmd runs one federation client.
+var clientCmd = &cobra.Command{
+	Use:   "client",
+	Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
+	Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
+(--mdp, an irl JSON spec) and private demonstrations (--demos, JSONL), submits only
+θ_i with its demonstration count, iterations and final gradient norm, and waits for
+the fused θ; with a multi-round task it warm-starts each round from the previous
+fused θ. Transient failures are retried with back-off; submissions are idempotent.
+The final result (and per-round provenance) is written as JSON to --out.`,
+	Args: cobra.NoArgs,
+	RunE: runClient,
+}
+
+var clientFlags struct {
+	server, task, id, tokenFile, mdp, demos, out string
+	tls                                          tlsClientFlags
+	timeout, pauseBeforeSubmit                   time.Duration
+	quiet                                        bool
+}
+
+type tlsClientFlags struct {
+	ca, cert, key string
+	insecure      bool
+}
+
+func (f *tlsClientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.ca, "ca", "", "PEM CA bundle that signed the server certificate (TLS)")
+	cmd.Flags().StringVar(&f.cert, "cert", "", "client certificate PEM for mutual TLS")
+	cmd.Flags().StringVar(&f.key, "key", "", "client private key PEM for mutual TLS")
+	cmd.Flags().BoolVar(&f.insecure, "insecure", false, "plaintext gRPC (loopback servers only; for the quick start)")
+}
+
+func (f *tlsClientFlags) dial(addr, token string) (*federation.GRPCClient, error) {
+	cfg := federation.DialConfig{Token: token}
+	if !f.insecure {
+		tc, err := federation.ClientTLSConfig(f.ca, f.cert, f.key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = tc
+	}
+	return federation.DialGRPC(addr, cfg)
+}
+
+func init() {
+	sf := serverCmd.Flags()
+	sf.StringVar(&serverFlags.listen, "listen", "127.0.0.1:7443", "address to listen on (host:port; port 0 picks a free port)")
+	sf.StringVar(&serverFlags.store, "store", "fedirl.db", "bbolt store file holding tasks, submissions and fused results")
+	sf.StringVar(&serverFlags.addrFile, "addr-file", "", "write the bound address to this file once listening")
+	sf.StringVar(&serverFlags.tlsCert, "tls-cert", "", "server certificate PEM")
+	sf.StringVar(&serverFlags.tlsKey, "tls-key", "", "server private key PEM")
+	sf.StringVar(&serverFlags.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
+	sf.StringVar(&serverFlags.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
+	sf.BoolVar(&serverFlags.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
+	sf.IntVar(&serverFlags.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
+
+	stf := serverStatusCmd.Flags()
+	stf.StringVar(&statusFlags.server, "server", "", "address of a running server (host:port)")
+	stf.StringVar(&statusFlags.store, "store", "", "read this store file directly instead (server stopped)")
+	stf.StringVar(&statusFlags.out, "out", "-", "output JSON file (- for stdout)")
+	stf.StringVar(&statusFlags.adminFile, "admin-token-file", "", "file holding the server's admin token")
+	statusFlags.tls.register(serverStatusCmd)
+
+	tf := serverTaskCreateCmd.Flags()
+	tf.StringVar(&taskFlags.store, "store", "fedirl.db", "store file to write the task into")
+	tf.StringVar(&taskFlags.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
+	tf.StringVar(&taskFlags.id, "id", "", "task id")
+	tf.StringVar(&taskFlags.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
+	tf.StringVar(&taskFlags.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
+	tf.IntVar(&taskFlags.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
+	tf.Uint64Var(&taskFlags.seed, "seed", 1, "family seed for the grid-world probe")
+	tf.StringVar(&taskFlags.fusionMethod, "fusion", "", "fusion method: mean or barycentric (default mean)")
+	tf.StringVar(&taskFlags.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
+	tf.StringVar(&taskFlags.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
+	tf.IntVar(&taskFlags.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
+	tf.IntVar(&taskFlags.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
+	tf.DurationVar(&taskFlags.deadline, "deadline", 0, "per-round deadline after which min-clients suffice (0: none)")
+	tf.IntVar(&taskFlags.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
+	tf.BoolVar(&taskFlags.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
+	tf.Float64Var(&taskFlags.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
+	tf.IntVar(&taskFlags.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
+	tf.Float64Var(&taskFlags.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
+	tf.Float64Var(&taskFlags.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
+	tf.Float64Var(&taskFlags.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+
+	cf := clientCmd.Flags()
+	cf.StringVar(&clientFlags.server, "server", "127.0.0.1:7443", "server address (host:port)")
+	cf.StringVar(&clientFlags.task, "task", "", "task id (required)")
+	cf.StringVar(&clientFlags.id, "id", "", "this client's id (required)")
+	cf.StringVar(&clientFlags.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
+	cf.StringVar(&clientFlags.mdp, "mdp", "", "this client's MDP spec JSON (required)")
+	cf.StringVar(&clientFlags.demos, "demos", "", "this client's private demonstrations JSONL (required)")
+	cf.StringVar(&clientFlags.out, "out", "-", "output JSON file (- for stdout)")
+	cf.DurationVar(&clientFlags.timeout, "timeout", 10*time.Minute, "give up after this long")
+	cf.BoolVar(&clientFlags.quiet, "quiet", false, "no progress lines on stderr")
+	cf.DurationVar(&clientFlags.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
+	cf.MarkHidden("pause-before-submit")
+	clientFlags.tls.register(clientCmd)
+
+	serverTaskCmd.AddCommand(serverTaskCreateCmd)
+	serverCmd.AddCommand(serverStatusCmd, serverTaskCmd)
+	rootCmd.AddCommand(serverCmd, clientCmd)
+}
+
+func runServer(cmd *cobra.Command, _ []string) error {
+	f := &serverFlags
+	logger := log.New(os.Stderr, "fedirl server: ", log.LstdFlags|log.Lmicroseconds)
+	var gcfg federation.GRPCServerConfig
+	gcfg.MaxMessageBytes = f.maxMsg
+	switch {
+	case f.insecure && f.tlsCert != "":
+		return errors.New("--insecure and --tls-cert are exclusive")
+	case f.insecure:
+		if !federation.IsLoopback(f.listen) {
+			return fmt.Errorf("--insecure is only allowed on a loopback address, not %q", f.listen)
+		}
+		logger.Printf("WARNING: serving plaintext gRPC (--insecure); tokens travel unencrypted on loopback")
+	case f.tlsCert == "" || f.tlsKey == "":
+		return errors.New("need --tls-cert and --tls-key (or --insecure on a loopback address)")
+	default:
+		tc, err := federation.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA)
+		if err != nil {
+			return err
+		}
+		gcfg.TLS = tc
+	}
+	var admin string
+	if f.adminFile != "" {
+		b, err := os.ReadFile(f.adminFile)
+		if err != nil {
+			return fmt.Errorf("--admin-token-file: %w", err)
+		}
+		admin = strings.TrimSpace(string(b))
+	}
+	store, err := federation.OpenStore(f.store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
+		Fuser: &federation.StandardFuser{}, AdminToken: admin, Logf: logger.Printf})
+	if err != nil {
+		return err
+	}
+	defer coord.Close()
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	addr := lis.Addr().String()
+	if f.addrFile != "" {
+		tmp := f.addrFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+		if err := os.Rename(tmp, f.addrFile); err != nil {
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+	}
+	srv := federation.NewGRPCServer(coord, gcfg)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		logger.Printf("%v: shutting down", s)
+		coord.Close()
+		srv.GracefulStop()
+	}()
+	logger.Printf("listening on %s, store %s", addr, f.store)
+	if err := srv.Serve(lis); err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
+}
+
+func runServerStatus(cmd *cobra.Command, _ []string) error {
+	f := &statusFlags
+	var sts []federation.TaskStatus
+	switch {
+	case (f.server == "") == (f.store == ""):
+		return errors.New("give exactly one of --server or --store")
+	case f.store != "":
+		if _, err := os.Stat(f.store); err != nil {
+			return fmt.Errorf("--store: %w", err)
+		}
+		store, err := federation.OpenStore(f.store)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if sts, err = store.Statuses(); err != nil {
+			return err
+		}
+	default:
+		var token string
+		if f.adminFile != "" {
+			b, err := os.ReadFile(f.adminFile)
+			if err != nil {
+				return fmt.Errorf("--admin-token-file: %w", err)
+			}
+			token = strings.TrimSpace(string(b))
+		}
+		c, err := f.tls.dial(f.server, token)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+		defer cancel()
+		if sts, err = c.Status(ctx); err != nil {
+			return fmt.Errorf("status from %s: %w", f.server, err)
+		}
+	}
+	if sts == nil {
+		sts = []federation.TaskStatus{}
+	}
+	return writeJSON(f.out, map[string]any{"tasks": sts})
+}
+
+func runTaskCreate(cmd *cobra.Command, _ []string) error {
+	f := &taskFlags
+	var spec federation.TaskSpec
+	if f.spec != "" {
+		b, err := os.ReadFile(f.spec)
+		if err != nil {
+			return fmt.Errorf("--spec: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&spec); err != nil {
+			return fmt.Errorf("--spec %s: %w", f.spec, err)
+		}
+	}
+	if f.gridSize > 0 {
+		probe, err := gridworld.DefaultFamily(f.gridSize).Probe(f.seed)
+		if err != nil {
+			return fmt.Errorf("--gridworld-size %d: %w", f.gridSize, err)
+		}
+		p, err := fusion.GridProbe(probe)
+		if err != nil {
+			return err
+		}
+		spec.EnvFamily = "gridworld"
+		if spec.Probe, err = json.Marshal(probe); err != nil {
+			return err
+		}
+		_, spec.ThetaDim = p.Phi.Dims()
+	}
+	set := func(name string, apply func()) {
+		if cmd.Flags().Changed(name) {
+			apply()
+		}
+	}
+	set("id", func() { spec.ID = f.id })
+	set("fusion", func() { spec.Fusion.Method = f.fusionMethod })
+	set("weighting", func() { spec.Fusion.Weighting = f.weighting })
+	set("solver", func() { spec.Fusion.Solver = f.solver })
+	set("quorum", func() { spec.Quorum = f.quorum })
+	set("min-clients", func() { spec.MinClients = f.minClients })
+	set("deadline", func() { spec.DeadlineSeconds = f.deadline.Seconds() })
+	set("rounds", func() { spec.Rounds = f.rounds })
+	set("warm-start", func() { spec.WarmStart = f.warmStart })
+	set("max-theta-norm", func() { spec.MaxThetaNorm = f.maxNorm })
+	set("irl-iterations", func() { spec.IRL.Iterations = f.irlIters })
+	set("irl-learning-rate", func() { spec.IRL.LearningRate = f.lr })
+	set("irl-l2", func() { spec.IRL.L2 = f.l2 })
+	set("irl-temperature", func() { spec.IRL.Temperature = f.temperature })
+	var clients []string
+	for _, c := range strings.Split(f.clients, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			clients = append(clients, c)
+		}
+	}
+	if len(clients) == 0 {
+		return errors.New("--clients: list at least one client id")
+	}
+	if spec.Quorum == 0 {
+		spec.Quorum = len(clients)
+	}
+	store, err := federation.OpenStore(f.store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	tokens, err := store.CreateTask(spec, clients, time.Now())
+	if err != nil {
+		return err
+	}
+	if f.tokensOut != "" && f.tokensOut != "-" {
+		b, _ := json.MarshalIndent(tokens, "", "  ")
+		if err := os.WriteFile(f.tokensOut, append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("--tokens-out: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "task %s created in %s; %d client tokens written to %s\n", spec.ID, f.store, len(tokens), f.tokensOut)
+		return nil
+	}
+	return writeJSON("-", tokens)
+}
+
+// readToken returns the client's token from a file holding either the bare
+// token or the {"client": "token"} JSON of task create, or from $FEDIRL_TOKEN.
+func readToken(file, client string) (string, error) {
+	if file == "" {
+		if t := os.Getenv("FEDIRL_TOKEN"); t != "" {
+			return t, nil
+		}
+		return "", errors.New("need --token-file or $FEDIRL_TOKEN")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if strings.HasPrefix(s, "{") {
+		var m map[string]string
+		if err := json.Unmarshal(b, &m); err != nil {
+			return "", fmt.Errorf("--token-file %s: %w", file, err)
+		}
+		t, ok := m[client]
+		if !ok {
+			return "", fmt.Errorf("--token-file %s: no token for client %q", file, client)
+		}
+		return t, nil
+	}
+	return s, nil
+}
+
+func runClient(cmd *cobra.Command, _ []string) error {
+	f := &clientFlags
+	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
+		if v == "" {
+			return fmt.Errorf("%s is required", name)
+		}
+	}
+	token, err := readToken(f.tokenFile, f.id)
+	if err != nil {
+		return err
+	}
+	learner, err := federation.LoadMaxEntLearner(f.mdp, f.demos)
+	if err != nil {
+		return err
+	}
+	conn, err := f.tls.dial(f.server, token)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := log.New(os.Stderr, "fedirl client "+f.id+": ", log.LstdFlags|log.Lmicroseconds)
+	cfg := federation.ClientConfig{TaskID: f.task, ClientID: f.id, Logf: logger.Printf}
+	if f.quiet {
+		cfg.Logf = nil
+	}
+	if f.pauseBeforeSubmit > 0 {
+		cfg.BeforeSubmit = func(ctx context.Context, round int) error {
+			logger.Printf("round %d: pausing %v before submitting", round, f.pauseBeforeSubmit)
+			select {
+			case <-time.After(f.pauseBeforeSubmit):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	rep, err := federation.RunClient(ctx, conn, learner, cfg)
+	if err != nil {
+		return err
+	}
+	return writeJSON(f.out, rep)
+}

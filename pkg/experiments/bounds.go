@@ -1,0 +1,301 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+
+	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+// Inequality is one bound: the left-hand side achieved and the right-hand side.
+type Inequality struct {
+	LHS   float64 `json:"lhs"`
+	RHS   float64 `json:"rhs"`
+	Holds bool    `json:"holds"`
+}
+
+func ineq(lhs, rhs float64) Inequality {
+	return Inequality{LHS: lhs, RHS: rhs, Holds: lhs <= rhs*(1+1e-9)+1e-12}
+}
+
+// BoundsReport evaluates Theorem 1 (eqs. T1–T3) and Theorem 2 on one fusion.
+// All reward vectors live on the probe lattice X (n points), ε_i is measured
+// against the true reward r* = Φθ*, and the shift σ makes every r̂_i + σ and
+// r* + σ positive (fusion.AutoSigma over all of them).
+type BoundsReport struct {
+	N        int       `json:"n"`
+	D        float64   `json:"diameter"`
+	Delta    float64   `json:"min_spacing"`
+	KappaPhi float64   `json:"kappa_phi"`
+	Sigma    float64   `json:"sigma"`
+	ZStar    float64   `json:"z_star"`
+	ZMin     float64   `json:"z_min"`
+	Alpha    []float64 `json:"alpha"`
+	// Eps holds ε_i = ‖r̂_i − r*‖₁.
+	Eps []float64 `json:"eps"`
+	// WeightedEps is Σ α_i ε_i.
+	WeightedEps float64 `json:"weighted_eps"`
+	// T1 is W2(p̄, p*) ≤ 2D/√Zmin (Σα_iε_i)^½. Its LHS is exact (linear
+	// programming) when n ≤ ExactLimit and absent (NaN, Holds false) otherwise.
+	T1 *Inequality `json:"t1,omitempty"`
+	// T2 is ‖r̄_{Z(r*)} − r*‖₂ ≤ 2√2 D Z(r*)/(δ√Zmin) (Σα_iε_i)^½.
+	T2 Inequality `json:"t2"`
+	// T3 is ‖θ̂ − θ*‖₂ ≤ κ_Φ · RHS(T2).
+	T3 Inequality `json:"t3"`
+	// Perf[i] is Theorem 2 on client i: J_i(π_r*; r*) − J_i(π_s; r*) ≤
+	// 2/(1−γ)‖r* − s‖∞ for the deployed fused reward s = Φ_iθ̂ (the
+	// barycentric θ with the fusion's own Z) on the client's own features.
+	Perf []Inequality `json:"perf"`
+	// PerfExplicit is the right-hand side of eq. (perf-explicit).
+	PerfExplicit float64 `json:"perf_explicit_rhs"`
+}
+
+// ExactLimit is the largest lattice for which Bounds solves the exact W2 LP.
+const ExactLimit = 64
+
+// LatticeDiameter returns D = max_{x,y} √C(x,y) of a lattice with the
+// separable squared cost.
+func LatticeDiameter(l ot.Lattice) float64 {
+	s := 0.0
+	for _, a := range l.Axes {
+		m := 0.0
+		for i := range a.Len() {
+			for j := range a.Len() {
+				m = math.Max(m, a.Cost(i, j))
+			}
+		}
+		s += m
+	}
+	return math.Sqrt(s)
+}
+
+// KappaPhi returns 1/σ_min(Φ).
+func KappaPhi(phi *mat.Dense) (float64, error) {
+	var svd mat.SVD
+	if !svd.Factorize(phi, mat.SVDNone) {
+		return 0, errors.New("SVD of Φ failed")
+	}
+	v := svd.Values(nil)
+	sm := v[len(v)-1]
+	if sm <= 0 {
+		return math.Inf(1), nil
+	}
+	return 1 / sm, nil
+}
+
+// Bounds evaluates the theorems for clients' θ_i on probe p with true θ*.
+// method/eps/iters configure the barycenter solver; clientMDPs and
+// clientPhis (optional, same length as thetas) enable Theorem 2.
+func Bounds(p fusion.Probe, thetas [][]float64, alpha []float64, thetaStar []float64, opt fusion.Options,
+	clientMDPs []*mdp.MDP, clientPhis []*mat.Dense) (*BoundsReport, error) {
+	K := len(thetas)
+	alpha, err := fusion.Weights(alpha, K)
+	if err != nil {
+		return nil, err
+	}
+	n, _ := p.Phi.Dims()
+	rep := &BoundsReport{N: n, D: LatticeDiameter(p.Lattice), Delta: math.Sqrt(p.Lattice.CostUnit()), Alpha: alpha}
+	if rep.KappaPhi, err = KappaPhi(p.Phi); err != nil {
+		return nil, err
+	}
+	rStar := features.Reward(nil, p.Phi, thetaStar)
+	rs := make([][]float64, K)
+	for i, th := range thetas {
+		rs[i] = features.Reward(nil, p.Phi, th)
+	}
+	rep.Sigma = fusion.AutoSigma(append(rs, rStar)...)
+	pStar, zStar, err := fusion.ShiftNormalize(nil, rStar, rep.Sigma)
+	if err != nil {
+		return nil, err
+	}
+	rep.ZStar, rep.ZMin = zStar, zStar
+	ps := make([][]float64, K)
+	rep.Eps = make([]float64, K)
+	for i, r := range rs {
+		var z float64
+		if ps[i], z, err = fusion.ShiftNormalize(nil, r, rep.Sigma); err != nil {
+			return nil, err
+		}
+		rep.ZMin = math.Min(rep.ZMin, z)
+		rep.Eps[i] = floats.Distance(r, rStar, 1)
+		rep.WeightedEps += alpha[i] * rep.Eps[i]
+	}
+	o := opt
+	o.Sigma, o.Z = rep.Sigma, zStar
+	res, err := fusion.Barycentric(p.Phi, p.Lattice, thetas, alpha, o)
+	if err != nil {
+		return nil, err
+	}
+	root := math.Sqrt(rep.WeightedEps)
+	rhs1 := 2 * rep.D / math.Sqrt(rep.ZMin) * root
+	rhs2 := 2 * math.Sqrt2 * rep.D * zStar / (rep.Delta * math.Sqrt(rep.ZMin)) * root
+	if n <= ExactLimit {
+		w2sq, err := ExactW2Squared(p.Lattice.CostMatrix(), res.Barycenter, pStar)
+		if err != nil {
+			return nil, err
+		}
+		t1 := ineq(math.Sqrt(math.Max(0, w2sq)), rhs1)
+		rep.T1 = &t1
+	}
+	rep.T2 = ineq(floats.Distance(res.Reward, rStar, 2), rhs2)
+	rep.T3 = ineq(floats.Distance(res.Theta, thetaStar, 2), rep.KappaPhi*rhs2)
+	if clientMDPs != nil {
+		gamma := clientMDPs[0].Gamma
+		rep.PerfExplicit = 2 / (1 - gamma) * rhs2
+		// The deployed θ: the fusion with its own Z (as in the study).
+		dres, err := fusion.Barycentric(p.Phi, p.Lattice, thetas, alpha, opt)
+		if err != nil {
+			return nil, err
+		}
+		for i, m := range clientMDPs {
+			r := features.Reward(nil, clientPhis[i], thetaStar)
+			s := features.Reward(nil, clientPhis[i], dres.Theta)
+			gap, err := ReturnGap(m, r, s)
+			if err != nil {
+				return nil, err
+			}
+			rep.Perf = append(rep.Perf, ineq(gap, 2/(1-gamma)*floats.Distance(r, s, math.Inf(1))))
+		}
+	}
+	return rep, nil
+}
+
+// ReturnGap returns J(π_r; r) − J(π_s; r) on m, where π_x is the greedy
+// optimal policy for reward x (value iteration) and J(π; r) = ⟨d^π, r⟩ is
+// the discounted return from m.Init.
+func ReturnGap(m *mdp.MDP, r, s []float64) (float64, error) {
+	ws := mdp.NewWorkspace(m, mdp.Options{Workers: 1, Tol: 1e-12})
+	defer ws.Close()
+	jr := ret(ws, m, r, r)
+	js := ret(ws, m, s, r)
+	return jr - js, nil
+}
+
+func ret(ws *mdp.Workspace, m *mdp.MDP, plan, eval []float64) float64 {
+	v := ws.ValueIteration(nil, plan)
+	A := m.NumActions
+	pi := &mdp.Policy{NumStates: m.NumStates, NumActions: A, Steps: 1, Prob: make([]float64, m.NumPairs())}
+	for st := range m.NumStates {
+		q := v.Q[st*A : st*A+A]
+		best := 0
+		for a := 1; a < A; a++ {
+			if q[a] > q[best] {
+				best = a
+			}
+		}
+		pi.Prob[st*A+best] = 1
+	}
+	d := ws.Visits(nil, pi, nil)
+	return floats.Dot(d, eval)
+}
+
+// ExactW2Squared returns min_P ⟨C, P⟩ over couplings of a and b (each
+// normalized to mass 1) by the simplex method (gonum lp), for small n only.
+func ExactW2Squared(cost []float64, a, b []float64) (float64, error) {
+	n := len(a)
+	if len(b) != n || len(cost) != n*n {
+		return 0, fmt.Errorf("exact W2: sizes %d, %d and cost %d disagree", len(a), len(b), len(cost))
+	}
+	sa, sb := floats.Sum(a), floats.Sum(b)
+	// Variables P (n² entries, row-major). Constraints: row sums = a (n),
+	// column sums = b except the last (redundant) one.
+	rows := 2*n - 1
+	A := mat.NewDense(rows, n*n, nil)
+	rhs := make([]float64, rows)
+	for i := range n {
+		for j := range n {
+			A.Set(i, i*n+j, 1)
+			if j < n-1 {
+				A.Set(n+j, i*n+j, 1)
+			}
+		}
+		rhs[i] = a[i] / sa
+	}
+	for j := range n - 1 {
+		rhs[n+j] = b[j] / sb
+	}
+	opt, _, err := lp.Simplex(cost, A, rhs, 1e-10, nil)
+	if err != nil {
+		return 0, fmt.Errorf("exact W2: %w", err)
+	}
+	return opt, nil
+}
+
+// ExactBarycenter returns the fixed-support W2 barycenter on the support of
+// cost: argmin_q Σ_k α_k W2²(q, μ_k), solved as one linear program over the
+// K couplings and q (gonum lp), for small n·K only.
+func ExactBarycenter(cost []float64, n int, measures [][]float64, alpha []float64) ([]float64, error) {
+	K := len(measures)
+	nv := K*n*n + n
+	// Constraints per k: P_k 1 − q = 0 (n rows) and P_kᵀ1 = μ_k (n rows, the
+	// last dropped for k ≥ 1 as it is implied); plus 1ᵀq = 1.
+	var rowsA [][]float64
+	var rhs []float64
+	for k := range K {
+		mk := measures[k]
+		s := floats.Sum(mk)
+		for i := range n {
+			row := make([]float64, nv)
+			for j := range n {
+				row[k*n*n+i*n+j] = 1
+			}
+			row[K*n*n+i] = -1
+			rowsA = append(rowsA, row)
+			rhs = append(rhs, 0)
+		}
+		for j := range n {
+			if k > 0 && j == n-1 {
+				continue
+			}
+			row := make([]float64, nv)
+			for i := range n {
+				row[k*n*n+i*n+j] = 1
+			}
+			rowsA = append(rowsA, row)
+			rhs = append(rhs, mk[j]/s)
+		}
+	}
+	// 1ᵀq = 1 is implied by P_0's constraints; not added.
+	A := mat.NewDense(len(rowsA), nv, nil)
+	for r, row := range rowsA {
+		A.SetRow(r, row)
+	}
+	c := make([]float64, nv)
+	for k := range K {
+		for x := range n * n {
+			c[k*n*n+x] = alpha[k] * cost[x]
+		}
+	}
+	_, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
+	if err != nil {
+		return nil, fmt.Errorf("exact barycenter: %w", err)
+	}
+	return append([]float64(nil), x[K*n*n:]...), nil
+}
+
+// cellBounds evaluates the bounds on a Table-1 cell with its fusion settings.
+func (c Config) cellBounds(f *Fit, st *setup) (*BoundsReport, error) {
+	method, err := c.barycenterMethod()
+	if err != nil {
+		return nil, err
+	}
+	b := c.Barycenter
+	opt := fusion.Options{Eps: b.EntropicRegularization, Method: method, MaxIter: b.BarycenterIterations, InnerIter: b.SinkhornIterations}
+	if method == ot.Paper {
+		opt.Tol = -1
+	}
+	mdps := make([]*mdp.MDP, len(st.clients))
+	phis := make([]*mat.Dense, len(st.clients))
+	for i, e := range st.clients {
+		mdps[i], phis[i] = e.MDP, e.Phi
+	}
+	return Bounds(st.probe, f.Local, st.weights, c.Expert.TrueReward, opt, mdps, phis)
+}

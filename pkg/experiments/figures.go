@@ -1,0 +1,277 @@
+package experiments
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fedirl/fedirl/pkg/features"
+)
+
+// stateGrid is a GridXYZ of one value per cell; grid row 0 is drawn on top.
+type stateGrid struct {
+	n int
+	z []float64
+}
+
+func (g stateGrid) Dims() (c, r int)   { return g.n, g.n }
+func (g stateGrid) Z(c, r int) float64 { return g.z[(g.n-1-r)*g.n+c] }
+func (g stateGrid) X(c int) float64    { return float64(c) }
+func (g stateGrid) Y(r int) float64    { return float64(r) }
+
+func gridTicks(n int, flip bool) plot.ConstantTicks {
+	var t []plot.Tick
+	for i := range n {
+		v := float64(i)
+		lbl := i
+		if flip {
+			lbl = n - 1 - i
+		}
+		if n <= 10 || lbl%5 == 0 {
+			t = append(t, plot.Tick{Value: v, Label: fmt.Sprint(lbl)})
+		} else {
+			t = append(t, plot.Tick{Value: v})
+		}
+	}
+	return t
+}
+
+// rewardPanel draws the state reward φ(s)ᵀθ of env, min–max normalized to
+// [0, 1], with obstacles (black ×) and the goal (white ★ label "G").
+func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap) (*plot.Plot, error) {
+	n := env.Spec.Size
+	st, err := features.Grid(n, env.Spec.Goal, env.Spec.Obstacles)
+	if err != nil {
+		return nil, err
+	}
+	r := features.Reward(nil, st, theta)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range r {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	z := make([]float64, len(r))
+	for i, v := range r {
+		if hi > lo {
+			z[i] = (v - lo) / (hi - lo)
+		}
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(9)
+	p.X.Label.Text = "column"
+	p.Y.Label.Text = "row"
+	p.X.Tick.Marker = gridTicks(n, false)
+	p.Y.Tick.Marker = gridTicks(n, true)
+	hm := plotter.NewHeatMap(stateGrid{n: n, z: z}, cmap.Palette(64))
+	hm.Min, hm.Max = 0, 1
+	p.Add(hm)
+	var obs plotter.XYs
+	for _, o := range env.Spec.Obstacles {
+		obs = append(obs, plotter.XY{X: float64(o % n), Y: float64(n - 1 - o/n)})
+	}
+	if len(obs) > 0 {
+		sc, err := plotter.NewScatter(obs)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Shape = draw.CrossGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(float64(60) / float64(n))
+		sc.GlyphStyle.Color = color.Black
+		p.Add(sc)
+	}
+	g := env.Spec.Goal
+	lbl, err := plotter.NewLabels(plotter.XYLabels{
+		XYs:    []plotter.XY{{X: float64(g % n), Y: float64(n - 1 - g/n)}},
+		Labels: []string{"G"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	lbl.TextStyle[0].Color = color.White
+	lbl.TextStyle[0].Font.Size = vg.Points(math.Max(6, 50/float64(n)))
+	lbl.TextStyle[0].XAlign = draw.XCenter
+	lbl.TextStyle[0].YAlign = draw.YCenter
+	p.Add(lbl)
+	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
+	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
+	return p, nil
+}
+
+// Figure2PNG draws the paper's Figure 2 for the first three clients of the
+// first seed of the grid size given: one row per client, columns Local θ_i,
+// Mean θ and Barycenter θ, each evaluated on that client's own layout, plus a
+// colour bar.
+func (s *Study) Figure2PNG(size int) ([]byte, error) {
+	var f *Fit
+	for k, e := range s.Config.Environments {
+		if e.GridSize == size && len(s.Cells[k]) > 0 {
+			f = s.Cells[k][0]
+		}
+	}
+	if f == nil {
+		return nil, fmt.Errorf("figure 2: no %d×%d cell in the study", size, size)
+	}
+	rows := min(3, len(f.clients))
+	cmap := moreland.ExtendedBlackBody()
+	cmap.SetMin(0)
+	cmap.SetMax(1)
+	plots := make([][]*plot.Plot, rows)
+	for i := range rows {
+		env := f.clients[i]
+		cols := []struct {
+			name  string
+			theta []float64
+		}{
+			{fmt.Sprintf("Client %d local", i+1), f.Local[i]},
+			{fmt.Sprintf("Mean (client %d layout)", i+1), f.Fused[Mean]},
+			{fmt.Sprintf("Barycenter (client %d layout)", i+1), f.Fused[Barycenter]},
+		}
+		for _, c := range cols {
+			title := fmt.Sprintf("%s\nθ = (%.3g, %.3g)", c.name, c.theta[0], c.theta[1])
+			p, err := rewardPanel(env, c.theta, title, cmap)
+			if err != nil {
+				return nil, err
+			}
+			plots[i] = append(plots[i], p)
+		}
+		// Colour-bar column.
+		cb := plot.New()
+		cb.HideX()
+		cb.Y.Label.Text = "normalized reward"
+		cb.Title.Text = "low → high"
+		cb.Title.TextStyle.Font.Size = vg.Points(8)
+		cb.Add(&plotter.ColorBar{ColorMap: cmap, Vertical: true})
+		plots[i] = append(plots[i], cb)
+	}
+	w, h := vg.Points(760), vg.Points(240*float64(rows)+40)
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	top := dc
+	top.Max.Y -= vg.Points(30)
+	header := fmt.Sprintf("Figure 2: local vs. mean vs. barycentric rewards, %d×%d grid, seed %d (× obstacle, G goal; each panel min–max normalized)", size, size, f.Seed)
+	hf := plot.DefaultFont
+	hf.Size = vg.Points(11)
+	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler,
+		XAlign: draw.XCenter}, vg.Point{X: w / 2, Y: h - vg.Points(20)}, header)
+	tiles := draw.Tiles{Rows: rows, Cols: 4, PadX: vg.Points(18), PadY: vg.Points(14), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
+	canvases := plot.Align(plots, tiles, top)
+	for i := range plots {
+		for j := range plots[i] {
+			c := canvases[i][j]
+			if j == 3 { // narrow colour bar
+				c.Min.X += (c.Max.X - c.Min.X) * 0.55
+			}
+			plots[i][j].Draw(c)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// SuccessPNG draws grouped bars (mean ± std) of Table 1: in-distribution and
+// held-out panels, one group per grid size, one bar per method.
+func (s *Study) SuccessPNG() ([]byte, error) {
+	rows := s.Table1()
+	methods := []Method{Local, Mean, Barycenter, Debiased, Expert}
+	colors := []color.Color{
+		color.RGBA{150, 150, 150, 255}, color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255},
+		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	}
+	var panels []*plot.Plot
+	for split := range 2 {
+		p := plot.New()
+		p.Title.Text = [...]string{"In-distribution (client environments)", "Held-out (unseen environments)"}[split]
+		p.Y.Label.Text = "success rate (%)"
+		p.X.Label.Text = "grid size"
+		p.Y.Min, p.Y.Max = 0, 105
+		var names []string
+		for _, r := range rows {
+			names = append(names, fmt.Sprintf("%d×%d", r.GridSize, r.GridSize))
+		}
+		bw := vg.Points(14)
+		for mi, m := range methods {
+			vals := make(plotter.Values, len(rows))
+			errs := make(plotter.YErrors, len(rows))
+			pts := make(plotter.XYs, len(rows))
+			any := false
+			for k, r := range rows {
+				c := r.InDist
+				if split == 1 {
+					c = r.HeldOutS
+				}
+				st := c.get(m)
+				if st.N > 0 {
+					any = true
+				}
+				vals[k] = st.Mean
+				errs[k].Low, errs[k].High = st.Std, st.Std
+				pts[k] = plotter.XY{X: float64(k) + 0.16*(float64(mi)-2), Y: st.Mean}
+			}
+			if !any {
+				continue
+			}
+			bc, err := plotter.NewBarChart(vals, bw)
+			if err != nil {
+				return nil, err
+			}
+			bc.Color = colors[mi]
+			bc.LineStyle.Width = 0
+			bc.XMin = 0.16 * (float64(mi) - 2)
+			eb, err := plotter.NewYErrorBars(errPoints{pts, errs})
+			if err != nil {
+				return nil, err
+			}
+			p.Add(bc, eb)
+			p.Legend.Add(m.String(), bc)
+		}
+		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
+		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Legend.TextStyle.Font.Size = vg.Points(8)
+		panels = append(panels, p)
+	}
+	w, h := vg.Points(900), vg.Points(380)
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	canvases := plot.Align([][]*plot.Plot{panels}, draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}, dc)
+	for j, p := range panels {
+		p.Draw(canvases[0][j])
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// figureGridSize returns the grid size Figure 2 uses: 5 if present, else the smallest.
+func (s *Study) figureGridSize() int {
+	best := 0
+	for _, e := range s.Config.Environments {
+		if e.GridSize == 5 {
+			return 5
+		}
+		if best == 0 || e.GridSize < best {
+			best = e.GridSize
+		}
+	}
+	return best
+}
+
+type errPoints struct {
+	plotter.XYs
+	plotter.YErrors
+}

@@ -1,0 +1,400 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+// Method indexes the columns of the success tables.
+type Method int
+
+// The methods whose success rates are reported. Local, Mean and Barycenter
+// are the paper's columns; Debiased and Expert are extra reference columns.
+const (
+	Local      Method = iota // Local: each client's own θ_i on its own environment.
+	Mean                     // Mean: parameter averaging (FedAvg).
+	Barycenter               // Barycenter: the paper's barycentric fusion.
+	Debiased                 // Debiased: barycentric fusion with the debiased Sinkhorn barycenter.
+	Expert                   // Expert: the true reward θ* (an upper reference).
+	NumMethods
+)
+
+// String returns the column name.
+func (m Method) String() string {
+	return [...]string{"Local", "Mean", "Barycenter", "Debiased", "Expert"}[m]
+}
+
+// FusionInfo records one barycentric fusion's diagnostics.
+type FusionInfo struct {
+	Sigma         float64 `json:"sigma"`
+	Z             float64 `json:"z"`
+	MarginalError float64 `json:"marginal_error"`
+	Iterations    int     `json:"iterations"`
+}
+
+// Fit is one study cell (one grid size, one seed, one budget setting):
+// environments, local parameters, fused parameters and success rates.
+type Fit struct {
+	GridSize int    `json:"grid_size"`
+	Seed     uint64 `json:"seed"`
+	// Budgets are the clients' IRL iteration budgets.
+	Budgets []int `json:"budgets"`
+	// Local holds θ_i per client.
+	Local [][]float64 `json:"local_theta"`
+	// Fused holds θ of Mean, Barycenter, Debiased and Expert (θ*), indexed by Method (Local is nil).
+	Fused [NumMethods][]float64 `json:"fused_theta"`
+	// Bary and Debiased are the fusion diagnostics.
+	Bary         FusionInfo `json:"barycenter_info"`
+	DebiasedInfo FusionInfo `json:"debiased_info"`
+	// InDist[m][i] is method m's success rate on client i's environment.
+	InDist [NumMethods][]float64 `json:"in_distribution"`
+	// HeldOut[m][j] is method m's success rate on held-out environment j (nil for Local).
+	HeldOut [NumMethods][]float64 `json:"held_out"`
+	// Bounds evaluates Theorems 1 and 2 on this cell (Table 1 cells only).
+	Bounds *BoundsReport `json:"bounds,omitempty"`
+
+	// Not serialized: the environments and probe, for figures.
+	clients, heldOut []*Env
+	probe            fusion.Probe
+	probeSpec        gridworld.Spec
+}
+
+// cellSpec describes one unit of work.
+type cellSpec struct {
+	env      EnvConfig
+	seed     uint64
+	weakFrac float64 // ablation only
+	ablation bool
+}
+
+func (c Config) family(e EnvConfig) gridworld.Family {
+	f := gridworld.DefaultFamily(e.GridSize)
+	if e.Obstacles > 0 {
+		f.Obstacles = e.Obstacles
+	}
+	if e.SlipMax > 0 {
+		f.SlipMax = e.SlipMax
+	}
+	if e.MaxEpisodeLength > 0 {
+		f.Horizon = e.MaxEpisodeLength
+	}
+	return f
+}
+
+func heldOutCount(e EnvConfig) int {
+	if e.HeldOutEnvironments > 0 {
+		return e.HeldOutEnvironments
+	}
+	return e.NumberOfClients
+}
+
+// setup builds the client, held-out and probe environments of a cell, the
+// experts' demonstrations and the fusion weights.
+type setup struct {
+	clients, heldOut []*Env
+	probeSpec        gridworld.Spec
+	probe            fusion.Probe
+	demos            [][]irl.Trajectory
+	weights          []float64 // nil = uniform
+}
+
+func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
+	fam := c.family(e)
+	gamma := c.Expert.DiscountFactor
+	st := &setup{}
+	for i := range e.NumberOfClients {
+		spec, err := fam.Client(seed, i)
+		if err != nil {
+			return nil, err
+		}
+		env, err := NewEnv(spec, gamma)
+		if err != nil {
+			return nil, err
+		}
+		st.clients = append(st.clients, env)
+	}
+	for j := range heldOutCount(e) {
+		spec, err := fam.HeldOut(seed, j)
+		if err != nil {
+			return nil, err
+		}
+		env, err := NewEnv(spec, gamma)
+		if err != nil {
+			return nil, err
+		}
+		st.heldOut = append(st.heldOut, env)
+	}
+	var err error
+	if st.probeSpec, err = fam.Probe(seed); err != nil {
+		return nil, err
+	}
+	if st.probe, err = fusion.GridProbe(st.probeSpec); err != nil {
+		return nil, err
+	}
+	live := make([]float64, len(st.clients))
+	for i, env := range st.clients {
+		pol := env.GreedyPolicy(c.Expert.TrueReward)
+		var n int
+		d, n := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, i), pol, c.Expert.EpisodesPerClient)
+		st.demos = append(st.demos, d)
+		live[i] = float64(n)
+	}
+	if c.Barycenter.Weights == "demonstrations" {
+		st.weights = live
+	}
+	return st, nil
+}
+
+// fuse runs the three fusions and fills f.Fused, f.Bary and f.DebiasedInfo.
+func (c Config) fuse(f *Fit, st *setup) error {
+	var err error
+	if f.Fused[Mean], err = fusion.Mean(f.Local, st.weights); err != nil {
+		return err
+	}
+	method, err := c.barycenterMethod()
+	if err != nil {
+		return err
+	}
+	b := c.Barycenter
+	opt := fusion.Options{Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Method: method,
+		MaxIter: b.BarycenterIterations, InnerIter: b.SinkhornIterations}
+	if method == ot.Paper {
+		opt.Tol = -1 // the paper's fixed schedule
+	}
+	br, err := st.probe.Fuse(f.Local, st.weights, opt)
+	if err != nil {
+		return err
+	}
+	f.Fused[Barycenter] = br.Theta
+	f.Bary = FusionInfo{br.Sigma, br.Z, br.MarginalError, br.Iterations}
+	opt.Method, opt.Tol, opt.MaxIter = ot.Debiased, 0, 0
+	dr, err := st.probe.Fuse(f.Local, st.weights, opt)
+	if err != nil {
+		return err
+	}
+	f.Fused[Debiased] = dr.Theta
+	f.DebiasedInfo = FusionInfo{dr.Sigma, dr.Z, dr.MarginalError, dr.Iterations}
+	f.Fused[Expert] = append([]float64(nil), c.Expert.TrueReward...)
+	return nil
+}
+
+// evaluate fills f.InDist and f.HeldOut; methods lists the fused methods to
+// evaluate besides Local.
+func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
+	episodes := c.Evaluation.EvaluationEpisodes
+	K := len(st.clients)
+	for m := range NumMethods {
+		f.InDist[m], f.HeldOut[m] = nil, nil
+	}
+	f.InDist[Local] = make([]float64, K)
+	for i, env := range st.clients {
+		pol := env.GreedyPolicy(f.Local[i])
+		f.InDist[Local][i] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(Local)<<16|i), pol, episodes)
+	}
+	for _, m := range methods {
+		f.InDist[m] = make([]float64, K)
+		f.HeldOut[m] = make([]float64, len(st.heldOut))
+		for i, env := range st.clients {
+			pol := env.GreedyPolicy(f.Fused[m])
+			f.InDist[m][i] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(m)<<16|i), pol, episodes)
+		}
+		for j, env := range st.heldOut {
+			pol := env.GreedyPolicy(f.Fused[m])
+			f.HeldOut[m][j] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(m)<<16|0x8000|j), pol, episodes)
+		}
+	}
+}
+
+// runCell runs one Table-1 cell: setup, local IRL with the full budget,
+// fusion, evaluation and bounds.
+func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64) (*Fit, error) {
+	st, err := c.buildSetup(e, seed)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fit{GridSize: e.GridSize, Seed: seed, clients: st.clients, heldOut: st.heldOut, probe: st.probe, probeSpec: st.probeSpec}
+	for i, env := range st.clients {
+		res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, c.IRL.IRLIterations)
+		if err != nil {
+			return nil, fmt.Errorf("grid %d seed %d client %d: %w", e.GridSize, seed, i, err)
+		}
+		f.Local = append(f.Local, res.Theta)
+		f.Budgets = append(f.Budgets, c.IRL.IRLIterations)
+	}
+	if err := c.fuse(f, st); err != nil {
+		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
+	}
+	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
+	b, err := c.cellBounds(f, st)
+	if err != nil {
+		return nil, fmt.Errorf("grid %d seed %d bounds: %w", e.GridSize, seed, err)
+	}
+	f.Bounds = b
+	return f, nil
+}
+
+// runAblation runs Table 2 for one seed: the same clients and demonstrations
+// for every weak fraction p; round(pK) clients drawn uniformly get their
+// budget multiplied by f ~ U(weak_factor_min, weak_factor_max) (at least 1
+// step). Returns one Fit per p.
+func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
+	a := c.Ablation
+	e := EnvConfig{GridSize: a.GridSize, NumberOfClients: a.NumberOfClients}
+	st, err := c.buildSetup(e, seed)
+	if err != nil {
+		return nil, err
+	}
+	K := a.NumberOfClients
+	full := make([][]float64, K)
+	for i, env := range st.clients {
+		res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, c.IRL.IRLIterations)
+		if err != nil {
+			return nil, fmt.Errorf("ablation seed %d client %d: %w", seed, i, err)
+		}
+		full[i] = res.Theta
+	}
+	var out []*Fit
+	for pi, p := range a.WeakFractions {
+		rng := stream(seed, a.GridSize, purposeWeak, pi)
+		nWeak := int(math.Round(p * float64(K)))
+		perm := rng.Perm(K)
+		budgets := make([]int, K)
+		for i := range budgets {
+			budgets[i] = c.IRL.IRLIterations
+		}
+		for _, i := range perm[:nWeak] {
+			fct := a.WeakFactorMin + (a.WeakFactorMax-a.WeakFactorMin)*rng.Float64()
+			budgets[i] = max(1, int(math.Round(fct*float64(c.IRL.IRLIterations))))
+		}
+		f := &Fit{GridSize: a.GridSize, Seed: seed, Budgets: budgets}
+		for i, env := range st.clients {
+			if budgets[i] == c.IRL.IRLIterations {
+				f.Local = append(f.Local, full[i])
+				continue
+			}
+			res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, budgets[i])
+			if err != nil {
+				return nil, fmt.Errorf("ablation seed %d p %v client %d: %w", seed, p, i, err)
+			}
+			f.Local = append(f.Local, res.Theta)
+		}
+		if err := c.fuse(f, st); err != nil {
+			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
+		}
+		c.evaluate(f, st, []Method{Mean, Barycenter, Debiased})
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Study is the outcome of GridWorld.
+type Study struct {
+	Config Config `json:"config"`
+	// Cells[k][s] is grid size Environments[k] at seed Seed+s.
+	Cells [][]*Fit `json:"cells"`
+	// Ablation[s][p] is ablation seed s at weak fraction WeakFractions[p].
+	Ablation [][]*Fit `json:"ablation"`
+}
+
+// Progress receives the number of finished work units; it may be nil.
+type Progress interface{ Add(n int) }
+
+// Units returns the number of work units GridWorld reports to a Progress.
+func (c Config) Units() int {
+	return len(c.Environments)*c.NumberOfSeeds + c.ablationSeeds()
+}
+
+func (c Config) ablationSeeds() int {
+	if c.Ablation.NumberOfSeeds > 0 {
+		return c.Ablation.NumberOfSeeds
+	}
+	return c.NumberOfSeeds
+}
+
+// GridWorld runs the whole study: every (grid size, seed) cell of Table 1 and
+// every ablation seed of Table 2, on c.Workers goroutines (default 2), the
+// most expensive cells first. Results are collected by index, so they do not
+// depend on scheduling.
+func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	workers := c.Workers
+	if workers == 0 {
+		workers = 2
+	}
+	type job struct {
+		cost float64
+		run  func() error
+	}
+	st := &Study{Config: c, Cells: make([][]*Fit, len(c.Environments)), Ablation: make([][]*Fit, c.ablationSeeds())}
+	var jobs []job
+	for k, e := range c.Environments {
+		st.Cells[k] = make([]*Fit, c.NumberOfSeeds)
+		for s := range c.NumberOfSeeds {
+			cost := float64(e.NumberOfClients) * math.Pow(float64(e.GridSize), 3)
+			jobs = append(jobs, job{cost, func() error {
+				f, err := c.runCell(ctx, e, c.Seed+uint64(s))
+				st.Cells[k][s] = f
+				return err
+			}})
+		}
+	}
+	for s := range c.ablationSeeds() {
+		a := c.Ablation
+		cost := float64(a.NumberOfClients) * math.Pow(float64(a.GridSize), 3) * 1.5
+		jobs = append(jobs, job{cost, func() error {
+			fs, err := c.runAblation(ctx, c.Seed+uint64(s))
+			st.Ablation[s] = fs
+			return err
+		}})
+	}
+	// Most expensive first (stable on ties, so the order is deterministic;
+	// the order affects only the wall time, never the results).
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && jobs[order[j]].cost > jobs[order[j-1]].cost; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	var next atomic.Int64
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := int(next.Add(1)) - 1
+				if n >= len(order) || ctx.Err() != nil {
+					return
+				}
+				errs[order[n]] = jobs[order[n]].run()
+				if prog != nil {
+					prog.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return st, nil
+}

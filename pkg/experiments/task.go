@@ -1,0 +1,128 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
+)
+
+// Random-stream purposes; a stream is keyed by (seed, size<<40 | purpose<<32 | index).
+const (
+	purposeDemo     = 1
+	purposeEval     = 2
+	purposeWeak     = 3
+	purposeAblation = 4
+)
+
+func stream(seed uint64, size, purpose, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(size)<<40|uint64(purpose)<<32|uint64(index)))
+}
+
+// Env is one grid-world environment with everything the study needs: the
+// simulator, its exact infinite-horizon discounted MDP and its feature matrix
+// Φ on S×A (row s*4+a).
+type Env struct {
+	Spec gridworld.Spec
+	Grid *gridworld.Grid
+	MDP  *mdp.MDP
+	Phi  *mat.Dense
+}
+
+// NewEnv builds the Env of spec with discount gamma.
+func NewEnv(spec gridworld.Spec, gamma float64) (*Env, error) {
+	g, err := gridworld.New(spec)
+	if err != nil {
+		return nil, err
+	}
+	m, err := g.MDP(gamma, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := features.Grid(spec.Size, spec.Goal, spec.Obstacles)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Spec: spec, Grid: g, MDP: m, Phi: features.StateAction(st, gridworld.NumActions)}, nil
+}
+
+// GreedyPolicy returns the deterministic policy that is optimal for the
+// reward Φθ in the environment's exact dynamics (value iteration to a
+// sup-norm change of 1e-9; ties go to the lowest action index).
+func (e *Env) GreedyPolicy(theta []float64) []int {
+	ws := mdp.NewWorkspace(e.MDP, mdp.Options{Workers: 1, Tol: 1e-9})
+	defer ws.Close()
+	v := ws.ValueIteration(nil, features.Reward(nil, e.Phi, theta))
+	A := gridworld.NumActions
+	pol := make([]int, e.MDP.NumStates)
+	for s := range pol {
+		q := v.Q[s*A : s*A+A]
+		best := 0
+		for a := 1; a < A; a++ {
+			if q[a] > q[best] {
+				best = a
+			}
+		}
+		pol[s] = best
+	}
+	return pol
+}
+
+// padLength returns P with γ^P ≤ 1e-6: demonstrations are continued in their
+// absorbing cell up to P steps so their discounted feature expectations match
+// the infinite-horizon model.
+func padLength(gamma float64) int {
+	return int(math.Ceil(math.Log(1e-6) / math.Log(gamma)))
+}
+
+// Demonstrations samples n expert trajectories of policy from uniformly drawn
+// start cells. Each runs P = padLength(γ) steps in the absorbing chain: after
+// the goal or an obstacle the agent stays there (action 0). It also returns
+// the number of steps taken before termination, summed over trajectories.
+func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Trajectory, int) {
+	P := padLength(e.MDP.Gamma)
+	out := make([]irl.Trajectory, n)
+	live := 0
+	for i := range out {
+		s := e.Grid.SampleStart(rng)
+		tr := irl.Trajectory{States: make([]int, 0, P+1), Actions: make([]int, 0, P)}
+		for range P {
+			a := 0
+			if !e.Grid.IsTerminal(s) {
+				a = policy[s]
+				live++
+			}
+			tr.States = append(tr.States, s)
+			tr.Actions = append(tr.Actions, a)
+			s = e.Grid.Sample(rng, s, a)
+		}
+		tr.States = append(tr.States, s)
+		out[i] = tr
+	}
+	return out, live
+}
+
+// LocalIRL runs the client's MaxEnt IRL with the configured hyperparameters
+// and an iteration budget, from θ = 0.
+func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig, budget int) (irl.Result, error) {
+	res, err := irl.MaxEnt(ctx, e.MDP, e.Phi, demos, irl.Config{
+		LearningRate: c.IRLLearningRate,
+		L2:           c.RewardRegularizationL2,
+		Temperature:  c.Temperature,
+		MaxIter:      budget,
+		GradTol:      -1,
+		Optimizer:    c.Optimizer,
+		Solver:       mdp.Options{Workers: 1, Tol: 1e-6},
+	})
+	if err != nil {
+		return res, fmt.Errorf("MaxEnt IRL on grid %d: %w", e.Spec.Size, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,170 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryConfig is the client's back-off policy for transient failures
+// (server unreachable or restarting). Zero values are documented defaults.
+type RetryConfig struct {
+	Initial time.Duration // first back-off (default 50 ms)
+	Max     time.Duration // back-off cap (default 2 s)
+	// Attempts bounds the tries of one call; 0 means retry until ctx ends.
+	Attempts int
+}
+
+// ClientConfig configures RunClient. Zero values are documented defaults.
+type ClientConfig struct {
+	TaskID   string
+	ClientID string
+	Retry    RetryConfig
+	// PollWait is how long one GetFused call may wait on the server (default 10 s).
+	PollWait time.Duration
+	// BeforeSubmit, if set, runs after local learning and before submitting
+	// (used to simulate a client that disappears mid-run).
+	BeforeSubmit func(ctx context.Context, round int) error
+	// Logf receives progress lines (default: discarded).
+	Logf func(format string, args ...any)
+}
+
+// RoundReport records one round of a client's run.
+type RoundReport struct {
+	Round  int          `json:"round"`
+	Local  LocalResult  `json:"local"`
+	Submit SubmitResult `json:"submit"`
+	Fused  FusedResult  `json:"fused"`
+}
+
+// ClientReport is the outcome of RunClient.
+type ClientReport struct {
+	TaskID   string        `json:"task_id"`
+	ClientID string        `json:"client_id"`
+	Rounds   []RoundReport `json:"rounds"`
+	Final    FusedResult   `json:"final"`
+}
+
+// retryable reports whether err is worth retrying: the server is
+// unreachable, restarting or the call timed out.
+func retryable(err error) bool {
+	return CodeOf(err) == CodeUnavailable && !errors.Is(err, context.Canceled)
+}
+
+// withRetry runs f until it succeeds, fails permanently, or ctx ends.
+func withRetry[T any](ctx context.Context, rc RetryConfig, rng *rand.Rand, logf func(string, ...any), what string, f func(context.Context) (T, error)) (T, error) {
+	backoff := rc.Initial
+	for attempt := 1; ; attempt++ {
+		v, err := f(ctx)
+		if err == nil || !retryable(err) || (rc.Attempts > 0 && attempt >= rc.Attempts) {
+			return v, err
+		}
+		if ctx.Err() != nil {
+			return v, fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		}
+		sleep := backoff/2 + time.Duration(rng.Int64N(int64(backoff/2)+1)) // jittered
+		logf("%s failed (%v); retrying in %v", what, err, sleep.Round(time.Millisecond))
+		select {
+		case <-time.After(sleep):
+		case <-ctx.Done():
+			return v, fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+		}
+		backoff = min(2*backoff, rc.Max)
+	}
+}
+
+// RunClient is the client core shared by every transport: it fetches the
+// task, and for each remaining round learns θ_i locally (warm-started from
+// the previous fused θ when the task asks), submits it with retries (the
+// submission is idempotent, so a retry after a lost reply is safe), and
+// waits for the fused θ.
+func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientConfig) (ClientReport, error) {
+	if cfg.Retry.Initial <= 0 {
+		cfg.Retry.Initial = 50 * time.Millisecond
+	}
+	if cfg.Retry.Max <= 0 {
+		cfg.Retry.Max = 2 * time.Second
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 10 * time.Second
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(cfg.ClientID))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 1)) // jitter only; never affects results
+	rep := ClientReport{TaskID: cfg.TaskID, ClientID: cfg.ClientID}
+
+	info, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "fetching task", func(ctx context.Context) (TaskInfo, error) {
+		return fed.GetTask(ctx, cfg.TaskID, cfg.ClientID)
+	})
+	if err != nil {
+		return rep, fmt.Errorf("task %s: %w", cfg.TaskID, err)
+	}
+	cfg.Logf("task %s: %s, theta_dim %d, round %d of %d, quorum %d", cfg.TaskID, info.Spec.EnvFamily,
+		info.Spec.ThetaDim, info.CurrentRound, info.Spec.Rounds, info.Spec.Quorum)
+	warm := info.WarmStart
+	round := info.CurrentRound
+	if info.Done {
+		// Everything is fused already: just fetch the last result.
+		round = info.Spec.Rounds
+	}
+	for ; round <= info.Spec.Rounds; round++ {
+		rr := RoundReport{Round: round}
+		if !info.Done {
+			if !info.Spec.WarmStart {
+				warm = nil
+			}
+			local, err := learner.Learn(ctx, info.Spec, warm)
+			if err != nil {
+				return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
+			}
+			rr.Local = local
+			cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
+			if cfg.BeforeSubmit != nil {
+				if err := cfg.BeforeSubmit(ctx, round); err != nil {
+					return rep, err
+				}
+			}
+			sub := Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
+				DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
+			res, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "submitting", func(ctx context.Context) (SubmitResult, error) {
+				return fed.Submit(ctx, sub)
+			})
+			switch {
+			case CodeOf(err) == CodeFailedPrecondition:
+				cfg.Logf("round %d: submission not taken: %v", round, err)
+			case err != nil:
+				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
+			default:
+				rr.Submit = res
+				cfg.Logf("round %d: submitted (%s)", round, res.Message)
+			}
+		}
+		for {
+			fs, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "fetching fused theta", func(ctx context.Context) (FusedStatus, error) {
+				return fed.GetFused(ctx, cfg.TaskID, cfg.ClientID, round, cfg.PollWait)
+			})
+			if err != nil {
+				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
+			}
+			if fs.Ready {
+				rr.Fused = fs.Result
+				break
+			}
+			if ctx.Err() != nil {
+				return rep, fmt.Errorf("task %s round %d: waiting for fusion (%d/%d submitted): %w", cfg.TaskID, round, fs.Submissions, fs.Quorum, ctx.Err())
+			}
+			cfg.Logf("round %d: waiting for fusion (%d/%d submitted)", round, fs.Submissions, fs.Quorum)
+		}
+		cfg.Logf("round %d: fused theta from %d clients by %s", round, len(rr.Fused.Clients), rr.Fused.Method)
+		rep.Rounds = append(rep.Rounds, rr)
+		rep.Final = rr.Fused
+		warm = rr.Fused.Theta
+	}
+	return rep, nil
+}

@@ -1,0 +1,534 @@
+package federation
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CoordinatorConfig configures a Coordinator. Zero values are documented defaults.
+type CoordinatorConfig struct {
+	// Fuser fuses a round's θ_i. Required.
+	Fuser Fuser
+	// AdminToken, when non-empty, must be presented to call Status.
+	AdminToken string
+	// MaxWait caps how long GetFused may block (default 30 s).
+	MaxWait time.Duration
+	// Tick is how often deadlines are checked (default 250 ms).
+	Tick time.Duration
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+	// Logf receives one line per notable event (default: discarded).
+	Logf func(format string, args ...any)
+}
+
+// Coordinator is the transport-independent server core: it authenticates
+// and validates requests, records submissions idempotently in the Store,
+// fuses each round when its quorum is reached (or at the deadline with at
+// least MinClients), advances rounds and serves fused results. It is safe for
+// concurrent use.
+type Coordinator struct {
+	store *Store
+	cfg   CoordinatorConfig
+
+	mu     sync.Mutex
+	tasks  map[string]*taskRecord     // immutable task records, cached
+	notify map[string]chan struct{}   // closed when a task's round changes
+	seen   map[string]map[string]bool // task -> clients seen since start
+	errs   map[string]string          // task -> last fusion error
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewCoordinator wraps an open store, fuses any round that became ready
+// while the server was down, and starts the deadline checker. Close stops it
+// (the store is closed by its owner).
+func NewCoordinator(store *Store, cfg CoordinatorConfig) (*Coordinator, error) {
+	if cfg.Fuser == nil {
+		return nil, errors.New("federation: CoordinatorConfig.Fuser is nil")
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 30 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 250 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
+		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
+		errs: map[string]string{}, stop: make(chan struct{})}
+	c.checkDeadlines()
+	c.wg.Add(1)
+	go c.loop()
+	return c, nil
+}
+
+// Close stops the deadline checker.
+func (c *Coordinator) Close() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	c.wg.Wait()
+}
+
+// Store returns the coordinator's store.
+func (c *Coordinator) Store() *Store { return c.store }
+
+// CreateTask defines a task and returns one bearer token per client.
+func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]string, error) {
+	return c.store.CreateTask(spec, clients, c.cfg.Now())
+}
+
+func (c *Coordinator) loop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.Tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.checkDeadlines()
+		}
+	}
+}
+
+// readyToFuse reports whether a round with n submissions can be fused now.
+func readyToFuse(spec *TaskSpec, st taskState, n int, now time.Time) (bool, string) {
+	if st.Done {
+		return false, ""
+	}
+	if n >= spec.Quorum {
+		return true, "quorum"
+	}
+	if spec.DeadlineSeconds > 0 && n >= spec.MinClients &&
+		!now.Before(st.RoundOpened.Add(time.Duration(spec.DeadlineSeconds*float64(time.Second)))) {
+		return true, "deadline"
+	}
+	return false, ""
+}
+
+// checkDeadlines fuses every round that is ready (quorum reached while the
+// fuser failed or the server was down, or deadline passed).
+func (c *Coordinator) checkDeadlines() {
+	var ready []string
+	now := c.cfg.Now()
+	c.store.db.View(func(tx *bolt.Tx) error {
+		for _, id := range taskIDs(tx) {
+			rec, err := c.task(tx, id)
+			if err != nil {
+				continue
+			}
+			st, err := readState(tx, id)
+			if err != nil {
+				continue
+			}
+			if ok, _ := readyToFuse(&rec.Spec, st, countSubs(tx, id, st.Round), now); ok {
+				ready = append(ready, id)
+			}
+		}
+		return nil
+	})
+	for _, id := range ready {
+		c.maybeFuse(id)
+	}
+}
+
+// task returns the cached task record of id, reading it in tx on first use.
+func (c *Coordinator) task(tx *bolt.Tx, id string) (*taskRecord, error) {
+	c.mu.Lock()
+	rec := c.tasks[id]
+	c.mu.Unlock()
+	if rec != nil {
+		return rec, nil
+	}
+	r, err := readTask(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.tasks[id] = &r
+	c.mu.Unlock()
+	return &r, nil
+}
+
+// lookupTask is task in its own read transaction.
+func (c *Coordinator) lookupTask(id string) (*taskRecord, error) {
+	c.mu.Lock()
+	rec := c.tasks[id]
+	c.mu.Unlock()
+	if rec != nil {
+		return rec, nil
+	}
+	err := c.store.db.View(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = c.task(tx, id)
+		return err
+	})
+	return rec, err
+}
+
+// authenticate checks that cred may act as clientID on task taskID.
+func (c *Coordinator) authenticate(cred Credentials, taskID, clientID string) (*taskRecord, error) {
+	if !ValidID(taskID) {
+		return nil, errorf(CodeInvalidArgument, "task id %q is not a valid identifier", truncate(taskID))
+	}
+	if !ValidID(clientID) {
+		return nil, errorf(CodeInvalidArgument, "client id %q is not a valid identifier", truncate(clientID))
+	}
+	rec, err := c.lookupTask(taskID)
+	if err != nil {
+		return nil, internal(err)
+	}
+	hash, member := rec.Clients[clientID]
+	if !member {
+		hash = "0000000000000000000000000000000000000000000000000000000000000000" // keep timing uniform
+	}
+	if !tokenMatches(cred.Token, hash) || !member {
+		return nil, errorf(CodeUnauthenticated, "invalid token for client %s on task %s", clientID, taskID)
+	}
+	if cred.CertName != "" && cred.CertName != clientID {
+		return nil, errorf(CodePermissionDenied, "client certificate %q cannot act as client %s", truncate(cred.CertName), clientID)
+	}
+	c.mu.Lock()
+	if c.seen[taskID] == nil {
+		c.seen[taskID] = map[string]bool{}
+	}
+	c.seen[taskID][clientID] = true
+	c.mu.Unlock()
+	return rec, nil
+}
+
+// GetTask returns a task's definition, current round and warm start.
+func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, clientID string) (TaskInfo, error) {
+	rec, err := c.authenticate(cred, taskID, clientID)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	info := TaskInfo{Spec: rec.Spec}
+	err = c.store.db.View(func(tx *bolt.Tx) error {
+		st, err := readState(tx, taskID)
+		if err != nil {
+			return err
+		}
+		info.CurrentRound, info.Done = st.Round, st.Done
+		if rec.Spec.WarmStart && st.Round > 1 {
+			fr, ok, err := readFused(tx, taskID, st.Round-1)
+			if err != nil {
+				return err
+			}
+			if ok {
+				info.WarmStart = fr.Theta
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return TaskInfo{}, internal(err)
+	}
+	info.Spec.Probe = slices.Clone(info.Spec.Probe)
+	return info, nil
+}
+
+// errSubmit carries a refusal decided inside a batch transaction.
+type errSubmit struct{ e *Error }
+
+func (e errSubmit) Error() string { return e.e.Error() }
+
+// Submit validates and records a submission. An identical resubmission (same
+// client, task, round and content) is acknowledged with Duplicate set and
+// stores nothing; a different one for the same key is refused.
+func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submission) (SubmitResult, error) {
+	if e := validateSubmissionFields(&sub); e != nil {
+		return SubmitResult{}, e
+	}
+	rec, err := c.authenticate(cred, sub.TaskID, sub.ClientID)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
+		return SubmitResult{}, e
+	}
+	sub.Theta = slices.Clone(sub.Theta)
+	var res SubmitResult
+	var fuse bool
+	err = c.store.db.Batch(func(tx *bolt.Tx) error {
+		res, fuse = SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum}, false
+		st, err := readState(tx, sub.TaskID)
+		if err != nil {
+			return err
+		}
+		old, exists, err := readSub(tx, sub.TaskID, sub.Round, sub.ClientID)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if !sameSubmission(&old, &sub) {
+				return errSubmit{errorf(CodeAlreadyExists, "client %s already submitted a different theta for task %s round %d",
+					sub.ClientID, sub.TaskID, sub.Round)}
+			}
+			res.Duplicate = true
+			res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+			res.Message = fmt.Sprintf("duplicate: already accepted at %s", old.ReceivedAt.Format(time.RFC3339Nano))
+			return nil
+		}
+		switch {
+		case sub.Round > st.Round:
+			return errSubmit{errorf(CodeFailedPrecondition, "task %s round %d is not open yet (current round %d)", sub.TaskID, sub.Round, st.Round)}
+		case sub.Round < st.Round || st.Done:
+			return errSubmit{errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)}
+		}
+		sub.ReceivedAt = c.cfg.Now().UTC()
+		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), &sub); err != nil {
+			return err
+		}
+		res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+		fuse, _ = readyToFuse(&rec.Spec, st, res.Submissions, c.cfg.Now())
+		res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
+		return nil
+	})
+	var es errSubmit
+	if errors.As(err, &es) {
+		return SubmitResult{}, es.e
+	}
+	if err != nil {
+		return SubmitResult{}, internal(err)
+	}
+	if !res.Duplicate {
+		c.cfg.Logf("task %s round %d: accepted theta from %s (%d/%d)", sub.TaskID, sub.Round, sub.ClientID, res.Submissions, rec.Spec.Quorum)
+	}
+	if fuse {
+		c.maybeFuse(sub.TaskID)
+	}
+	return res, nil
+}
+
+func sameSubmission(a, b *Submission) bool {
+	if a.DemoCount != b.DemoCount || a.Iterations != b.Iterations ||
+		math.Float64bits(a.GradNorm) != math.Float64bits(b.GradNorm) || len(a.Theta) != len(b.Theta) {
+		return false
+	}
+	for i := range a.Theta {
+		if math.Float64bits(a.Theta[i]) != math.Float64bits(b.Theta[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Weights returns the fusion weights of a round's submissions under a
+// weighting policy ("uniform" or "demos"); they sum to one.
+func Weights(weighting string, subs []Submission) []float64 {
+	w := make([]float64, len(subs))
+	total := 0.0
+	if weighting == "demos" {
+		for i, s := range subs {
+			w[i] = float64(s.DemoCount)
+			total += w[i]
+		}
+	}
+	if total <= 0 {
+		for i := range w {
+			w[i] = 1
+		}
+		total = float64(len(w))
+	}
+	for i := range w {
+		w[i] /= total
+	}
+	return w
+}
+
+// maybeFuse fuses the current round of a task if it is ready. It runs inside
+// one write transaction, so no submission can be accepted for the round
+// while it is being fused and every accepted submission is either in the
+// fused result or refused as late.
+func (c *Coordinator) maybeFuse(taskID string) {
+	var fused *FusedResult
+	err := c.store.db.Update(func(tx *bolt.Tx) error {
+		rec, err := c.task(tx, taskID)
+		if err != nil {
+			return err
+		}
+		st, err := readState(tx, taskID)
+		if err != nil {
+			return err
+		}
+		ok, trigger := readyToFuse(&rec.Spec, st, countSubs(tx, taskID, st.Round), c.cfg.Now())
+		if !ok {
+			return nil
+		}
+		if _, done, err := readFused(tx, taskID, st.Round); err != nil || done {
+			return err // already fused: state will be advanced below only by the fusing tx
+		}
+		subs, err := listSubs(tx, taskID, st.Round)
+		if err != nil {
+			return err
+		}
+		thetas := make([][]float64, len(subs))
+		clients := make([]string, len(subs))
+		for i := range subs {
+			thetas[i], clients[i] = subs[i].Theta, subs[i].ClientID
+		}
+		weights := Weights(rec.Spec.Fusion.Weighting, subs)
+		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, weights)
+		if err != nil {
+			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
+		}
+		if e := validateTheta(&TaskSpec{ID: taskID, ThetaDim: rec.Spec.ThetaDim, MaxThetaNorm: math.Inf(1)}, out.Theta); e != nil {
+			return fmt.Errorf("fusing task %s round %d: fuser returned bad theta: %s", taskID, st.Round, e.Msg)
+		}
+		fr := FusedResult{TaskID: taskID, Round: st.Round, Theta: out.Theta, Method: rec.Spec.Fusion.Method,
+			Clients: clients, Weights: weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
+			Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
+		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(st.Round), &fr); err != nil {
+			return err
+		}
+		if st.Round >= rec.Spec.Rounds {
+			st.Done = true
+		} else {
+			st.Round++
+			st.RoundOpened = c.cfg.Now().UTC()
+		}
+		if err := writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st); err != nil {
+			return err
+		}
+		fused = &fr
+		return nil
+	})
+	c.mu.Lock()
+	if err != nil {
+		c.errs[taskID] = err.Error()
+	} else if fused != nil {
+		delete(c.errs, taskID)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.cfg.Logf("task %s: %v", taskID, err)
+		return
+	}
+	if fused != nil {
+		c.cfg.Logf("task %s round %d: fused %d clients by %s (%s), marginal error %.3g",
+			taskID, fused.Round, len(fused.Clients), fused.Method, fused.Trigger, fused.MarginalError)
+		c.broadcast(taskID)
+	}
+}
+
+// waiter returns the channel closed at the next round change of a task.
+func (c *Coordinator) waiter(taskID string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := c.notify[taskID]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.notify[taskID] = ch
+	}
+	return ch
+}
+
+func (c *Coordinator) broadcast(taskID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch := c.notify[taskID]; ch != nil {
+		close(ch)
+		delete(c.notify, taskID)
+	}
+}
+
+// GetFused returns the fused result of a round, waiting up to wait (capped
+// by MaxWait) for it to be produced.
+func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, clientID string, round int, wait time.Duration) (FusedStatus, error) {
+	rec, err := c.authenticate(cred, taskID, clientID)
+	if err != nil {
+		return FusedStatus{}, err
+	}
+	if round < 1 || round > rec.Spec.Rounds {
+		return FusedStatus{}, errorf(CodeInvalidArgument, "round %d: task %s has rounds 1..%d", round, taskID, rec.Spec.Rounds)
+	}
+	wait = min(max(wait, 0), c.cfg.MaxWait)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		ch := c.waiter(taskID)
+		var fs FusedStatus
+		err := c.store.db.View(func(tx *bolt.Tx) error {
+			fs = FusedStatus{Quorum: rec.Spec.Quorum}
+			fr, ok, err := readFused(tx, taskID, round)
+			if err != nil {
+				return err
+			}
+			fs.Ready, fs.Result = ok, fr
+			fs.Submissions = countSubs(tx, taskID, round)
+			return nil
+		})
+		if err != nil {
+			return FusedStatus{}, internal(err)
+		}
+		if fs.Ready {
+			return fs, nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return fs, nil
+		case <-ctx.Done():
+			return fs, nil
+		case <-c.stop:
+			return fs, errorf(CodeUnavailable, "server is shutting down")
+		}
+	}
+}
+
+// Status summarises every task. When an admin token is configured, cred
+// must carry it.
+func (c *Coordinator) Status(ctx context.Context, cred Credentials) ([]TaskStatus, error) {
+	if c.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(HashToken(cred.Token)), []byte(HashToken(c.cfg.AdminToken))) != 1 {
+		return nil, errorf(CodeUnauthenticated, "status requires the admin token")
+	}
+	var out []TaskStatus
+	err := c.store.db.View(func(tx *bolt.Tx) error {
+		for _, id := range taskIDs(tx) {
+			c.mu.Lock()
+			seen := make(map[string]bool, len(c.seen[id]))
+			for k := range c.seen[id] {
+				seen[k] = true
+			}
+			lastErr := c.errs[id]
+			c.mu.Unlock()
+			ts := taskStatus(tx, id, seen)
+			if ts.Error == "" {
+				ts.Error = lastErr
+			}
+			out = append(out, ts)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, internal(err)
+	}
+	return out, nil
+}
+
+// internal wraps a store failure as a federation error, keeping *Error as is.
+func internal(err error) error {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &Error{Code: CodeInternal, Msg: err.Error()}
+}

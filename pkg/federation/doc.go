@@ -1,0 +1,20 @@
+// Package federation runs a fedirl federation as real processes: a server
+// hosts tasks, persists every accepted submission in an embedded bbolt store,
+// fuses client reward parameters θ_i when a quorum is reached (or at a
+// deadline with at least the minimum), and serves the fused θ with its
+// provenance; clients fetch a task, learn θ_i locally on private
+// demonstrations, submit only θ_i, and wait for the fused θ.
+//
+// The logic is transport independent. Coordinator is the server core (task
+// state machine, authentication, validation, quorum, fusion, idempotent
+// submissions) and RunClient is the client core (learn, submit with retries,
+// wait, warm-start the next round). Both talk through the Federation
+// interface, which has two implementations: InProcess (direct calls, used by
+// the in-process experiment runner RunInProcess) and the gRPC adapter
+// (NewGRPCServer, DialGRPC). Only the transport differs between them.
+//
+// The package deliberately does not implement IRL or fusion mathematics: the
+// local learner and the fuser are interfaces (Learner, Fuser) wired to pkg/irl
+// and pkg/fusion by the caller. It does not encrypt θ beyond TLS, and it does
+// not offer secure aggregation or differential privacy.
+package federation

@@ -1,0 +1,340 @@
+package federation
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/fedirl/fedirl/proto"
+)
+
+// DefaultMaxMessageBytes is the default limit on one gRPC message (1 MiB):
+// enough for θ of MaxThetaDim doubles, small enough to bound hostile input.
+const DefaultMaxMessageBytes = 1 << 20
+
+// GRPCServerConfig configures the gRPC adapter. Zero values are documented defaults.
+type GRPCServerConfig struct {
+	// TLS is the server's TLS configuration; nil serves plaintext (loopback
+	// quick start only). Set ClientAuth to tls.RequireAndVerifyClientCert for
+	// mutual TLS; the client certificate's common name must then equal the
+	// client id a request acts as.
+	TLS *tls.Config
+	// MaxMessageBytes caps each received message (default DefaultMaxMessageBytes).
+	MaxMessageBytes int
+	// MaxConcurrentStreams caps concurrent calls per connection (default 1000).
+	MaxConcurrentStreams uint32
+}
+
+// NewGRPCServer returns a gRPC server exposing c as the Federation service.
+func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.MaxConcurrentStreams == 0 {
+		cfg.MaxConcurrentStreams = 1000
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
+		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
+		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	}
+	s := grpc.NewServer(opts...)
+	pb.RegisterFederationServer(s, &grpcService{c: c})
+	return s
+}
+
+// grpcService adapts Coordinator to the generated FederationServer interface.
+type grpcService struct {
+	pb.UnimplementedFederationServer
+	c *Coordinator
+}
+
+// credentialsFrom extracts the bearer token and verified client certificate
+// name of an incoming call.
+func credentialsFrom(ctx context.Context) Credentials {
+	var cred Credentials
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("authorization"); len(v) == 1 {
+			cred.Token, _ = strings.CutPrefix(v[0], "Bearer ")
+		}
+	}
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
+			cred.CertName = ti.State.VerifiedChains[0][0].Subject.CommonName
+			if cred.CertName == "" {
+				cred.CertName = "(certificate without common name)"
+			}
+		}
+	}
+	return cred
+}
+
+var toGRPCCode = map[Code]codes.Code{
+	CodeInvalidArgument:    codes.InvalidArgument,
+	CodeNotFound:           codes.NotFound,
+	CodeAlreadyExists:      codes.AlreadyExists,
+	CodePermissionDenied:   codes.PermissionDenied,
+	CodeUnauthenticated:    codes.Unauthenticated,
+	CodeFailedPrecondition: codes.FailedPrecondition,
+	CodeResourceExhausted:  codes.ResourceExhausted,
+	CodeUnavailable:        codes.Unavailable,
+	CodeInternal:           codes.Internal,
+}
+
+// toStatus converts a federation error to a gRPC status error.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		if c, ok := toGRPCCode[fe.Code]; ok {
+			return status.Error(c, fe.Msg)
+		}
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// fromStatus converts a gRPC error to a federation *Error. Transport
+// failures (unreachable, timed-out attempt, aborted) become CodeUnavailable.
+func fromStatus(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, _ := status.FromError(err)
+	switch st.Code() {
+	case codes.Canceled:
+		return fmt.Errorf("%w: %s", context.Canceled, st.Message())
+	case codes.DeadlineExceeded, codes.Aborted:
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s", ctx.Err(), st.Message())
+		}
+		return &Error{Code: CodeUnavailable, Msg: st.Message()}
+	}
+	for fc, gc := range toGRPCCode {
+		if gc == st.Code() {
+			return &Error{Code: fc, Msg: st.Message()}
+		}
+	}
+	return &Error{Code: CodeUnknown, Msg: st.Code().String() + ": " + st.Message()}
+}
+
+func specToPB(s *TaskSpec) *pb.TaskSpec {
+	return &pb.TaskSpec{
+		Id: s.ID, Description: s.Description, EnvFamily: s.EnvFamily, Probe: s.Probe,
+		ThetaDim: int32(s.ThetaDim), FeatureNames: s.FeatureNames,
+		Irl: &pb.IRLConfig{Iterations: int32(s.IRL.Iterations), LearningRate: s.IRL.LearningRate, L2: s.IRL.L2,
+			Temperature: s.IRL.Temperature, GradTol: s.IRL.GradTol, Optimizer: s.IRL.Optimizer},
+		Fusion: &pb.FusionConfig{Method: s.Fusion.Method, Weighting: s.Fusion.Weighting, Solver: s.Fusion.Solver,
+			Epsilon: s.Fusion.Epsilon, MaxIter: int32(s.Fusion.MaxIter), InnerIter: int32(s.Fusion.InnerIter),
+			Tol: s.Fusion.Tol, Sigma: s.Fusion.Sigma},
+		Quorum: int32(s.Quorum), MinClients: int32(s.MinClients), DeadlineSeconds: s.DeadlineSeconds,
+		Rounds: int32(s.Rounds), WarmStart: s.WarmStart, MaxThetaNorm: s.MaxThetaNorm,
+	}
+}
+
+func specFromPB(p *pb.TaskSpec) TaskSpec {
+	irl, fu := p.GetIrl(), p.GetFusion()
+	return TaskSpec{
+		ID: p.GetId(), Description: p.GetDescription(), EnvFamily: p.GetEnvFamily(), Probe: p.GetProbe(),
+		ThetaDim: int(p.GetThetaDim()), FeatureNames: p.GetFeatureNames(),
+		IRL: IRLConfig{Iterations: int(irl.GetIterations()), LearningRate: irl.GetLearningRate(), L2: irl.GetL2(),
+			Temperature: irl.GetTemperature(), GradTol: irl.GetGradTol(), Optimizer: irl.GetOptimizer()},
+		Fusion: FusionConfig{Method: fu.GetMethod(), Weighting: fu.GetWeighting(), Solver: fu.GetSolver(),
+			Epsilon: fu.GetEpsilon(), MaxIter: int(fu.GetMaxIter()), InnerIter: int(fu.GetInnerIter()),
+			Tol: fu.GetTol(), Sigma: fu.GetSigma()},
+		Quorum: int(p.GetQuorum()), MinClients: int(p.GetMinClients()), DeadlineSeconds: p.GetDeadlineSeconds(),
+		Rounds: int(p.GetRounds()), WarmStart: p.GetWarmStart(), MaxThetaNorm: p.GetMaxThetaNorm(),
+	}
+}
+
+func fusedToPB(f *FusedResult) *pb.FusedResult {
+	return &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
+		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
+		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano()}
+}
+
+func fusedFromPB(p *pb.FusedResult) FusedResult {
+	if p == nil {
+		return FusedResult{}
+	}
+	return FusedResult{TaskID: p.GetTaskId(), Round: int(p.GetRound()), Theta: p.GetTheta(), Method: p.GetMethod(),
+		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
+		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC()}
+}
+
+// clampInt32 converts a wire int32 to int; all wire counts are int32.
+func clampInt32(v int32) int { return int(v) }
+
+// GetTask implements pb.FederationServer.
+func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.GetTaskResponse, error) {
+	info, err := s.c.GetTask(ctx, credentialsFrom(ctx), req.GetTaskId(), req.GetClientId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.GetTaskResponse{Spec: specToPB(&info.Spec), CurrentRound: int32(info.CurrentRound), Done: info.Done, WarmStart: info.WarmStart}, nil
+}
+
+// Submit implements pb.FederationServer.
+func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
+	sub := Submission{TaskID: req.GetTaskId(), Round: clampInt32(req.GetRound()), ClientID: req.GetClientId(),
+		Theta: req.GetTheta(), DemoCount: clampInt32(req.GetDemoCount()), Iterations: clampInt32(req.GetIterations()),
+		GradNorm: req.GetGradNorm()}
+	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.SubmitResponse{Duplicate: res.Duplicate, Round: int32(res.Round), Submissions: int32(res.Submissions),
+		Quorum: int32(res.Quorum), Message: res.Message}, nil
+}
+
+// GetFused implements pb.FederationServer.
+func (s *grpcService) GetFused(ctx context.Context, req *pb.GetFusedRequest) (*pb.GetFusedResponse, error) {
+	fs, err := s.c.GetFused(ctx, credentialsFrom(ctx), req.GetTaskId(), req.GetClientId(), clampInt32(req.GetRound()),
+		time.Duration(req.GetWaitMs())*time.Millisecond)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &pb.GetFusedResponse{Ready: fs.Ready, Submissions: int32(fs.Submissions), Quorum: int32(fs.Quorum)}
+	if fs.Ready {
+		resp.Result = fusedToPB(&fs.Result)
+	}
+	return resp, nil
+}
+
+// Status implements pb.FederationServer.
+func (s *grpcService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.StatusResponse, error) {
+	sts, err := s.c.Status(ctx, credentialsFrom(ctx))
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &pb.StatusResponse{}
+	for i := range sts {
+		t := &sts[i]
+		ps := &pb.TaskStatus{Id: t.ID, Round: int32(t.Round), Rounds: int32(t.Rounds), Done: t.Done, Quorum: int32(t.Quorum),
+			MinClients: int32(t.MinClients), ClientsAllowed: t.ClientsAllowed, ClientsSeen: t.ClientsSeen,
+			Submissions: int32(t.Submissions), TotalSubmissions: int32(t.TotalSubmissions), Error: t.Error}
+		for j := range t.Fused {
+			ps.Fused = append(ps.Fused, fusedToPB(&t.Fused[j]))
+		}
+		resp.Tasks = append(resp.Tasks, ps)
+	}
+	return resp, nil
+}
+
+// DialConfig configures a gRPC client connection. Zero values are documented defaults.
+type DialConfig struct {
+	// Token is the bearer token sent with every call (client token, or the
+	// admin token for Status).
+	Token string
+	// TLS is the client's TLS configuration (with Certificates for mutual
+	// TLS); nil means plaintext, allowed only to loopback addresses.
+	TLS *tls.Config
+	// MaxMessageBytes caps each received message (default 4×DefaultMaxMessageBytes).
+	MaxMessageBytes int
+}
+
+// GRPCClient is the gRPC transport on the client side. It implements Federation.
+type GRPCClient struct {
+	conn  *grpc.ClientConn
+	rpc   pb.FederationClient
+	token string
+}
+
+// DialGRPC prepares a connection to a fedirl server at addr (host:port).
+// The connection is made lazily and re-made after failures, so a client can
+// be created before the server is up or while it restarts.
+func DialGRPC(addr string, cfg DialConfig) (*GRPCClient, error) {
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 4 * DefaultMaxMessageBytes
+	}
+	var tc credentials.TransportCredentials
+	if cfg.TLS != nil {
+		tc = credentials.NewTLS(cfg.TLS)
+	} else {
+		if !IsLoopback(addr) {
+			return nil, fmt.Errorf("dialing %s: plaintext is only allowed to loopback addresses; use TLS", addr)
+		}
+		tc = insecure.NewCredentials()
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(tc),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes)))
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", addr, err)
+	}
+	return &GRPCClient{conn: conn, rpc: pb.NewFederationClient(conn), token: cfg.Token}, nil
+}
+
+// Close closes the connection.
+func (g *GRPCClient) Close() error { return g.conn.Close() }
+
+func (g *GRPCClient) ctx(ctx context.Context) context.Context {
+	if g.token == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+g.token)
+}
+
+// GetTask implements Federation.
+func (g *GRPCClient) GetTask(ctx context.Context, taskID, clientID string) (TaskInfo, error) {
+	r, err := g.rpc.GetTask(g.ctx(ctx), &pb.GetTaskRequest{TaskId: taskID, ClientId: clientID})
+	if err != nil {
+		return TaskInfo{}, fromStatus(ctx, err)
+	}
+	return TaskInfo{Spec: specFromPB(r.GetSpec()), CurrentRound: int(r.GetCurrentRound()), Done: r.GetDone(), WarmStart: r.GetWarmStart()}, nil
+}
+
+// Submit implements Federation.
+func (g *GRPCClient) Submit(ctx context.Context, sub Submission) (SubmitResult, error) {
+	r, err := g.rpc.Submit(g.ctx(ctx), &pb.SubmitRequest{TaskId: sub.TaskID, Round: int32(sub.Round), ClientId: sub.ClientID,
+		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm})
+	if err != nil {
+		return SubmitResult{}, fromStatus(ctx, err)
+	}
+	return SubmitResult{Duplicate: r.GetDuplicate(), Round: int(r.GetRound()), Submissions: int(r.GetSubmissions()),
+		Quorum: int(r.GetQuorum()), Message: r.GetMessage()}, nil
+}
+
+// GetFused implements Federation.
+func (g *GRPCClient) GetFused(ctx context.Context, taskID, clientID string, round int, wait time.Duration) (FusedStatus, error) {
+	r, err := g.rpc.GetFused(g.ctx(ctx), &pb.GetFusedRequest{TaskId: taskID, ClientId: clientID, Round: int32(round),
+		WaitMs: int32(wait / time.Millisecond)})
+	if err != nil {
+		return FusedStatus{}, fromStatus(ctx, err)
+	}
+	return FusedStatus{Ready: r.GetReady(), Result: fusedFromPB(r.GetResult()), Submissions: int(r.GetSubmissions()), Quorum: int(r.GetQuorum())}, nil
+}
+
+// Status implements Federation.
+func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
+	r, err := g.rpc.Status(g.ctx(ctx), &pb.StatusRequest{})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	var out []TaskStatus
+	for _, t := range r.GetTasks() {
+		ts := TaskStatus{ID: t.GetId(), Round: int(t.GetRound()), Rounds: int(t.GetRounds()), Done: t.GetDone(),
+			Quorum: int(t.GetQuorum()), MinClients: int(t.GetMinClients()), ClientsAllowed: t.GetClientsAllowed(),
+			ClientsSeen: t.GetClientsSeen(), Submissions: int(t.GetSubmissions()), TotalSubmissions: int(t.GetTotalSubmissions()),
+			Error: t.GetError()}
+		for _, f := range t.GetFused() {
+			ts.Fused = append(ts.Fused, fusedFromPB(f))
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// meanFuser is an independent weighted mean used to check the coordinator's
+// bookkeeping without pkg/fusion.
+type meanFuser struct {
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error) {
+	m.calls.Add(1)
+	if m.fail.Load() {
+		return FuseOutput{}, errors.New("fuser deliberately failing")
+	}
+	out := make([]float64, spec.ThetaDim)
+	for i, th := range thetas {
+		for k, v := range th {
+			out[k] += weights[i] * v
+		}
+	}
+	return FuseOutput{Theta: out, MarginalError: 0, Iterations: 1}, nil
+}
+
+// fixedLearner returns warmStart+Delta (or Delta when there is no warm start).
+type fixedLearner struct {
+	Delta []float64
+	Demos int
+}
+
+func (l fixedLearner) Learn(_ context.Context, spec TaskSpec, warm []float64) (LocalResult, error) {
+	th := make([]float64, len(l.Delta))
+	copy(th, l.Delta)
+	for i := range warm {
+		th[i] += warm[i]
+	}
+	return LocalResult{Theta: th, DemoCount: l.Demos, Iterations: 7, GradNorm: 0.5}, nil
+}
+
+func testSpec(id string, dim, quorum int) TaskSpec {
+	return TaskSpec{ID: id, EnvFamily: "test", ThetaDim: dim, Quorum: quorum, MaxThetaNorm: 100}
+}
+
+type fixture struct {
+	path  string
+	store *Store
+	coord *Coordinator
+	fuser *meanFuser
+}
+
+func newFixture(t *testing.T, cfg CoordinatorConfig) *fixture {
+	t.Helper()
+	f := &fixture{path: filepath.Join(t.TempDir(), "store.db"), fuser: &meanFuser{}}
+	f.open(t, cfg)
+	t.Cleanup(f.close)
+	return f
+}
+
+func (f *fixture) open(t *testing.T, cfg CoordinatorConfig) {
+	t.Helper()
+	var err error
+	if f.store, err = OpenStore(f.path); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Fuser == nil {
+		cfg.Fuser = f.fuser
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = 20 * time.Millisecond
+	}
+	if f.coord, err = NewCoordinator(f.store, cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) close() {
+	if f.coord != nil {
+		f.coord.Close()
+		f.store.Close()
+		f.coord = nil
+	}
+}
+
+func (f *fixture) create(t *testing.T, spec TaskSpec, clients ...string) map[string]string {
+	t.Helper()
+	tok, err := f.coord.CreateTask(spec, clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func (f *fixture) count(t *testing.T, task string, round int) int {
+	t.Helper()
+	subs, err := f.store.Submissions(task, round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(subs)
+}
+
+func sub(task, client string, round int, theta ...float64) Submission {
+	return Submission{TaskID: task, ClientID: client, Round: round, Theta: theta, DemoCount: 10, Iterations: 3, GradNorm: 0.1}
+}

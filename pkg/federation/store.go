@@ -1,0 +1,392 @@
+package federation
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store is the server's embedded database: one bbolt file holding task
+// definitions (with SHA-256 hashes of client tokens), round state, every
+// accepted submission and every fused result. Every write is one bbolt
+// transaction, fsynced before it returns, so an acknowledged submission
+// survives a crash or kill -9.
+//
+// Layout: bucket "tasks" (id -> task record), "state" (id -> round state),
+// "subs" (one nested bucket per task; "RRRRRRRRRR/client" -> submission) and
+// "fused" (one nested bucket per task; "RRRRRRRRRR" -> fused result). Values
+// are JSON; a value that fails to decode yields an error naming the task and
+// record and is never overwritten implicitly.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+var (
+	bucketTasks = []byte("tasks")
+	bucketState = []byte("state")
+	bucketSubs  = []byte("subs")
+	bucketFused = []byte("fused")
+)
+
+// taskRecord is the stored, immutable definition of a task.
+type taskRecord struct {
+	Spec      TaskSpec          `json:"spec"`
+	Clients   map[string]string `json:"clients"` // client id -> hex SHA-256 of its token
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// taskState is the mutable round state of a task.
+type taskState struct {
+	Round       int       `json:"round"`
+	RoundOpened time.Time `json:"round_opened"`
+	Done        bool      `json:"done"`
+}
+
+// OpenStore opens (creating if needed) the store at path. It fails with a
+// clear error after a second if another process (a running server) holds it.
+func OpenStore(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
+		}
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketTasks, bucketState, bucketSubs, bucketFused} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising store %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path returns the store's file name.
+func (s *Store) Path() string { return s.path }
+
+// CreateTask validates spec, stores it with the given client ids, and returns
+// a fresh bearer token per client (only their hashes are stored). Creating a
+// task whose id exists is an error.
+func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[string]string, error) {
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if len(clients) < spec.MinClients {
+		return nil, fmt.Errorf("task %s: %d clients cannot reach min_clients %d", spec.ID, len(clients), spec.MinClients)
+	}
+	if len(clients) > MaxClientsPerTask {
+		return nil, fmt.Errorf("task %s: %d clients, limit %d", spec.ID, len(clients), MaxClientsPerTask)
+	}
+	rec := taskRecord{Spec: spec, Clients: make(map[string]string, len(clients)), CreatedAt: now.UTC()}
+	tokens := make(map[string]string, len(clients))
+	for _, id := range clients {
+		if !ValidID(id) {
+			return nil, fmt.Errorf("task %s: client id %q: want 1-%d characters from [A-Za-z0-9._-]", spec.ID, id, MaxIDLength)
+		}
+		if _, dup := rec.Clients[id]; dup {
+			return nil, fmt.Errorf("task %s: client id %q listed twice", spec.ID, id)
+		}
+		tok := NewToken()
+		tokens[id] = tok
+		rec.Clients[id] = HashToken(tok)
+	}
+	recJSON, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: encoding: %w", spec.ID, err)
+	}
+	stJSON, _ := json.Marshal(taskState{Round: 1, RoundOpened: now.UTC()})
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		tb := tx.Bucket(bucketTasks)
+		if tb.Get([]byte(spec.ID)) != nil {
+			return fmt.Errorf("task %s already exists in %s", spec.ID, s.path)
+		}
+		if err := tb.Put([]byte(spec.ID), recJSON); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketState).Put([]byte(spec.ID), stJSON); err != nil {
+			return err
+		}
+		if _, err := tx.Bucket(bucketSubs).CreateBucketIfNotExists([]byte(spec.ID)); err != nil {
+			return err
+		}
+		_, err := tx.Bucket(bucketFused).CreateBucketIfNotExists([]byte(spec.ID))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating task %s: %w", spec.ID, err)
+	}
+	return tokens, nil
+}
+
+// decodeTaskRecord decodes and checks a stored task record.
+func decodeTaskRecord(b []byte) (taskRecord, error) {
+	var rec taskRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, fmt.Errorf("corrupt task record: %w", err)
+	}
+	if err := rec.Spec.Validate(); err != nil {
+		return rec, fmt.Errorf("corrupt task record: %w", err)
+	}
+	for id, h := range rec.Clients {
+		if !ValidID(id) || len(h) != 64 {
+			return rec, fmt.Errorf("corrupt task record: bad client entry %q", truncate(id))
+		}
+	}
+	return rec, nil
+}
+
+// decodeState decodes and checks a stored round state.
+func decodeState(b []byte) (taskState, error) {
+	var st taskState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("corrupt round state: %w", err)
+	}
+	if st.Round < 1 {
+		return st, fmt.Errorf("corrupt round state: round %d", st.Round)
+	}
+	return st, nil
+}
+
+// decodeSubmission decodes and checks a stored submission.
+func decodeSubmission(b []byte) (Submission, error) {
+	var sub Submission
+	if err := json.Unmarshal(b, &sub); err != nil {
+		return sub, fmt.Errorf("corrupt submission: %w", err)
+	}
+	if err := validateSubmissionFields(&sub); err != nil {
+		return sub, fmt.Errorf("corrupt submission: %s", err.Msg)
+	}
+	for i, v := range sub.Theta {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return sub, fmt.Errorf("corrupt submission: theta[%d] = %v", i, v)
+		}
+	}
+	return sub, nil
+}
+
+// decodeFused decodes and checks a stored fused result.
+func decodeFused(b []byte) (FusedResult, error) {
+	var fr FusedResult
+	if err := json.Unmarshal(b, &fr); err != nil {
+		return fr, fmt.Errorf("corrupt fused result: %w", err)
+	}
+	if fr.Round < 1 || len(fr.Theta) == 0 || len(fr.Clients) != len(fr.Weights) {
+		return fr, fmt.Errorf("corrupt fused result: round %d, %d theta, %d clients, %d weights",
+			fr.Round, len(fr.Theta), len(fr.Clients), len(fr.Weights))
+	}
+	return fr, nil
+}
+
+func roundKey(round int) []byte { return fmt.Appendf(nil, "%010d", round) }
+
+func subKey(round int, client string) []byte {
+	return append(append(roundKey(round), '/'), client...)
+}
+
+// readTask reads a task record in tx.
+func readTask(tx *bolt.Tx, id string) (taskRecord, error) {
+	b := tx.Bucket(bucketTasks).Get([]byte(id))
+	if b == nil {
+		return taskRecord{}, errorf(CodeNotFound, "unknown task %q", truncate(id))
+	}
+	rec, err := decodeTaskRecord(b)
+	if err != nil {
+		return rec, fmt.Errorf("store: task %s: %w", id, err)
+	}
+	return rec, nil
+}
+
+// readState reads a task's round state in tx.
+func readState(tx *bolt.Tx, id string) (taskState, error) {
+	b := tx.Bucket(bucketState).Get([]byte(id))
+	if b == nil {
+		return taskState{}, fmt.Errorf("store: task %s: round state missing", id)
+	}
+	st, err := decodeState(b)
+	if err != nil {
+		return st, fmt.Errorf("store: task %s: %w", id, err)
+	}
+	return st, nil
+}
+
+func writeJSONValue(b *bolt.Bucket, key []byte, v any) error {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, buf)
+}
+
+// readSub returns the stored submission of client in round, or ok=false.
+func readSub(tx *bolt.Tx, task string, round int, client string) (Submission, bool, error) {
+	b := tx.Bucket(bucketSubs).Bucket([]byte(task))
+	if b == nil {
+		return Submission{}, false, fmt.Errorf("store: task %s: submissions bucket missing", task)
+	}
+	v := b.Get(subKey(round, client))
+	if v == nil {
+		return Submission{}, false, nil
+	}
+	sub, err := decodeSubmission(v)
+	if err != nil {
+		return sub, false, fmt.Errorf("store: task %s round %d client %s: %w", task, round, client, err)
+	}
+	return sub, true, nil
+}
+
+// countSubs counts the submissions of a round.
+func countSubs(tx *bolt.Tx, task string, round int) int {
+	b := tx.Bucket(bucketSubs).Bucket([]byte(task))
+	if b == nil {
+		return 0
+	}
+	prefix := append(roundKey(round), '/')
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// listSubs returns a round's submissions sorted by client id.
+func listSubs(tx *bolt.Tx, task string, round int) ([]Submission, error) {
+	b := tx.Bucket(bucketSubs).Bucket([]byte(task))
+	if b == nil {
+		return nil, fmt.Errorf("store: task %s: submissions bucket missing", task)
+	}
+	prefix := append(roundKey(round), '/')
+	var subs []Submission
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		sub, err := decodeSubmission(v)
+		if err != nil {
+			return nil, fmt.Errorf("store: task %s key %s: %w", task, k, err)
+		}
+		subs = append(subs, sub)
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].ClientID < subs[j].ClientID })
+	return subs, nil
+}
+
+// readFused returns the fused result of a round, or ok=false.
+func readFused(tx *bolt.Tx, task string, round int) (FusedResult, bool, error) {
+	b := tx.Bucket(bucketFused).Bucket([]byte(task))
+	if b == nil {
+		return FusedResult{}, false, fmt.Errorf("store: task %s: fused bucket missing", task)
+	}
+	v := b.Get(roundKey(round))
+	if v == nil {
+		return FusedResult{}, false, nil
+	}
+	fr, err := decodeFused(v)
+	if err != nil {
+		return fr, false, fmt.Errorf("store: task %s round %d: %w", task, round, err)
+	}
+	return fr, true, nil
+}
+
+// taskIDs lists all task ids in tx.
+func taskIDs(tx *bolt.Tx) []string {
+	var ids []string
+	tx.Bucket(bucketTasks).ForEach(func(k, _ []byte) error {
+		ids = append(ids, string(k))
+		return nil
+	})
+	return ids
+}
+
+// taskStatus builds a task's status in tx; seen adds clients observed in memory.
+func taskStatus(tx *bolt.Tx, id string, seen map[string]bool) TaskStatus {
+	ts := TaskStatus{ID: id}
+	rec, err := readTask(tx, id)
+	if err != nil {
+		ts.Error = err.Error()
+		return ts
+	}
+	st, err := readState(tx, id)
+	if err != nil {
+		ts.Error = err.Error()
+		return ts
+	}
+	ts.Round, ts.Rounds, ts.Done = st.Round, rec.Spec.Rounds, st.Done
+	ts.Quorum, ts.MinClients = rec.Spec.Quorum, rec.Spec.MinClients
+	for c := range rec.Clients {
+		ts.ClientsAllowed = append(ts.ClientsAllowed, c)
+	}
+	sort.Strings(ts.ClientsAllowed)
+	seenAll := map[string]bool{}
+	for c := range seen {
+		seenAll[c] = true
+	}
+	if b := tx.Bucket(bucketSubs).Bucket([]byte(id)); b != nil {
+		cur := roundKey(st.Round)
+		b.ForEach(func(k, _ []byte) error {
+			ts.TotalSubmissions++
+			if i := bytes.IndexByte(k, '/'); i >= 0 {
+				seenAll[string(k[i+1:])] = true
+				if bytes.Equal(k[:i], cur) && !st.Done {
+					ts.Submissions++
+				}
+			}
+			return nil
+		})
+	}
+	for c := range seenAll {
+		ts.ClientsSeen = append(ts.ClientsSeen, c)
+	}
+	sort.Strings(ts.ClientsSeen)
+	if b := tx.Bucket(bucketFused).Bucket([]byte(id)); b != nil {
+		b.ForEach(func(k, v []byte) error {
+			fr, err := decodeFused(v)
+			if err != nil {
+				ts.Error = fmt.Sprintf("store: task %s fused %s: %v", id, k, err)
+				return nil
+			}
+			ts.Fused = append(ts.Fused, fr)
+			return nil
+		})
+	}
+	return ts
+}
+
+// Statuses summarises every task in the store (usable offline, without a server).
+func (s *Store) Statuses() ([]TaskStatus, error) {
+	var out []TaskStatus
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, id := range taskIDs(tx) {
+			out = append(out, taskStatus(tx, id, nil))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Submissions returns every stored submission of a task in a round (for tests
+// and audits), sorted by client id.
+func (s *Store) Submissions(task string, round int) ([]Submission, error) {
+	var subs []Submission
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		subs, err = listSubs(tx, task, round)
+		return err
+	})
+	return subs, err
+}

@@ -1,0 +1,222 @@
+package federation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// IRLConfig holds the local MaxEnt IRL hyperparameters that every client of a
+// task uses (the names of irl.Config). Zero values mean "the learner's default".
+type IRLConfig struct {
+	Iterations   int     `json:"iterations"`
+	LearningRate float64 `json:"learning_rate"`
+	L2           float64 `json:"l2"`
+	Temperature  float64 `json:"temperature"`
+	GradTol      float64 `json:"grad_tol"`
+	Optimizer    string  `json:"optimizer,omitempty"`
+}
+
+// FusionConfig selects the fusion method and its parameters. Method is
+// "mean" (the default when empty) or "barycentric"; Weighting is "uniform"
+// (the default) or "demos" (weights proportional to demonstration counts).
+// The remaining fields are the barycentric options of pkg/fusion (zero means
+// that package's default): Solver (ibp, stabilized, debiased, paper), Epsilon
+// (in squared lattice spacings), MaxIter, InnerIter, Tol and Sigma.
+type FusionConfig struct {
+	Method    string  `json:"method"`
+	Weighting string  `json:"weighting,omitempty"`
+	Solver    string  `json:"solver,omitempty"`
+	Epsilon   float64 `json:"epsilon,omitempty"`
+	MaxIter   int     `json:"max_iter,omitempty"`
+	InnerIter int     `json:"inner_iter,omitempty"`
+	Tol       float64 `json:"tol,omitempty"`
+	Sigma     float64 `json:"sigma,omitempty"`
+}
+
+// TaskSpec defines one federation: environment family and probe, feature
+// dimension, IRL hyperparameters, fusion, quorum, deadline and rounds.
+//
+// Zero-value defaults (applied by Normalize): MinClients = Quorum,
+// Rounds = 1, MaxThetaNorm = 1e6, no deadline when DeadlineSeconds is 0.
+type TaskSpec struct {
+	ID              string          `json:"id"`
+	Description     string          `json:"description,omitempty"`
+	EnvFamily       string          `json:"env_family"`
+	Probe           json.RawMessage `json:"probe,omitempty"` // JSON probe spec, family specific
+	ThetaDim        int             `json:"theta_dim"`
+	FeatureNames    []string        `json:"feature_names,omitempty"`
+	IRL             IRLConfig       `json:"irl"`
+	Fusion          FusionConfig    `json:"fusion"`
+	Quorum          int             `json:"quorum"`
+	MinClients      int             `json:"min_clients"`
+	DeadlineSeconds float64         `json:"deadline_seconds,omitempty"`
+	Rounds          int             `json:"rounds"`
+	WarmStart       bool            `json:"warm_start,omitempty"`
+	MaxThetaNorm    float64         `json:"max_theta_norm"`
+}
+
+// TaskInfo is what a client learns when it fetches a task.
+type TaskInfo struct {
+	Spec         TaskSpec
+	CurrentRound int
+	Done         bool
+	WarmStart    []float64 // fused θ of round CurrentRound-1 when Spec.WarmStart, else nil
+}
+
+// Submission is one client's locally learned θ_i for one round of a task.
+type Submission struct {
+	TaskID     string    `json:"task_id"`
+	Round      int       `json:"round"`
+	ClientID   string    `json:"client_id"`
+	Theta      []float64 `json:"theta"`
+	DemoCount  int       `json:"demo_count"`
+	Iterations int       `json:"iterations"`
+	GradNorm   float64   `json:"grad_norm"`
+	ReceivedAt time.Time `json:"received_at,omitzero"`
+}
+
+// SubmitResult acknowledges a submission.
+type SubmitResult struct {
+	Duplicate   bool   // an identical submission had already been accepted
+	Round       int    // round the submission belongs to
+	Submissions int    // accepted submissions in that round so far
+	Quorum      int    // submissions needed to fuse
+	Message     string // human-readable summary
+}
+
+// FusedResult is a fused θ with its provenance.
+type FusedResult struct {
+	TaskID        string    `json:"task_id"`
+	Round         int       `json:"round"`
+	Theta         []float64 `json:"theta"`
+	Method        string    `json:"method"`
+	Clients       []string  `json:"clients"`
+	Weights       []float64 `json:"weights"`
+	MarginalError float64   `json:"marginal_error"`
+	Iterations    int       `json:"iterations"`
+	Trigger       string    `json:"trigger"` // "quorum" or "deadline"
+	FusedAt       time.Time `json:"fused_at"`
+}
+
+// FusedStatus answers a request for a round's fused θ.
+type FusedStatus struct {
+	Ready       bool
+	Result      FusedResult
+	Submissions int
+	Quorum      int
+}
+
+// TaskStatus summarises one task for operators.
+type TaskStatus struct {
+	ID               string        `json:"id"`
+	Round            int           `json:"round"`
+	Rounds           int           `json:"rounds"`
+	Done             bool          `json:"done"`
+	Quorum           int           `json:"quorum"`
+	MinClients       int           `json:"min_clients"`
+	ClientsAllowed   []string      `json:"clients_allowed"`
+	ClientsSeen      []string      `json:"clients_seen"`
+	Submissions      int           `json:"submissions"`
+	TotalSubmissions int           `json:"total_submissions"`
+	Fused            []FusedResult `json:"fused"`
+	Error            string        `json:"error,omitempty"`
+}
+
+// Credentials identify the caller of a request: a bearer token and, under
+// mutual TLS, the common name of the verified client certificate.
+type Credentials struct {
+	Token    string
+	CertName string // "" when no client certificate was presented
+}
+
+// LocalResult is the outcome of a client's local IRL.
+type LocalResult struct {
+	Theta      []float64
+	DemoCount  int
+	Iterations int
+	GradNorm   float64
+}
+
+// Learner runs a client's local learning for a task. warmStart is the
+// previous round's fused θ, or nil in round 1 or when the task has no warm start.
+type Learner interface {
+	Learn(ctx context.Context, spec TaskSpec, warmStart []float64) (LocalResult, error)
+}
+
+// FuseOutput is what a Fuser returns; the coordinator adds the provenance.
+type FuseOutput struct {
+	Theta         []float64
+	MarginalError float64
+	Iterations    int
+}
+
+// Fuser fuses the submitted θ_i of one round with the given weights (which
+// sum to one, in the same order as thetas).
+type Fuser interface {
+	Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error)
+}
+
+// Federation is the transport between client logic and server logic. InProcess
+// and the gRPC client implement it; RunClient uses only this interface.
+type Federation interface {
+	GetTask(ctx context.Context, taskID, clientID string) (TaskInfo, error)
+	Submit(ctx context.Context, sub Submission) (SubmitResult, error)
+	GetFused(ctx context.Context, taskID, clientID string, round int, wait time.Duration) (FusedStatus, error)
+	Status(ctx context.Context) ([]TaskStatus, error)
+}
+
+// Code classifies a federation error independently of the transport; the
+// gRPC adapter maps each code to the gRPC status code of the same name.
+type Code int
+
+// Error codes.
+const (
+	CodeUnknown Code = iota
+	CodeInvalidArgument
+	CodeNotFound
+	CodeAlreadyExists
+	CodePermissionDenied
+	CodeUnauthenticated
+	CodeFailedPrecondition
+	CodeResourceExhausted
+	CodeUnavailable
+	CodeInternal
+)
+
+var codeNames = [...]string{"Unknown", "InvalidArgument", "NotFound", "AlreadyExists",
+	"PermissionDenied", "Unauthenticated", "FailedPrecondition", "ResourceExhausted",
+	"Unavailable", "Internal"}
+
+// String returns the code's name.
+func (c Code) String() string {
+	if c >= 0 && int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", int(c))
+}
+
+// Error is a federation error with a transport-independent code and a
+// message meant for the user at the other end.
+type Error struct {
+	Code Code
+	Msg  string
+}
+
+// Error returns the message prefixed by the code.
+func (e *Error) Error() string { return e.Code.String() + ": " + e.Msg }
+
+func errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the Code of err, or CodeUnknown when err is not an *Error.
+func CodeOf(err error) Code {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return CodeUnknown
+}

@@ -1,0 +1,158 @@
+package federation
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Limits on identifiers and sizes. They bound what a hostile request can make
+// the server store or compute.
+const (
+	// MaxIDLength is the longest task or client identifier accepted.
+	MaxIDLength = 128
+	// MaxThetaDim is the largest θ dimension a task may declare.
+	MaxThetaDim = 1 << 16
+	// MaxProbeBytes is the largest probe spec a task may carry.
+	MaxProbeBytes = 256 << 10
+	// MaxClientsPerTask is the largest number of clients a task may admit.
+	MaxClientsPerTask = 100000
+	// DefaultMaxThetaNorm is the θ norm bound used when a task sets none.
+	DefaultMaxThetaNorm = 1e6
+)
+
+// ValidID reports whether s is a valid task or client identifier: 1 to
+// MaxIDLength characters from [A-Za-z0-9._-].
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Normalize fills the documented zero-value defaults of s in place.
+func (s *TaskSpec) Normalize() {
+	if s.MinClients == 0 {
+		s.MinClients = s.Quorum
+	}
+	if s.Rounds == 0 {
+		s.Rounds = 1
+	}
+	if s.MaxThetaNorm == 0 {
+		s.MaxThetaNorm = DefaultMaxThetaNorm
+	}
+	if s.Fusion.Method == "" {
+		s.Fusion.Method = "mean"
+	}
+	if s.Fusion.Weighting == "" {
+		s.Fusion.Weighting = "uniform"
+	}
+}
+
+// Validate checks a (normalized) task spec, naming the first bad field.
+func (s *TaskSpec) Validate() error {
+	switch {
+	case !ValidID(s.ID):
+		return fmt.Errorf("task spec: id %q: want 1-%d characters from [A-Za-z0-9._-]", s.ID, MaxIDLength)
+	case s.ThetaDim < 1 || s.ThetaDim > MaxThetaDim:
+		return fmt.Errorf("task spec %s: theta_dim %d: want 1..%d", s.ID, s.ThetaDim, MaxThetaDim)
+	case len(s.FeatureNames) != 0 && len(s.FeatureNames) != s.ThetaDim:
+		return fmt.Errorf("task spec %s: %d feature_names for theta_dim %d", s.ID, len(s.FeatureNames), s.ThetaDim)
+	case len(s.Probe) > MaxProbeBytes:
+		return fmt.Errorf("task spec %s: probe is %d bytes, limit %d", s.ID, len(s.Probe), MaxProbeBytes)
+	case len(s.Probe) > 0 && !json.Valid(s.Probe):
+		return fmt.Errorf("task spec %s: probe is not valid JSON", s.ID)
+	case s.Quorum < 1 || s.Quorum > MaxClientsPerTask:
+		return fmt.Errorf("task spec %s: quorum %d: want 1..%d", s.ID, s.Quorum, MaxClientsPerTask)
+	case s.MinClients < 1 || s.MinClients > s.Quorum:
+		return fmt.Errorf("task spec %s: min_clients %d: want 1..quorum (%d)", s.ID, s.MinClients, s.Quorum)
+	case s.Rounds < 1 || s.Rounds > 10000:
+		return fmt.Errorf("task spec %s: rounds %d: want 1..10000", s.ID, s.Rounds)
+	case !(s.DeadlineSeconds >= 0) || math.IsInf(s.DeadlineSeconds, 0):
+		return fmt.Errorf("task spec %s: deadline_seconds %v: want a finite value >= 0", s.ID, s.DeadlineSeconds)
+	case !(s.MaxThetaNorm > 0) || math.IsInf(s.MaxThetaNorm, 0):
+		return fmt.Errorf("task spec %s: max_theta_norm %v: want a finite value > 0", s.ID, s.MaxThetaNorm)
+	case s.Fusion.Method != "mean" && s.Fusion.Method != "barycentric":
+		return fmt.Errorf("task spec %s: fusion.method %q: want \"mean\" or \"barycentric\"", s.ID, s.Fusion.Method)
+	case s.Fusion.Weighting != "uniform" && s.Fusion.Weighting != "demos":
+		return fmt.Errorf("task spec %s: fusion.weighting %q: want \"uniform\" or \"demos\"", s.ID, s.Fusion.Weighting)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"irl.learning_rate", s.IRL.LearningRate}, {"irl.l2", s.IRL.L2}, {"irl.temperature", s.IRL.Temperature},
+		{"irl.grad_tol", math.Abs(s.IRL.GradTol)}, {"fusion.epsilon", s.Fusion.Epsilon},
+		{"fusion.tol", math.Abs(s.Fusion.Tol)}, {"fusion.sigma", s.Fusion.Sigma}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("task spec %s: %s %v: want a finite value >= 0", s.ID, f.name, f.v)
+		}
+	}
+	if s.IRL.Iterations < 0 || s.Fusion.MaxIter < 0 || s.Fusion.InnerIter < 0 {
+		return fmt.Errorf("task spec %s: negative iteration count", s.ID)
+	}
+	switch s.IRL.Optimizer {
+	case "", "gd", "adam":
+	default:
+		return fmt.Errorf("task spec %s: irl.optimizer %q: want \"gd\" or \"adam\"", s.ID, s.IRL.Optimizer)
+	}
+	switch s.Fusion.Solver {
+	case "", "ibp", "stabilized", "debiased", "paper":
+	default:
+		return fmt.Errorf("task spec %s: fusion.solver %q: want ibp, stabilized, debiased or paper", s.ID, s.Fusion.Solver)
+	}
+	return nil
+}
+
+// validateTheta checks θ against a task: dimension, finiteness and norm bound.
+func validateTheta(spec *TaskSpec, theta []float64) *Error {
+	if len(theta) != spec.ThetaDim {
+		return errorf(CodeInvalidArgument, "theta has dimension %d, task %s wants %d", len(theta), spec.ID, spec.ThetaDim)
+	}
+	var ss float64
+	for i, v := range theta {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errorf(CodeInvalidArgument, "theta[%d] is %v: every component must be finite", i, v)
+		}
+		ss += v * v
+	}
+	if n := math.Sqrt(ss); !(n <= spec.MaxThetaNorm) {
+		return errorf(CodeInvalidArgument, "theta has norm %.6g above the task's bound %.6g", n, spec.MaxThetaNorm)
+	}
+	return nil
+}
+
+// validateSubmissionFields checks the parts of a submission that need no
+// stored state.
+func validateSubmissionFields(sub *Submission) *Error {
+	switch {
+	case !ValidID(sub.TaskID):
+		return errorf(CodeInvalidArgument, "task id %q is not a valid identifier", truncate(sub.TaskID))
+	case !ValidID(sub.ClientID):
+		return errorf(CodeInvalidArgument, "client id %q is not a valid identifier", truncate(sub.ClientID))
+	case sub.Round < 1:
+		return errorf(CodeInvalidArgument, "round %d: rounds start at 1", sub.Round)
+	case sub.DemoCount < 0 || sub.Iterations < 0:
+		return errorf(CodeInvalidArgument, "demo_count %d and iterations %d must be >= 0", sub.DemoCount, sub.Iterations)
+	case !(sub.GradNorm >= 0) || math.IsInf(sub.GradNorm, 0):
+		return errorf(CodeInvalidArgument, "grad_norm %v must be finite and >= 0", sub.GradNorm)
+	case len(sub.Theta) > MaxThetaDim:
+		return errorf(CodeResourceExhausted, "theta has %d components, limit %d", len(sub.Theta), MaxThetaDim)
+	}
+	return nil
+}
+
+// truncate shortens s for inclusion in an error message.
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}

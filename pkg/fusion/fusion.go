@@ -1,0 +1,176 @@
+// Package fusion fuses the reward parameters θ_i learned by K clients into
+// one global θ, the server step of the paper (§Aggregation, §Parameter
+// Recovery):
+//
+//   - Mean: parameter averaging (FedAvg), θ = Σ α_i θ_i.
+//   - Barycentric: evaluate each client's reward r̂_i = Φθ_i on the server's
+//     probe lattice X, shift and normalize it to a probability vector
+//     p_i = T_σ(r̂_i) = (r̂_i + σ1)/Z_i (Theorem 1), take the entropic
+//     Wasserstein barycenter p̄ of the p_i with weights α on X, map it back to
+//     a reward r̄ = Z p̄ − σ1, and recover θ = argmin ‖Φθ − r̄‖₂ by a
+//     Householder QR factorization of Φ (gonum), not the normal equations.
+//
+// The barycenter itself is computed by package ot on the lattice's separable
+// Gibbs kernel. This package deliberately does no learning and no
+// communication (see pkg/irl and pkg/federation); it is pure functions of
+// the clients' θ, the probe (Φ, lattice) and the options.
+package fusion
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Weights returns α normalized to sum to one: uniform 1/K when w is nil,
+// otherwise w/Σw. It errors if w has the wrong length, a negative or
+// non-finite entry, or sums to zero.
+func Weights(w []float64, k int) ([]float64, error) {
+	if k < 1 {
+		return nil, errors.New("fusion: no clients")
+	}
+	out := make([]float64, k)
+	if w == nil {
+		for i := range out {
+			out[i] = 1 / float64(k)
+		}
+		return out, nil
+	}
+	if len(w) != k {
+		return nil, fmt.Errorf("fusion: %d weights for %d clients", len(w), k)
+	}
+	sum := 0.0
+	for i, v := range w {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("fusion: weight %d = %v, want a finite non-negative number", i, v)
+		}
+		sum += v
+	}
+	if sum == 0 {
+		return nil, errors.New("fusion: weights sum to zero")
+	}
+	for i, v := range w {
+		out[i] = v / sum
+	}
+	return out, nil
+}
+
+func checkThetas(thetas [][]float64) (int, error) {
+	if len(thetas) == 0 {
+		return 0, errors.New("fusion: no client parameters")
+	}
+	d := len(thetas[0])
+	if d == 0 {
+		return 0, errors.New("fusion: client 0 sent an empty θ")
+	}
+	for i, th := range thetas {
+		if len(th) != d {
+			return 0, fmt.Errorf("fusion: client %d θ has length %d, client 0 has %d", i, len(th), d)
+		}
+		for k, v := range th {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("fusion: client %d θ[%d] = %v", i, k, v)
+			}
+		}
+	}
+	return d, nil
+}
+
+// Mean returns the weighted parameter average Σ α_i θ_i (FedAvg); weights nil
+// means uniform. The sum runs in client order, so the result is reproducible.
+func Mean(thetas [][]float64, weights []float64) ([]float64, error) {
+	d, err := checkThetas(thetas)
+	if err != nil {
+		return nil, err
+	}
+	alpha, err := Weights(weights, len(thetas))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, d)
+	for i, th := range thetas {
+		for k, v := range th {
+			out[k] += alpha[i] * v
+		}
+	}
+	return out, nil
+}
+
+// ShiftNormalize writes T_σ(r) = (r + σ1)/Z into dst and returns it with
+// Z = 1ᵀ(r + σ1) (Theorem 1). It errors if some r(x) + σ is not positive.
+func ShiftNormalize(dst, r []float64, sigma float64) ([]float64, float64, error) {
+	if len(dst) != len(r) {
+		dst = make([]float64, len(r))
+	}
+	z := 0.0
+	for i, v := range r {
+		if !(v+sigma > 0) {
+			return nil, 0, fmt.Errorf("fusion: r[%d] + σ = %v + %v is not positive", i, v, sigma)
+		}
+		z += v + sigma
+	}
+	for i, v := range r {
+		dst[i] = (v + sigma) / z
+	}
+	return dst, z, nil
+}
+
+// BackProject returns θ = argmin_θ ‖Φθ − r‖₂, solved with gonum's Householder
+// QR factorization of Φ (numerically stabler than (ΦᵀΦ)⁻¹Φᵀr). It errors if
+// Φ is not tall or is numerically rank deficient.
+func BackProject(phi *mat.Dense, r []float64) ([]float64, error) {
+	n, d := phi.Dims()
+	if len(r) != n {
+		return nil, fmt.Errorf("fusion: reward has %d entries, Φ has %d rows", len(r), n)
+	}
+	if n < d {
+		return nil, fmt.Errorf("fusion: Φ is %d×%d, need at least as many rows as columns", n, d)
+	}
+	var qr mat.QR
+	qr.Factorize(phi)
+	var rr mat.Dense
+	qr.RTo(&rr)
+	maxDiag := 0.0
+	for k := range d {
+		maxDiag = math.Max(maxDiag, math.Abs(rr.At(k, k)))
+	}
+	for k := range d {
+		if math.Abs(rr.At(k, k)) <= 1e-12*maxDiag || maxDiag == 0 {
+			return nil, fmt.Errorf("fusion: Φ is rank deficient (|R[%d,%d]| = %g)", k, k, rr.At(k, k))
+		}
+	}
+	var x mat.VecDense
+	if err := qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...))); err != nil {
+		return nil, fmt.Errorf("fusion: least squares: %w", err)
+	}
+	out := make([]float64, d)
+	for k := range d {
+		out[k] = x.AtVec(k)
+	}
+	return out, nil
+}
+
+// AutoSigma returns the default shift for the rewards rs: the smallest shift
+// that makes every entry non-negative plus 10% of the largest per-client
+// reward range, so the least-rewarded lattice point keeps some mass and every
+// p_i is strictly positive (as Theorem 1 requires). When every reward is
+// constant the margin is 1.
+func AutoSigma(rs ...[]float64) float64 {
+	lo, span := math.Inf(1), 0.0
+	for _, r := range rs {
+		rlo, rhi := math.Inf(1), math.Inf(-1)
+		for _, v := range r {
+			rlo = math.Min(rlo, v)
+			rhi = math.Max(rhi, v)
+		}
+		lo = math.Min(lo, rlo)
+		span = math.Max(span, rhi-rlo)
+	}
+	margin := 0.1 * span
+	if margin == 0 {
+		margin = 1
+	}
+	return math.Max(0, -lo) + margin
+}

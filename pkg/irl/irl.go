@@ -1,0 +1,478 @@
+// Package irl implements maximum-entropy inverse reinforcement learning
+// (MaxEnt IRL) with a linear reward R_θ(s,a) = θᵀφ(s,a) on a tabular
+// mdp.MDP, as run locally by each client in the paper (§Client-side
+// Learning), together with the file formats of its inputs.
+//
+// # Objective
+//
+// We use the maximum-causal-entropy dual, which makes the gradient exact.
+// With the soft Bellman equations at temperature τ > 0 (package mdp)
+//
+//	Q_θ(s,a) = θᵀφ(s,a) + γ Σ_s' P(s'|s,a) V_θ(s'),   V_θ(s) = τ log Σ_a exp(Q_θ(s,a)/τ),
+//
+// (V = 0 at terminal states; time-indexed with V_T = 0 for a finite
+// horizon T), the log-likelihood and the objective are
+//
+//	LogLik(θ)    = θᵀμ_D − E_{s0∼D₀}[V_θ(s0)],
+//	Objective(θ) = LogLik(θ) − (λ/2)‖θ‖²,
+//
+// where μ_D = (1/N) Σ_i Σ_t γ^t φ(s_t^i, a_t^i) are the empirical discounted
+// feature expectations of the N demonstrations and D₀ is their empirical
+// initial-state distribution (or the MDP's Init with Config.InitFromMDP).
+// This is the paper's L_i with log Z(θ) = E V_θ(s0). Its gradient is exactly
+//
+//	∇Objective = μ_D − μ_π − λθ,
+//
+// where μ_π = Σ_{s,a} d(s,a) φ(s,a) are the discounted expected feature
+// counts of the soft-optimal policy π_θ(a|s) = exp((Q_θ−V_θ)/τ) from D₀
+// (d from mdp.Workspace.Visits). The identity holds for every τ > 0
+// because ∂V/∂Q(s,a) = π(a|s).
+//
+// How τ enters: the reward is used unscaled and τ only sets how greedy the
+// soft-optimal policy is, so LogLik is in reward units. For deterministic
+// transitions, LogLik/τ is the discounted log-probability
+// Σ_t γ^t log π_θ(a_t|s_t) of the demonstrations; for stochastic ones it is
+// the causal-entropy dual, which differs from that by terms with zero mean
+// under the demonstrator. The paper's appendix uses τ = 1e-3 (the default),
+// under which π_θ is nearly greedy; τ = 1 is the classical MaxEnt IRL model.
+//
+// # Optimizers
+//
+// Gradient ascent θ ← θ + η(μ_D − μ_π − λθ) (the paper's update, η = 5e-3
+// by default) or Adam on the same gradient. The budget is Config.MaxIter
+// gradient steps (the paper uses 25–100; the weak-client ablation cuts it),
+// stopping early when ‖∇‖₂ ≤ Config.GradTol. Config.Theta0 warm-starts θ,
+// as the federation does from round to round. Successive soft value
+// iterations are warm-started from the previous values, so a step costs a
+// few sweeps once θ moves slowly.
+//
+// # File formats
+//
+// An MDP and its features are a JSON "spec" (ReadSpec, WriteSpec):
+//
+//	{
+//	  "states": 3, "actions": 2, "gamma": 0.9,
+//	  "horizon": 0,                      // optional, 0 = infinite
+//	  "init": [1, 0, 0],                 // optional, default uniform over non-terminal states
+//	  "terminal": [2],                   // optional list of terminal (absorbing, zero-value) states
+//	  "transitions": [[s, a, s2, p], ...],   // or the CSR form:
+//	  "csr": {"row_ptr": [...], "next": [...], "prob": [...]},   // row k = s*actions+a
+//	  "features": [[...d numbers...], ...]   // states*actions rows, row k = s*actions+a
+//	}
+//
+// Exactly one of "transitions" and "csr" must be given; unknown keys are
+// errors (a typo would otherwise silently change the problem).
+//
+// Demonstrations are JSON Lines (ReadTrajectories, WriteTrajectories), one
+// trajectory per line:
+//
+//	{"states": [0, 1, 1, 2], "actions": [1, 0, 1]}
+//
+// with len(states) = len(actions) (one state per action) or len(actions)+1
+// (the final state reached included). Blank lines are skipped; other keys
+// (e.g. "rewards") are ignored. In Python:
+//
+//	with open("demos.jsonl", "w") as f:
+//	    for s, a in trajs: f.write(json.dumps({"states": s, "actions": a}) + "\n")
+//
+// Every malformed input gives a *FormatError naming the file, line and field.
+//
+// The package deliberately does not sample demonstrations from experts,
+// define feature maps (package features) or fuse rewards (package fusion).
+package irl
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/mdp"
+)
+
+// Trajectory is one demonstration: the visited states and the actions taken.
+// len(States) is len(Actions) or len(Actions)+1 (final state included).
+type Trajectory struct {
+	States  []int `json:"states"`
+	Actions []int `json:"actions"`
+}
+
+// Optimizer names accepted by Config.Optimizer.
+const (
+	OptimizerGD   = "gd"
+	OptimizerAdam = "adam"
+)
+
+// Config holds MaxEnt IRL options; the zero value gives the paper's settings.
+type Config struct {
+	// LearningRate is the step size η (default 5e-3, as in the paper's appendix).
+	LearningRate float64 `json:"learning_rate"`
+	// L2 is the regularization weight λ (default 0: no regularization).
+	L2 float64 `json:"l2"`
+	// Temperature is τ > 0 of the soft Bellman equations (default 1e-3, as in
+	// the paper's appendix; use 1 for classical MaxEnt IRL).
+	Temperature float64 `json:"temperature"`
+	// MaxIter is the budget of gradient steps (default 100).
+	MaxIter int `json:"max_iter"`
+	// GradTol stops once ‖∇‖₂ ≤ GradTol (default 1e-8; negative never stops early).
+	GradTol float64 `json:"grad_tol"`
+	// Optimizer is "gd" (default, plain gradient ascent) or "adam".
+	Optimizer string `json:"optimizer"`
+	// Beta1, Beta2 and Epsilon are Adam's constants (defaults 0.9, 0.999, 1e-8).
+	Beta1   float64 `json:"beta1"`
+	Beta2   float64 `json:"beta2"`
+	Epsilon float64 `json:"epsilon"`
+	// Theta0 is the starting θ (default zeros); it is copied, not modified.
+	Theta0 []float64 `json:"theta0,omitempty"`
+	// InitFromMDP draws s0 from the MDP's Init instead of the demonstrations' first states.
+	InitFromMDP bool `json:"init_from_mdp"`
+	// Solver configures the dynamic programming (see mdp.Options); WarmStart is always on in MaxEnt.
+	Solver mdp.Options `json:"-"`
+	// OnIteration, if set, is called after each evaluation of the objective.
+	OnIteration func(Iteration) `json:"-"`
+}
+
+// Iteration describes one evaluation of the objective during MaxEnt.
+type Iteration struct {
+	// Index counts evaluations from 0 (θ_Index is the θ evaluated).
+	Index int
+	// LogLik, Objective and GradNorm are evaluated at θ_Index.
+	LogLik, Objective, GradNorm float64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.LearningRate == 0 {
+		c.LearningRate = 5e-3
+	}
+	if c.Temperature == 0 {
+		c.Temperature = 1e-3
+	}
+	if c.MaxIter == 0 {
+		c.MaxIter = 100
+	}
+	if c.GradTol == 0 {
+		c.GradTol = 1e-8
+	}
+	if c.Optimizer == "" {
+		c.Optimizer = OptimizerGD
+	}
+	if c.Beta1 == 0 {
+		c.Beta1 = 0.9
+	}
+	if c.Beta2 == 0 {
+		c.Beta2 = 0.999
+	}
+	if c.Epsilon == 0 {
+		c.Epsilon = 1e-8
+	}
+	switch {
+	case !(c.LearningRate > 0) || math.IsInf(c.LearningRate, 0):
+		return c, fmt.Errorf("irl: learning rate %v must be positive", c.LearningRate)
+	case !(c.Temperature > 0) || math.IsInf(c.Temperature, 0):
+		return c, fmt.Errorf("irl: temperature %v must be positive", c.Temperature)
+	case !(c.L2 >= 0):
+		return c, fmt.Errorf("irl: L2 weight %v must be non-negative", c.L2)
+	case c.MaxIter < 0:
+		return c, fmt.Errorf("irl: iteration budget %d is negative", c.MaxIter)
+	case c.Optimizer != OptimizerGD && c.Optimizer != OptimizerAdam:
+		return c, fmt.Errorf("irl: unknown optimizer %q (want %q or %q)", c.Optimizer, OptimizerGD, OptimizerAdam)
+	case !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Epsilon > 0):
+		return c, fmt.Errorf("irl: Adam constants beta1=%v beta2=%v epsilon=%v out of range", c.Beta1, c.Beta2, c.Epsilon)
+	}
+	return c, nil
+}
+
+// Result is the outcome of MaxEnt.
+type Result struct {
+	// Theta is the learned parameter vector θ.
+	Theta []float64 `json:"theta"`
+	// Iterations is the number of gradient steps taken.
+	Iterations int `json:"iterations"`
+	// Converged reports whether ‖∇‖₂ ≤ GradTol was reached.
+	Converged bool `json:"converged"`
+	// LogLik, Objective and GradNorm hold the values at θ_0..θ_Iterations
+	// (length Iterations+1; the last entry is at Theta).
+	LogLik    []float64 `json:"loglik"`
+	Objective []float64 `json:"objective"`
+	GradNorm  []float64 `json:"grad_norm"`
+	// EmpiricalFeatures is μ_D; ExpectedFeatures is μ_π at Theta.
+	EmpiricalFeatures []float64 `json:"empirical_features"`
+	ExpectedFeatures  []float64 `json:"expected_features"`
+}
+
+// Objective evaluates the MaxEnt IRL objective and its gradient for one MDP,
+// feature matrix and demonstration set, reusing its buffers across calls.
+type Objective struct {
+	m      *mdp.MDP
+	phi    *mat.Dense
+	d      int
+	tau    float64
+	l2     float64
+	muD    []float64
+	init   []float64
+	ws     *mdp.Workspace
+	vals   *mdp.Values
+	pol    *mdp.Policy
+	visits []float64
+	reward []float64
+	muPi   []float64
+}
+
+// NewObjective checks the inputs and precomputes μ_D and the initial
+// distribution. Only Temperature, L2, InitFromMDP and Solver of cfg are used.
+func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*Objective, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if r, _ := phi.Dims(); r != m.NumPairs() {
+		return nil, fmt.Errorf("irl: feature matrix has %d rows, want states*actions = %d", r, m.NumPairs())
+	}
+	_, d := phi.Dims()
+	muD, err := EmpiricalFeatureExpectations(nil, m, phi, demos)
+	if err != nil {
+		return nil, err
+	}
+	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD}
+	if cfg.InitFromMDP {
+		o.init = m.Init
+	} else {
+		o.init = EmpiricalInit(nil, m, demos)
+	}
+	o.ws = mdp.NewWorkspace(m, cfg.Solver)
+	o.reward = make([]float64, m.NumPairs())
+	o.visits = make([]float64, m.NumPairs())
+	o.muPi = make([]float64, d)
+	return o, nil
+}
+
+// Dim returns d, the number of features.
+func (o *Objective) Dim() int { return o.d }
+
+// Close releases the objective's worker goroutines.
+func (o *Objective) Close() { o.ws.Close() }
+
+// EmpiricalFeatures returns μ_D (do not modify).
+func (o *Objective) EmpiricalFeatures() []float64 { return o.muD }
+
+// ExpectedFeatures returns μ_π at the θ of the last Eval (do not modify).
+func (o *Objective) ExpectedFeatures() []float64 { return o.muPi }
+
+// Policy returns the soft-optimal policy at the θ of the last Eval (do not modify).
+func (o *Objective) Policy() *mdp.Policy { return o.pol }
+
+// Reward returns Φθ at the θ of the last Eval (do not modify).
+func (o *Objective) Reward() []float64 { return o.reward }
+
+// Eval computes the objective, the log-likelihood and, into grad (length
+// d), the gradient μ_D − μ_π − λθ at theta.
+func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
+	if len(theta) != o.d || len(grad) != o.d {
+		panic(fmt.Sprintf("irl: theta and grad have lengths %d and %d, want %d", len(theta), len(grad), o.d))
+	}
+	LinearReward(o.reward, o.phi, theta)
+	o.vals = o.ws.SoftValueIteration(o.vals, o.reward, o.tau)
+	v0 := floats.Dot(o.init, o.vals.Start())
+	logLik = floats.Dot(theta, o.muD) - v0
+	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)
+	o.pol = o.ws.SoftPolicy(o.pol, o.vals, o.tau)
+	o.visits = o.ws.Visits(o.visits, o.pol, o.init)
+	FeatureCounts(o.muPi, o.phi, o.visits)
+	for j := range grad {
+		grad[j] = o.muD[j] - o.muPi[j] - o.l2*theta[j]
+	}
+	return objective, logLik
+}
+
+// LinearReward sets dst (length S*A) to Φθ and returns it.
+func LinearReward(dst []float64, phi *mat.Dense, theta []float64) []float64 {
+	raw := phi.RawMatrix()
+	if len(dst) != raw.Rows || len(theta) != raw.Cols {
+		panic("irl: LinearReward dimension mismatch")
+	}
+	for k := range dst {
+		dst[k] = floats.Dot(raw.Data[k*raw.Stride:k*raw.Stride+raw.Cols], theta)
+	}
+	return dst
+}
+
+// FeatureCounts sets dst (length d) to Φᵀw for a weight vector w over pairs
+// (for example visit counts) and returns it.
+func FeatureCounts(dst []float64, phi *mat.Dense, w []float64) []float64 {
+	raw := phi.RawMatrix()
+	if len(dst) != raw.Cols || len(w) != raw.Rows {
+		panic("irl: FeatureCounts dimension mismatch")
+	}
+	clear(dst)
+	for k, wk := range w {
+		if wk != 0 {
+			floats.AddScaled(dst, wk, raw.Data[k*raw.Stride:k*raw.Stride+raw.Cols])
+		}
+	}
+	return dst
+}
+
+// CheckTrajectories reports the first demonstration that does not fit m:
+// empty, ragged, out-of-range indices, an action taken in a terminal state,
+// or more actions than a finite horizon allows.
+func CheckTrajectories(m *mdp.MDP, demos []Trajectory) error {
+	if len(demos) == 0 {
+		return fmt.Errorf("irl: no demonstrations")
+	}
+	for i, tr := range demos {
+		if err := checkTrajectory(m.NumStates, m.NumActions, m, tr); err != nil {
+			return fmt.Errorf("irl: demonstration %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkTrajectory validates one trajectory; m may be nil (then only S, A are checked; S or A = 0 skips ranges).
+func checkTrajectory(S, A int, m *mdp.MDP, tr Trajectory) error {
+	if len(tr.Actions) == 0 {
+		return &FormatError{Field: "actions", Msg: "empty"}
+	}
+	if n := len(tr.States); n != len(tr.Actions) && n != len(tr.Actions)+1 {
+		return &FormatError{Field: "states", Msg: fmt.Sprintf("has %d entries but actions has %d (want equal or one more)", n, len(tr.Actions))}
+	}
+	for t, s := range tr.States {
+		if s < 0 || (S > 0 && s >= S) {
+			return &FormatError{Field: fmt.Sprintf("states[%d]", t), Msg: fmt.Sprintf("state %d out of range [0,%d)", s, S)}
+		}
+	}
+	for t, a := range tr.Actions {
+		if a < 0 || (A > 0 && a >= A) {
+			return &FormatError{Field: fmt.Sprintf("actions[%d]", t), Msg: fmt.Sprintf("action %d out of range [0,%d)", a, A)}
+		}
+		if m != nil && m.IsTerminal(tr.States[t]) {
+			return &FormatError{Field: fmt.Sprintf("actions[%d]", t), Msg: fmt.Sprintf("action taken in terminal state %d", tr.States[t])}
+		}
+	}
+	if m != nil && m.Horizon > 0 && len(tr.Actions) > m.Horizon {
+		return &FormatError{Field: "actions", Msg: fmt.Sprintf("%d actions exceed the horizon %d", len(tr.Actions), m.Horizon)}
+	}
+	return nil
+}
+
+// EmpiricalFeatureExpectations returns in dst (length d, allocated if nil)
+// μ_D = (1/N) Σ_i Σ_t γ^t φ(s_t^i, a_t^i) after checking the demonstrations
+// with CheckTrajectories.
+func EmpiricalFeatureExpectations(dst []float64, m *mdp.MDP, phi *mat.Dense, demos []Trajectory) ([]float64, error) {
+	if err := CheckTrajectories(m, demos); err != nil {
+		return nil, err
+	}
+	raw := phi.RawMatrix()
+	if raw.Rows != m.NumPairs() {
+		return nil, fmt.Errorf("irl: feature matrix has %d rows, want states*actions = %d", raw.Rows, m.NumPairs())
+	}
+	if dst == nil {
+		dst = make([]float64, raw.Cols)
+	}
+	if len(dst) != raw.Cols {
+		panic("irl: EmpiricalFeatureExpectations dst length mismatch")
+	}
+	clear(dst)
+	A := m.NumActions
+	for _, tr := range demos {
+		g := 1.0
+		for t, a := range tr.Actions {
+			k := tr.States[t]*A + a
+			floats.AddScaled(dst, g, raw.Data[k*raw.Stride:k*raw.Stride+raw.Cols])
+			g *= m.Gamma
+		}
+	}
+	floats.Scale(1/float64(len(demos)), dst)
+	return dst, nil
+}
+
+// EmpiricalInit returns in dst (length S, allocated if nil) the empirical
+// distribution of the demonstrations' first states; demos must be non-empty and checked.
+func EmpiricalInit(dst []float64, m *mdp.MDP, demos []Trajectory) []float64 {
+	if dst == nil {
+		dst = make([]float64, m.NumStates)
+	}
+	clear(dst)
+	for _, tr := range demos {
+		dst[tr.States[0]] += 1 / float64(len(demos))
+	}
+	return dst
+}
+
+// MaxEnt learns θ from demonstrations on m with features phi ((S*A)×d, row
+// k = s*A+a) by gradient ascent or Adam on the objective in the package
+// comment. It stops after cfg.MaxIter steps, when ‖∇‖₂ ≤ cfg.GradTol, or
+// when ctx is cancelled (returning the result so far and ctx's error).
+func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Result{}, err
+	}
+	cfg.Solver.WarmStart = true
+	o, err := NewObjective(m, phi, demos, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	defer o.Close()
+	d := o.Dim()
+	theta := make([]float64, d)
+	if cfg.Theta0 != nil {
+		if len(cfg.Theta0) != d {
+			return Result{}, fmt.Errorf("irl: theta0 has %d entries, want %d features", len(cfg.Theta0), d)
+		}
+		copy(theta, cfg.Theta0)
+	}
+	grad := make([]float64, d)
+	var m1, m2 []float64
+	if cfg.Optimizer == OptimizerAdam {
+		m1, m2 = make([]float64, d), make([]float64, d)
+	}
+	res := Result{EmpiricalFeatures: append([]float64(nil), o.muD...)}
+	for it := 0; ; it++ {
+		obj, ll := o.Eval(grad, theta)
+		gn := floats.Norm(grad, 2)
+		res.LogLik = append(res.LogLik, ll)
+		res.Objective = append(res.Objective, obj)
+		res.GradNorm = append(res.GradNorm, gn)
+		res.Iterations = it
+		if cfg.OnIteration != nil {
+			cfg.OnIteration(Iteration{Index: it, LogLik: ll, Objective: obj, GradNorm: gn})
+		}
+		if math.IsNaN(obj) || math.IsNaN(gn) {
+			res.Theta = theta
+			return res, fmt.Errorf("irl: objective became NaN at iteration %d (learning rate %v too large?)", it, cfg.LearningRate)
+		}
+		if gn <= cfg.GradTol {
+			res.Converged = true
+			break
+		}
+		if it == cfg.MaxIter {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			res.Theta = theta
+			res.ExpectedFeatures = append([]float64(nil), o.muPi...)
+			return res, err
+		}
+		switch cfg.Optimizer {
+		case OptimizerGD:
+			floats.AddScaled(theta, cfg.LearningRate, grad)
+		case OptimizerAdam:
+			t := float64(it + 1)
+			c1 := 1 - math.Pow(cfg.Beta1, t)
+			c2 := 1 - math.Pow(cfg.Beta2, t)
+			for j, g := range grad {
+				m1[j] = cfg.Beta1*m1[j] + (1-cfg.Beta1)*g
+				m2[j] = cfg.Beta2*m2[j] + (1-cfg.Beta2)*g*g
+				theta[j] += cfg.LearningRate * (m1[j] / c1) / (math.Sqrt(m2[j]/c2) + cfg.Epsilon)
+			}
+		}
+	}
+	res.Theta = theta
+	res.ExpectedFeatures = append([]float64(nil), o.muPi...)
+	return res, nil
+}

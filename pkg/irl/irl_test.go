@@ -1,0 +1,274 @@
+package irl
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/mdp"
+)
+
+// randomMDP returns an MDP with k random successors per pair, nTerm terminal states and a random Init.
+func randomMDP(seed uint64, S, A, k, nTerm int, gamma float64, horizon int) *mdp.MDP {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	b := mdp.NewBuilder(S, A)
+	b.Gamma, b.Horizon = gamma, horizon
+	for t := 0; t < nTerm; t++ {
+		b.SetTerminal(S - 1 - t)
+	}
+	for s := 0; s < S; s++ {
+		for a := 0; a < A; a++ {
+			w := make([]float64, k)
+			sum := 0.0
+			for i := range w {
+				w[i] = rng.Float64() + 0.05
+				sum += w[i]
+			}
+			for i := range w {
+				b.AddTransition(s, a, rng.IntN(S), w[i]/sum)
+			}
+		}
+	}
+	b.Init = make([]float64, S)
+	sum := 0.0
+	for s := 0; s < S-nTerm; s++ {
+		b.Init[s] = rng.Float64()
+		sum += b.Init[s]
+	}
+	for s := range b.Init {
+		b.Init[s] /= sum
+	}
+	m, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// randomFeatures returns an (S*A)×d matrix with entries uniform in [0,1).
+func randomFeatures(seed uint64, n, d int) *mat.Dense {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	data := make([]float64, n*d)
+	for i := range data {
+		data[i] = rng.Float64()
+	}
+	return mat.NewDense(n, d, data)
+}
+
+// expertDemos samples n episodes (capped at maxSteps) from the soft-optimal policy of theta at temperature tau.
+func expertDemos(m *mdp.MDP, phi *mat.Dense, theta []float64, tau float64, n, maxSteps int, seed uint64) ([]Trajectory, *mdp.Policy) {
+	ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
+	defer ws.Close()
+	r := LinearReward(make([]float64, m.NumPairs()), phi, theta)
+	pi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, r, tau), tau)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	demos := make([]Trajectory, 0, n)
+	for len(demos) < n {
+		s, a := m.Rollout(rng, pi, maxSteps)
+		if len(a) > 0 {
+			demos = append(demos, Trajectory{States: s, Actions: a})
+		}
+	}
+	return demos, pi
+}
+
+func TestGradientFiniteDifferences(t *testing.T) {
+	cases := []struct {
+		name           string
+		S, A, k, nTerm int
+		gamma          float64
+		horizon        int
+		tau, l2, h     float64
+		initFromMDP    bool
+	}{
+		{"tau 1", 6, 3, 3, 0, 0.9, 0, 1, 0, 1e-5, false},
+		{"tau 0.1 terminal l2", 7, 3, 2, 1, 0.9, 0, 0.1, 0.3, 1e-5, false},
+		{"tau 0.3 finite horizon", 6, 2, 3, 1, 0.95, 7, 0.3, 0.1, 1e-5, false},
+		{"tau 1 init from mdp", 5, 4, 2, 1, 0.8, 0, 1, 0.05, 1e-5, true},
+		{"tau 1e-3 paper", 6, 3, 3, 1, 0.9, 0, 1e-3, 0.1, 1e-7, false},
+	}
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := randomMDP(uint64(100+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
+			d := 4
+			phi := randomFeatures(uint64(100+ci), m.NumPairs(), d)
+			rng := rand.New(rand.NewPCG(uint64(ci), 0))
+			theta := make([]float64, d)
+			for j := range theta {
+				theta[j] = rng.NormFloat64()
+			}
+			demos, _ := expertDemos(m, phi, theta, 1, 20, 15, uint64(ci))
+			o, err := NewObjective(m, phi, demos, Config{Temperature: c.tau, L2: c.l2, InitFromMDP: c.initFromMDP,
+				Solver: mdp.Options{Tol: 1e-14, MaxIter: 20000}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			// Evaluate at a different θ than the one that generated the data.
+			for j := range theta {
+				theta[j] = 0.5 * rng.NormFloat64()
+			}
+			grad := make([]float64, d)
+			o.Eval(grad, theta)
+			fd := make([]float64, d)
+			tmp := make([]float64, d)
+			for j := range theta {
+				tp := append([]float64(nil), theta...)
+				tp[j] += c.h
+				fp, _ := o.Eval(tmp, tp)
+				tp[j] -= 2 * c.h
+				fm, _ := o.Eval(tmp, tp)
+				fd[j] = (fp - fm) / (2 * c.h)
+			}
+			scale := floats.Norm(grad, math.Inf(1))
+			for j := range grad {
+				if math.Abs(grad[j]-fd[j]) > 1e-6*scale {
+					t.Fatalf("grad[%d] = %.12g, finite difference %.12g (|diff| %.3g > 1e-6 * %.3g)", j, grad[j], fd[j], math.Abs(grad[j]-fd[j]), scale)
+				}
+			}
+		})
+	}
+}
+
+// TestRecovery learns θ from expert demonstrations and checks feature matching and return.
+func TestRecovery(t *testing.T) {
+	cases := []struct {
+		name    string
+		S, A, k int
+		nTerm   int
+		gamma   float64
+		horizon int
+		n       int
+		opt     string
+		lr      float64
+	}{
+		{"finite horizon adam", 20, 3, 3, 0, 0.95, 25, 200, OptimizerAdam, 0.05},
+		{"terminal gd", 15, 4, 3, 4, 0.9, 0, 600, OptimizerGD, 0.2},
+	}
+	for ci, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := randomMDP(uint64(200+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
+			d := 5
+			phi := randomFeatures(uint64(200+ci), m.NumPairs(), d)
+			rng := rand.New(rand.NewPCG(uint64(200+ci), 0))
+			thetaStar := make([]float64, d)
+			for j := range thetaStar {
+				thetaStar[j] = 2 * rng.NormFloat64()
+			}
+			const tau = 1
+			demos, expertPi := expertDemos(m, phi, thetaStar, tau, c.n, 200, uint64(ci))
+			steps := 0
+			for _, tr := range demos {
+				steps += len(tr.Actions)
+			}
+			if steps < 2000 {
+				t.Fatalf("only %d demonstration steps", steps)
+			}
+			res, err := MaxEnt(context.Background(), m, phi, demos, Config{Temperature: tau, LearningRate: c.lr,
+				Optimizer: c.opt, MaxIter: 5000, GradTol: 1e-6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Converged {
+				t.Fatalf("not converged after %d iterations, grad norm %g", res.Iterations, res.GradNorm[len(res.GradNorm)-1])
+			}
+			if len(res.LogLik) != res.Iterations+1 || len(res.GradNorm) != res.Iterations+1 {
+				t.Fatalf("curve lengths %d/%d for %d iterations", len(res.LogLik), len(res.GradNorm), res.Iterations)
+			}
+			// Feature expectations of the learned policy reproduce the demonstrations'.
+			scale := floats.Norm(res.EmpiricalFeatures, math.Inf(1))
+			approx.Slices(t, "μ_π(θ̂) vs μ_D", res.ExpectedFeatures, res.EmpiricalFeatures, 0, 1e-3)
+			if diff := approx.MaxAbsDiff(res.ExpectedFeatures, res.EmpiricalFeatures); diff > 1e-3*scale {
+				t.Fatalf("feature mismatch %g", diff)
+			}
+			// Return under θ* of the learned soft policy vs the expert's.
+			ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-12})
+			defer ws.Close()
+			rStar := LinearReward(make([]float64, m.NumPairs()), phi, thetaStar)
+			rHat := LinearReward(make([]float64, m.NumPairs()), phi, res.Theta)
+			learnedPi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, rHat, tau), tau)
+			jExpert := ws.Return(expertPi, rStar)
+			jLearned := ws.Return(learnedPi, rStar)
+			t.Logf("%d steps, %d iterations, θ* %.3f θ̂ %.3f, return expert %.5f learned %.5f", steps, res.Iterations, thetaStar, res.Theta, jExpert, jLearned)
+			approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 0, 0.01)
+		})
+	}
+}
+
+// TestPaperSettingsAscend runs the appendix settings (τ=1e-3, η=5e-3, L2) and checks the objective improves.
+func TestPaperSettingsAscend(t *testing.T) {
+	m := randomMDP(300, 30, 4, 3, 1, 0.95, 0)
+	phi := randomFeatures(300, m.NumPairs(), 6)
+	thetaStar := []float64{1, -1, 0.5, 0, 2, -0.5}
+	demos, _ := expertDemos(m, phi, thetaStar, 1e-3, 50, 100, 3)
+	res, err := MaxEnt(context.Background(), m, phi, demos, Config{L2: 0.01, MaxIter: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Iterations != 50 {
+		t.Fatalf("iterations = %d, want the full budget 50", res.Iterations)
+	}
+	if first, last := res.Objective[0], res.Objective[50]; !(last > first) {
+		t.Fatalf("objective went from %g to %g", first, last)
+	}
+}
+
+func TestWarmStartContinues(t *testing.T) {
+	m := randomMDP(301, 12, 3, 2, 0, 0.9, 0)
+	phi := randomFeatures(301, m.NumPairs(), 3)
+	demos, _ := expertDemos(m, phi, []float64{1, -2, 0.5}, 1, 30, 40, 4)
+	cfg := Config{Temperature: 1, LearningRate: 0.05, GradTol: -1, MaxIter: 20}
+	full, err := MaxEnt(context.Background(), m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxIter = 12
+	a, _ := MaxEnt(context.Background(), m, phi, demos, cfg)
+	cfg.MaxIter, cfg.Theta0 = 8, a.Theta
+	b, _ := MaxEnt(context.Background(), m, phi, demos, cfg)
+	approx.Slices(t, "θ after 12+8 vs 20 steps", b.Theta, full.Theta, 1e-9, 1e-9)
+	approx.Slices(t, "log-likelihood curve", b.LogLik, full.LogLik[12:], 1e-9, 1e-9)
+}
+
+func TestMaxEntCancel(t *testing.T) {
+	m := randomMDP(302, 8, 2, 2, 0, 0.9, 0)
+	phi := randomFeatures(302, m.NumPairs(), 2)
+	demos, _ := expertDemos(m, phi, []float64{1, -1}, 1, 5, 20, 5)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := MaxEnt(ctx, m, phi, demos, Config{MaxIter: 10, GradTol: -1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if len(res.Theta) != 2 || res.Iterations != 0 {
+		t.Fatalf("partial result θ=%v iterations %d", res.Theta, res.Iterations)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	m := randomMDP(303, 4, 2, 2, 0, 0.9, 0)
+	phi := randomFeatures(303, m.NumPairs(), 2)
+	demos := []Trajectory{{States: []int{0, 1}, Actions: []int{1}}}
+	cases := []struct {
+		name string
+		cfg  Config
+		phi  *mat.Dense
+	}{
+		{"negative lr", Config{LearningRate: -1}, phi},
+		{"negative tau", Config{Temperature: -1}, phi},
+		{"bad optimizer", Config{Optimizer: "sgd"}, phi},
+		{"theta0 length", Config{Theta0: []float64{1}}, phi},
+		{"feature rows", Config{}, mat.NewDense(3, 2, nil)},
+	}
+	for _, c := range cases {
+		if _, err := MaxEnt(context.Background(), m, c.phi, demos, c.cfg); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package ot
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+)
+
+// bumps returns K random smooth-ish positive measures on l (Gaussian bumps
+// plus a floor), unnormalized.
+func bumps(rng *rand.Rand, l Lattice, K int, floor float64) [][]float64 {
+	n := l.Len()
+	idx := make([]int, len(l.Axes))
+	out := make([][]float64, K)
+	for k := range out {
+		c := make([]float64, len(l.Axes))
+		for a := range c {
+			c[a] = rng.Float64() * float64(l.Axes[a].Len()-1)
+		}
+		m := make([]float64, n)
+		for i := range m {
+			l.Index(idx, i)
+			var d2 float64
+			for a := range c {
+				d := float64(idx[a]) - c[a]
+				d2 += d * d
+			}
+			m[i] = math.Exp(-d2/4) + floor
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// marginalErrors recomputes, independently of the solver's bookkeeping, how
+// far the barycenter's own mass is from 1 and how it differs between methods.
+func sum(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s
+}
+
+// TestBarycenterMarginals checks that each method reaches the requested
+// tolerance and returns a finite probability vector.
+func TestBarycenterMarginals(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 1))
+	for _, tc := range []struct {
+		shape  []int
+		method Method
+		eps    float64
+		tol    float64
+	}{
+		{[]int{30}, IBP, 0.5, 1e-10},
+		{[]int{12, 10}, IBP, 0.5, 1e-9},
+		{[]int{6, 5, 4}, IBP, 1, 1e-9},
+		{[]int{12, 10}, Stabilized, 0.5, 1e-9},
+		{[]int{6, 5, 4}, Stabilized, 0.2, 1e-9},
+	} {
+		t.Run(fmt.Sprintf("%v/%v/eps%g", tc.method, tc.shape, tc.eps), func(t *testing.T) {
+			l := UniformLattice(1, tc.shape...)
+			mus := bumps(rng, l, 3, 1e-3)
+			r, err := LatticeBarycenter(l, mus, []float64{0.2, 0.3, 0.5}, BarycenterOptions{Eps: tc.eps, Method: tc.method, Tol: tc.tol, MaxIter: 20000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Converged || !(r.MarginalError < tc.tol) {
+				t.Fatalf("not converged: %d iterations, marginal error %.3g", r.Iterations, r.MarginalError)
+			}
+			approx.Equal(t, "mass", sum(r.Barycenter), 1, 10*tc.tol, 0)
+			t.Logf("%d iterations, marginal error %.3g", r.Iterations, r.MarginalError)
+		})
+	}
+}
+
+// TestBarycenterScalingVsLog checks that IBP and its log-domain form agree.
+func TestBarycenterScalingVsLog(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	for _, eps := range []float64{5, 1, 0.5, 0.2} {
+		t.Run(fmt.Sprint("eps", eps), func(t *testing.T) {
+			l := Lattice{Axes: []Axis{UniformAxis(9, 1), PeriodicAxis(8, 8), CategoricalAxis(3)}}
+			mus := bumps(rng, l, 4, 1e-4)
+			opt := BarycenterOptions{Eps: eps, Tol: 1e-12, MaxIter: 50000}
+			a, err := LatticeBarycenter(l, mus, nil, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.Method = Stabilized
+			b, err := LatticeBarycenter(l, mus, nil, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			approx.Slices(t, "IBP vs stabilized", a.Barycenter, b.Barycenter, 1e-10, 0)
+		})
+	}
+}
+
+// TestBarycenterMethodsConverge checks Debiased and Paper reach their
+// tolerance, and that Paper (a different algorithm with the same fixed point)
+// reaches IBP's barycenter.
+func TestBarycenterMethodsConverge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 1))
+	l := UniformLattice(0.5, 10, 8)
+	mus := bumps(rng, l, 3, 1e-3)
+	w := []float64{0.5, 0.3, 0.2}
+	ref, err := LatticeBarycenter(l, mus, w, BarycenterOptions{Tol: 1e-12, MaxIter: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opt  BarycenterOptions
+		same bool // expected to equal the IBP barycenter
+	}{
+		{"paper-default-momentum", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000}, true},
+		{"paper-no-momentum", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000, Momentum: -1}, true},
+		{"paper-ibp-equivalent", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 100000, Momentum: -1, InnerIter: 1, StepSize: 1}, true},
+		{"debiased", BarycenterOptions{Method: Debiased, Tol: 1e-10, MaxIter: 100000}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := LatticeBarycenter(l, mus, w, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Converged {
+				t.Fatalf("not converged: %d iterations, marginal error %.3g", r.Iterations, r.MarginalError)
+			}
+			t.Logf("%d iterations, marginal error %.3g", r.Iterations, r.MarginalError)
+			approx.Equal(t, "mass", sum(r.Barycenter), 1, 1e-8, 0)
+			if tc.same {
+				approx.Slices(t, "vs IBP", r.Barycenter, ref.Barycenter, 1e-9, 0)
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package ot
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// benchBarycenter times iters IBP iterations per op with K = 6 measures on
+// kernel k and reports points/s (lattice points × iterations per second),
+// s/iter and the live heap after setup.
+func benchBarycenter(b *testing.B, k Kernel, shape []int, iters int, method Method) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	l := UniformLattice(1, shape...)
+	mus := bumps(rng, l, 6, 1e-3)
+	w := NewWorkspace(k, 6)
+	dst := make([]float64, l.Len())
+	opt := BarycenterOptions{Method: method, MaxIter: iters, Tol: -1}
+	if _, err := w.Barycenter(dst, mus, nil, opt); err != nil { // warm up, first-use allocations
+		b.Fatal(err)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	sec := b.Elapsed().Seconds() / float64(b.N*iters)
+	b.ReportMetric(sec, "s/iter")
+	b.ReportMetric(float64(l.Len())/sec, "points/s")
+	b.ReportMetric(float64(ms.HeapAlloc), "heap-bytes")
+}
+
+// BenchmarkBarycenter_Lattice9x9x5x5x5 is one IBP iteration set on the
+// paper's Acrobot support (n = 10125), K = 6, ε = 0.5, separable kernel.
+func BenchmarkBarycenter_Lattice9x9x5x5x5(b *testing.B) {
+	l := UniformLattice(1, 9, 9, 5, 5, 5)
+	k, err := NewLatticeKernel(l, 0.5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBarycenter(b, k, l.Shape(), 10, IBP)
+}
+
+// BenchmarkBarycenter_Dense9x9x5x5x5 is the same algorithm with the dense
+// n×n kernel (what the paper does).
+func BenchmarkBarycenter_Dense9x9x5x5x5(b *testing.B) {
+	l := UniformLattice(1, 9, 9, 5, 5, 5)
+	k, err := NewDenseKernel(l.CostMatrix(), l.Len(), l.Len(), 0.5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBarycenter(b, k, l.Shape(), 1, IBP)
+}
+
+// BenchmarkBarycenter_Lattice32x32x32x32 is IBP on n = 1,048,576 points, K = 6.
+func BenchmarkBarycenter_Lattice32x32x32x32(b *testing.B) {
+	l := UniformLattice(1, 32, 32, 32, 32)
+	k, err := NewLatticeKernel(l, 0.5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchBarycenter(b, k, l.Shape(), 1, IBP)
+}
+
+// BenchmarkKernelApply_Lattice32x32x32x32 is one separable kernel application.
+func BenchmarkKernelApply_Lattice32x32x32x32(b *testing.B) {
+	l := UniformLattice(1, 32, 32, 32, 32)
+	k, err := NewLatticeKernel(l, 0.5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := randVec(rand.New(rand.NewPCG(1, 2)), l.Len(), 0.5, 1.5)
+	dst := make([]float64, l.Len())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k.Apply(dst, v)
+	}
+	b.ReportMetric(float64(l.Len())*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// BenchmarkKernelApply_Lattice32x32x32x32_Gonum is the same with per-row
+// gonum assembly Dot/Axpy calls instead of the micro-kernels.
+func BenchmarkKernelApply_Lattice32x32x32x32_Gonum(b *testing.B) {
+	useGonumPasses = true
+	defer func() { useGonumPasses = false }()
+	BenchmarkKernelApply_Lattice32x32x32x32(b)
+}

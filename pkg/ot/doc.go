@@ -1,0 +1,28 @@
+// Package ot is fedirl's optimal-transport engine: product-lattice geometry,
+// Gibbs kernels, Sinkhorn between two measures, entropic Wasserstein
+// barycenters (iterative Bregman projections, their log-domain form, the
+// debiased barycenter and the paper's outer/inner schedule) and exact W2² by
+// linear programming for small problems.
+//
+// The paper's fusion step stores the dense n×n cost matrix, so it is O(n²) in
+// time and memory. On a product lattice with a separable cost
+// C(x, y) = Σ_k w_k d_k(x_k, y_k)² the Gibbs kernel exp(-C/ε) is the Kronecker
+// product of small per-axis kernels, so one kernel application costs
+// O(n·Σ n_k) time and O(n) memory. The kernels here are hand-written because no
+// Go library offers separable (Kronecker) lattice Sinkhorn: gonum supplies the
+// dense linear algebra, the vector primitives (floats.AddScaled, floats.Dot,
+// which use its assembly kernels) and the LP solver used for exact W2², and
+// this package arranges them into per-axis passes over a row-major tensor,
+// split across the available cores, with reusable workspaces so that solver
+// iterations allocate nothing.
+//
+// Units: a lattice's cost is measured in the raw coordinates; option structs
+// measure ε by default in units of the lattice's CostUnit (the squared
+// smallest spacing), so ε = 0.5 (the paper's value) means the same smoothing
+// on any lattice.
+//
+// The package deliberately knows nothing of rewards, MDPs or federated
+// learning, does not do free-support barycenters, unbalanced transport or
+// GPU computation, and its exact LP solver is meant for a few hundred points,
+// not for large problems.
+package ot

@@ -1,0 +1,83 @@
+package ppo
+
+import "math"
+
+// logSqrt2Pi is log(sqrt(2π)).
+var logSqrt2Pi = 0.5 * math.Log(2*math.Pi)
+
+// gaussLogProb returns log N(a; mean, diag(exp(logStd))²).
+func gaussLogProb(mean, logStd, a []float64) float64 {
+	s := 0.0
+	for j, m := range mean {
+		z := (a[j] - m) * math.Exp(-logStd[j])
+		s += -0.5*z*z - logStd[j] - logSqrt2Pi
+	}
+	return s
+}
+
+// gaussLogProbGrad adds c·∂logp/∂mean to dMean and c·∂logp/∂logStd to dLogStd, and returns logp.
+func gaussLogProbGrad(mean, logStd, a []float64, c float64, dMean, dLogStd []float64) float64 {
+	s := 0.0
+	for j, m := range mean {
+		inv := math.Exp(-logStd[j])
+		z := (a[j] - m) * inv
+		s += -0.5*z*z - logStd[j] - logSqrt2Pi
+		dMean[j] += c * z * inv
+		dLogStd[j] += c * (z*z - 1)
+	}
+	return s
+}
+
+// gaussEntropy returns the entropy of a diagonal Gaussian with the given log standard deviations.
+func gaussEntropy(logStd []float64) float64 {
+	s := 0.0
+	for _, l := range logStd {
+		s += 0.5 + logSqrt2Pi + l
+	}
+	return s
+}
+
+// logSumExp returns log Σ exp(x_i), stably.
+func logSumExp(x []float64) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, v)
+	}
+	s := 0.0
+	for _, v := range x {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s)
+}
+
+// catLogProbEntropyGrad computes, for logits x and action k, log p_k and the
+// entropy H, and adds cLogp·∂log p_k/∂x + cEnt·∂H/∂x to dx.
+func catLogProbEntropyGrad(x []float64, k int, cLogp, cEnt float64, dx []float64) (logp, ent float64) {
+	lse := logSumExp(x)
+	for _, v := range x {
+		lp := v - lse
+		ent -= math.Exp(lp) * lp
+	}
+	for j, v := range x {
+		lp := v - lse
+		p := math.Exp(lp)
+		g := -cLogp * p
+		if j == k {
+			g += cLogp
+		}
+		// ∂H/∂x_j = -p_j (log p_j + H)
+		g -= cEnt * p * (lp + ent)
+		dx[j] += g
+	}
+	return x[k] - lse, ent
+}
+
+// catLogProbEntropy returns log p_k and the entropy of the categorical distribution with logits x.
+func catLogProbEntropy(x []float64, k int) (logp, ent float64) {
+	lse := logSumExp(x)
+	for _, v := range x {
+		lp := v - lse
+		ent -= math.Exp(lp) * lp
+	}
+	return x[k] - lse, ent
+}
