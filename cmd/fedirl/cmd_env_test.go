@@ -59,12 +59,13 @@ func TestEnvRolloutReplaysGolden(t *testing.T) {
 				state = append(state, fmt.Sprint(v))
 			}
 			out := filepath.Join(dir, c.Name+".jsonl")
-			args := []string{"env", "rollout", "--env", c.Env, "--state", strings.Join(state, ","), "--actions", actFile, "--out", out}
+			args := []string{"--env", c.Env, "--state", strings.Join(state, ","), "--actions", actFile, "--out", out}
 			for k, v := range c.Params {
 				args = append(args, "--param", fmt.Sprintf("%s=%v", k, v))
 			}
-			rootCmd.SetArgs(args)
-			if err := rootCmd.Execute(); err != nil {
+			cmd := newEnvRolloutCmd() // fresh flags for each case
+			cmd.SetArgs(args)
+			if err := cmd.Execute(); err != nil {
 				t.Fatal(err)
 			}
 			f, err := os.Open(out)
@@ -97,5 +98,75 @@ func TestEnvRolloutReplaysGolden(t *testing.T) {
 				t.Errorf("%d lines, want %d", lines, n+1)
 			}
 		})
+	}
+}
+
+// FuzzParseActionText checks that the actions-file parser never panics and
+// that whatever it accepts has the requested dimension.
+func FuzzParseActionText(f *testing.F) {
+	for _, s := range []string{"1\n0\n1\n", "[0, 1, 2]", "[[1.5], [-2]]", "# c\n1, 2\n3 4\n", "[", "1e400\n", "nan\n"} {
+		f.Add(s, 1)
+		f.Add(s, 2)
+	}
+	f.Fuzz(func(t *testing.T, text string, dim int) {
+		if dim < 1 || dim > 8 {
+			return
+		}
+		acts, err := parseActionText(text, dim)
+		if err != nil {
+			return
+		}
+		for i, a := range acts {
+			if len(a) != dim {
+				t.Fatalf("action %d has %d values, want %d", i, len(a), dim)
+			}
+		}
+	})
+}
+
+// FuzzParseEnvParams checks that the --param parser never panics.
+func FuzzParseEnvParams(f *testing.F) {
+	for _, s := range []string{"g=9.81", "g=1,m=2", "=", "g", "g=x", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if p, err := parseEnvParams([]string{s}); err == nil && p == nil {
+			t.Fatal("nil map without error")
+		}
+	})
+}
+
+// TestParseEnvActions covers inline lists, vectors, files and their errors.
+func TestParseEnvActions(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(file, []byte("1\n# skip\n\n0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		arg     string
+		dim     int
+		want    int
+		wantErr string
+	}{
+		{"0,1,1", 1, 3, ""},
+		{"1.5;-2", 1, 2, ""},
+		{"1,2;3,4", 2, 2, ""},
+		{file, 1, 2, ""},
+		{"1,x", 1, 0, `"x"`},
+		{"1,2;3", 2, 0, "action 2 has 1 values"},
+		{"", 1, 0, "empty"},
+	}
+	for _, tc := range tests {
+		got, err := parseEnvActions(tc.arg, tc.dim)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: error %v, want containing %q", tc.arg, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(got) != tc.want {
+			t.Errorf("%q: %d actions, err %v; want %d", tc.arg, len(got), err, tc.want)
+		}
 	}
 }

@@ -98,7 +98,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			defer stop()
 			start := time.Now()
 			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d workers, GOMAXPROCS %d, started %s\n",
-				len(cfg.Environments), cfg.NumberOfSeeds, max(cfg.Ablation.NumberOfSeeds, 0), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
+				len(cfg.Environments), cfg.NumberOfSeeds, cfg.AblationSeedCount(), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(cfg.Units(), "grid-world study")
 			study, err := experiments.GridWorld(ctx, cfg, bar)
 			bar.Finish()
@@ -127,4 +127,3 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	reproduceCmd.AddCommand(gw)
 	rootCmd.AddCommand(reproduceCmd)
 }
-

@@ -92,72 +92,44 @@ func KappaPhi(phi *mat.Dense) (float64, error) {
 }
 
 // Bounds evaluates the theorems for clients' θ_i on probe p with true θ*.
-// method/eps/iters configure the barycenter solver; clientMDPs and
-// clientPhis (optional, same length as thetas) enable Theorem 2.
+// opt configures the barycenter (its Sigma and Z are replaced by the
+// theorem's); deployed is the fused θ actually used by the clients (for
+// Theorem 2); clientMDPs and clientPhis (optional, same length as thetas)
+// enable Theorem 2.
 func Bounds(p fusion.Probe, thetas [][]float64, alpha []float64, thetaStar []float64, opt fusion.Options,
-	clientMDPs []*mdp.MDP, clientPhis []*mat.Dense) (*BoundsReport, error) {
-	K := len(thetas)
-	alpha, err := fusion.Weights(alpha, K)
-	if err != nil {
-		return nil, err
-	}
-	n, _ := p.Phi.Dims()
-	rep := &BoundsReport{N: n, D: LatticeDiameter(p.Lattice), Delta: math.Sqrt(p.Lattice.CostUnit()), Alpha: alpha}
-	if rep.KappaPhi, err = KappaPhi(p.Phi); err != nil {
-		return nil, err
-	}
+	deployed []float64, clientMDPs []*mdp.MDP, clientPhis []*mat.Dense) (*BoundsReport, error) {
 	rStar := features.Reward(nil, p.Phi, thetaStar)
-	rs := make([][]float64, K)
+	rs := make([][]float64, len(thetas))
 	for i, th := range thetas {
 		rs[i] = features.Reward(nil, p.Phi, th)
 	}
-	rep.Sigma = fusion.AutoSigma(append(rs, rStar)...)
-	pStar, zStar, err := fusion.ShiftNormalize(nil, rStar, rep.Sigma)
+	rep, _, pStar, err := newReport(p.Lattice, p.Phi, rs, rStar, alpha)
 	if err != nil {
 		return nil, err
 	}
-	rep.ZStar, rep.ZMin = zStar, zStar
-	ps := make([][]float64, K)
-	rep.Eps = make([]float64, K)
-	for i, r := range rs {
-		var z float64
-		if ps[i], z, err = fusion.ShiftNormalize(nil, r, rep.Sigma); err != nil {
-			return nil, err
-		}
-		rep.ZMin = math.Min(rep.ZMin, z)
-		rep.Eps[i] = floats.Distance(r, rStar, 1)
-		rep.WeightedEps += alpha[i] * rep.Eps[i]
-	}
+	alpha = rep.Alpha
+	zStar := rep.ZStar
+	n := rep.N
 	o := opt
 	o.Sigma, o.Z = rep.Sigma, zStar
 	res, err := fusion.Barycentric(p.Phi, p.Lattice, thetas, alpha, o)
 	if err != nil {
 		return nil, err
 	}
-	root := math.Sqrt(rep.WeightedEps)
-	rhs1 := 2 * rep.D / math.Sqrt(rep.ZMin) * root
-	rhs2 := 2 * math.Sqrt2 * rep.D * zStar / (rep.Delta * math.Sqrt(rep.ZMin)) * root
+	var cost []float64
 	if n <= ExactLimit {
-		w2sq, err := ExactW2Squared(p.Lattice.CostMatrix(), res.Barycenter, pStar)
-		if err != nil {
-			return nil, err
-		}
-		t1 := ineq(math.Sqrt(math.Max(0, w2sq)), rhs1)
-		rep.T1 = &t1
+		cost = p.Lattice.CostMatrix()
 	}
-	rep.T2 = ineq(floats.Distance(res.Reward, rStar, 2), rhs2)
-	rep.T3 = ineq(floats.Distance(res.Theta, thetaStar, 2), rep.KappaPhi*rhs2)
+	if err := rep.theorem1(p.Phi, cost, res.Barycenter, pStar, rStar); err != nil {
+		return nil, err
+	}
+	rhs2 := rep.T2.RHS
 	if clientMDPs != nil {
 		gamma := clientMDPs[0].Gamma
 		rep.PerfExplicit = 2 / (1 - gamma) * rhs2
-		// The deployed θ: the fusion with its own Z (as in the study).
-		dres, err := fusion.Barycentric(p.Phi, p.Lattice, thetas, alpha, opt)
-		if err != nil {
-			return nil, err
-		}
 		for i, m := range clientMDPs {
 			r := features.Reward(nil, clientPhis[i], thetaStar)
-			s := features.Reward(nil, clientPhis[i], dres.Theta)
+			s := features.Reward(nil, clientPhis[i], deployed)
 			gap, err := ReturnGap(m, r, s)
 			if err != nil {
 				return nil, err
@@ -166,6 +138,71 @@ func Bounds(p fusion.Probe, thetas [][]float64, alpha []float64, thetaStar []flo
 		}
 	}
 	return rep, nil
+}
+
+// newReport computes the instance constants of Theorem 1 for client rewards
+// rs and true reward rStar on lattice l with features phi: D, δ, κ_Φ, σ,
+// Z(r*), Z_min, α, ε_i, and returns the normalized p_i and p*.
+func newReport(l ot.Lattice, phi *mat.Dense, rs [][]float64, rStar, alpha []float64) (*BoundsReport, [][]float64, []float64, error) {
+	K := len(rs)
+	alpha, err := fusion.Weights(alpha, K)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rep := &BoundsReport{N: len(rStar), D: LatticeDiameter(l), Delta: math.Sqrt(l.CostUnit()), Alpha: alpha}
+	if rep.KappaPhi, err = KappaPhi(phi); err != nil {
+		return nil, nil, nil, err
+	}
+	rep.Sigma = fusion.AutoSigma(append(append([][]float64(nil), rs...), rStar)...)
+	pStar, zStar, err := fusion.ShiftNormalize(nil, rStar, rep.Sigma)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rep.ZStar, rep.ZMin = zStar, zStar
+	ps := make([][]float64, K)
+	rep.Eps = make([]float64, K)
+	for i, r := range rs {
+		var z float64
+		if ps[i], z, err = fusion.ShiftNormalize(nil, r, rep.Sigma); err != nil {
+			return nil, nil, nil, err
+		}
+		rep.ZMin = math.Min(rep.ZMin, z)
+		rep.Eps[i] = floats.Distance(r, rStar, 1)
+		rep.WeightedEps += alpha[i] * rep.Eps[i]
+	}
+	return rep, ps, pStar, nil
+}
+
+// theorem1 fills T1 (when cost is non-nil: exact W2 by LP), T2 and T3 for
+// the barycenter pbar of the report's clients; rep's D, Delta, KappaPhi,
+// Sigma, ZStar, ZMin and WeightedEps must be set.
+func (rep *BoundsReport) theorem1(phi *mat.Dense, cost, pbar, pStar, rStar []float64) error {
+	root := math.Sqrt(rep.WeightedEps)
+	rhs1 := 2 * rep.D / math.Sqrt(rep.ZMin) * root
+	rhs2 := 2 * math.Sqrt2 * rep.D * rep.ZStar / (rep.Delta * math.Sqrt(rep.ZMin)) * root
+	if cost != nil {
+		w2sq, err := ExactW2Squared(cost, pbar, pStar)
+		if err != nil {
+			return err
+		}
+		t1 := ineq(math.Sqrt(math.Max(0, w2sq)), rhs1)
+		rep.T1 = &t1
+	}
+	rbar := make([]float64, len(pbar))
+	for x, v := range pbar {
+		rbar[x] = rep.ZStar*v - rep.Sigma
+	}
+	thetaHat, err := fusion.BackProject(phi, rbar)
+	if err != nil {
+		return err
+	}
+	thetaBest, err := fusion.BackProject(phi, rStar)
+	if err != nil {
+		return err
+	}
+	rep.T2 = ineq(floats.Distance(rbar, rStar, 2), rhs2)
+	rep.T3 = ineq(floats.Distance(thetaHat, thetaBest, 2), rep.KappaPhi*rhs2)
+	return nil
 }
 
 // ReturnGap returns J(π_r; r) − J(π_s; r) on m, where π_x is the greedy
@@ -287,15 +324,12 @@ func (c Config) cellBounds(f *Fit, st *setup) (*BoundsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := c.Barycenter
-	opt := fusion.Options{Eps: b.EntropicRegularization, Method: method, MaxIter: b.BarycenterIterations, InnerIter: b.SinkhornIterations}
-	if method == ot.Paper {
-		opt.Tol = -1
-	}
+	opt := c.fusionOptions(method)
+	opt.Sigma, opt.Z = 0, 0
 	mdps := make([]*mdp.MDP, len(st.clients))
 	phis := make([]*mat.Dense, len(st.clients))
 	for i, e := range st.clients {
 		mdps[i], phis[i] = e.MDP, e.Phi
 	}
-	return Bounds(st.probe, f.Local, st.weights, c.Expert.TrueReward, opt, mdps, phis)
+	return Bounds(st.probe, f.Local, st.weights, c.Expert.TrueReward, opt, f.Fused[Barycenter], mdps, phis)
 }

@@ -43,6 +43,9 @@ type EnvConfig struct {
 	SlipMax float64 `yaml:"slip_max" json:"slip_max"`
 	// MaxEpisodeLength is the horizon cap; 0 means 4N.
 	MaxEpisodeLength int `yaml:"max_episode_length" json:"max_episode_length"`
+	// RandomStart starts episodes uniformly on the free cells instead of the
+	// top-left corner.
+	RandomStart bool `yaml:"random_start" json:"random_start"`
 }
 
 // ExpertConfig describes the experts and their demonstrations.
@@ -151,13 +154,17 @@ func DefaultConfig() Config {
 	}
 }
 
-// QuickConfig is a reduced study for smoke tests (CI): 2 seeds, 50
-// evaluation episodes per (policy, environment), 20×20 with 6 clients.
+// QuickConfig is a reduced study for smoke tests (CI): every table row and
+// figure, but 2 seeds, 4 clients on 20×20 and 5 on 10×10 (each with as
+// many held-out environments), 5 ablation clients and 50 evaluation episodes
+// per (policy, environment).
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.NumberOfSeeds = 2
-	c.Environments[0].NumberOfClients = 6
+	c.Environments[0].NumberOfClients = 4
+	c.Environments[1].NumberOfClients = 5
 	c.Evaluation.EvaluationEpisodes = 50
+	c.Ablation.NumberOfClients = 5
 	c.Ablation.NumberOfSeeds = 2
 	return c
 }
@@ -247,6 +254,26 @@ func (c Config) Validate() error {
 		return errors.New("ablation.number_of_seeds and workers must be non-negative")
 	}
 	return nil
+}
+
+// Resolved returns c with every "0 means default" field replaced by the
+// value the study uses, so a written config states the protocol in full.
+func (c Config) Resolved() Config {
+	r := c
+	r.Environments = make([]EnvConfig, len(c.Environments))
+	for i, e := range c.Environments {
+		f := c.family(e)
+		e.HeldOutEnvironments = heldOutCount(e)
+		e.Obstacles, e.SlipMax, e.MaxEpisodeLength = f.Obstacles, f.SlipMax, f.Horizon
+		r.Environments[i] = e
+	}
+	r.Ablation.WeakFractions = append([]float64(nil), c.Ablation.WeakFractions...)
+	r.Ablation.NumberOfSeeds = c.ablationSeeds()
+	r.Expert.TrueReward = append([]float64(nil), c.Expert.TrueReward...)
+	if r.Workers == 0 {
+		r.Workers = 2
+	}
+	return r
 }
 
 func (c Config) barycenterMethod() (ot.Method, error) {

@@ -46,7 +46,7 @@ func gridTicks(n int, flip bool) plot.ConstantTicks {
 }
 
 // rewardPanel draws the state reward φ(s)ᵀθ of env, min–max normalized to
-// [0, 1], with obstacles (black ×) and the goal (white ★ label "G").
+// [0, 1], with obstacles (cyan ×), the start "S" and the goal "G" (green).
 func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap) (*plot.Plot, error) {
 	n := env.Spec.Size
 	st, err := features.Grid(n, env.Spec.Goal, env.Spec.Obstacles)
@@ -85,21 +85,26 @@ func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap)
 		}
 		sc.GlyphStyle.Shape = draw.CrossGlyph{}
 		sc.GlyphStyle.Radius = vg.Points(float64(60) / float64(n))
-		sc.GlyphStyle.Color = color.Black
+		sc.GlyphStyle.Color = color.RGBA{0, 220, 255, 255}
 		p.Add(sc)
 	}
 	g := env.Spec.Goal
-	lbl, err := plotter.NewLabels(plotter.XYLabels{
-		XYs:    []plotter.XY{{X: float64(g % n), Y: float64(n - 1 - g/n)}},
-		Labels: []string{"G"},
-	})
+	xy := []plotter.XY{{X: float64(g % n), Y: float64(n - 1 - g/n)}}
+	names := []string{"G"}
+	if starts := env.Grid.Starts(); len(starts) == 1 {
+		xy = append(xy, plotter.XY{X: float64(starts[0] % n), Y: float64(n - 1 - starts[0]/n)})
+		names = append(names, "S")
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names})
 	if err != nil {
 		return nil, err
 	}
-	lbl.TextStyle[0].Color = color.White
-	lbl.TextStyle[0].Font.Size = vg.Points(math.Max(6, 50/float64(n)))
-	lbl.TextStyle[0].XAlign = draw.XCenter
-	lbl.TextStyle[0].YAlign = draw.YCenter
+	for i := range lbl.TextStyle {
+		lbl.TextStyle[i].Color = color.RGBA{0, 160, 0, 255}
+		lbl.TextStyle[i].Font.Size = vg.Points(math.Max(7, 60/float64(n)))
+		lbl.TextStyle[i].XAlign = draw.XCenter
+		lbl.TextStyle[i].YAlign = draw.YCenter
+	}
 	p.Add(lbl)
 	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
@@ -157,7 +162,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	dc := draw.New(img)
 	top := dc
 	top.Max.Y -= vg.Points(30)
-	header := fmt.Sprintf("Figure 2: local vs. mean vs. barycentric rewards, %d×%d grid, seed %d (× obstacle, G goal; each panel min–max normalized)", size, size, f.Seed)
+	header := fmt.Sprintf("Figure 2: local vs. mean vs. barycentric rewards, %d×%d grid, seed %d (× obstacle, S start, G goal; each panel min–max normalized)", size, size, f.Seed)
 	hf := plot.DefaultFont
 	hf.Size = vg.Points(11)
 	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler,
@@ -195,7 +200,6 @@ func (s *Study) SuccessPNG() ([]byte, error) {
 		p.Title.Text = [...]string{"In-distribution (client environments)", "Held-out (unseen environments)"}[split]
 		p.Y.Label.Text = "success rate (%)"
 		p.X.Label.Text = "grid size"
-		p.Y.Min, p.Y.Max = 0, 105
 		var names []string
 		for _, r := range rows {
 			names = append(names, fmt.Sprintf("%d×%d", r.GridSize, r.GridSize))
@@ -238,8 +242,11 @@ func (s *Study) SuccessPNG() ([]byte, error) {
 		}
 		p.NominalX(names...)
 		p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
+		// Headroom above 100% for the legend; error bars (±1 std) may pass 100%.
+		p.Y.Min, p.Y.Max = 0, 135
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
 		p.Legend.Top = true
-		p.Legend.Left = true
+		p.Legend.Left = false
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
 		panels = append(panels, p)
 	}

@@ -58,7 +58,7 @@ type Fit struct {
 	InDist [NumMethods][]float64 `json:"in_distribution"`
 	// HeldOut[m][j] is method m's success rate on held-out environment j (nil for Local).
 	HeldOut [NumMethods][]float64 `json:"held_out"`
-	// Bounds evaluates Theorems 1 and 2 on this cell (Table 1 cells only).
+	// Bounds evaluates Theorems 1 and 2 on this cell (first seed of each Table-1 grid size).
 	Bounds *BoundsReport `json:"bounds,omitempty"`
 
 	// Not serialized: the environments and probe, for figures.
@@ -86,6 +86,7 @@ func (c Config) family(e EnvConfig) gridworld.Family {
 	if e.MaxEpisodeLength > 0 {
 		f.Horizon = e.MaxEpisodeLength
 	}
+	f.RandomStart = e.RandomStart
 	return f
 }
 
@@ -163,19 +164,14 @@ func (c Config) fuse(f *Fit, st *setup) error {
 	if err != nil {
 		return err
 	}
-	b := c.Barycenter
-	opt := fusion.Options{Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Method: method,
-		MaxIter: b.BarycenterIterations, InnerIter: b.SinkhornIterations}
-	if method == ot.Paper {
-		opt.Tol = -1 // the paper's fixed schedule
-	}
+	opt := c.fusionOptions(method)
 	br, err := st.probe.Fuse(f.Local, st.weights, opt)
 	if err != nil {
 		return err
 	}
 	f.Fused[Barycenter] = br.Theta
 	f.Bary = FusionInfo{br.Sigma, br.Z, br.MarginalError, br.Iterations}
-	opt.Method, opt.Tol, opt.MaxIter = ot.Debiased, 0, 0
+	opt = c.fusionOptions(ot.Debiased)
 	dr, err := st.probe.Fuse(f.Local, st.weights, opt)
 	if err != nil {
 		return err
@@ -184,6 +180,23 @@ func (c Config) fuse(f *Fit, st *setup) error {
 	f.DebiasedInfo = FusionInfo{dr.Sigma, dr.Z, dr.MarginalError, dr.Iterations}
 	f.Fused[Expert] = append([]float64(nil), c.Expert.TrueReward...)
 	return nil
+}
+
+// fusionOptions returns the fusion options of the configured barycenter for
+// a method: ot.Paper runs the paper's fixed schedule (barycenter_iterations
+// outer steps of sinkhorn_iterations Sinkhorn iterations each); the
+// single-loop methods (ibp, stabilized, debiased) get the same number of
+// kernel applications, barycenter_iterations × sinkhorn_iterations Bregman
+// projections, and stop earlier once the marginal error is below 1e-9.
+func (c Config) fusionOptions(method ot.Method) fusion.Options {
+	b := c.Barycenter
+	opt := fusion.Options{Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Method: method}
+	if method == ot.Paper {
+		opt.MaxIter, opt.InnerIter, opt.Tol = b.BarycenterIterations, b.SinkhornIterations, -1
+	} else {
+		opt.MaxIter = b.BarycenterIterations * b.SinkhornIterations
+	}
+	return opt
 }
 
 // evaluate fills f.InDist and f.HeldOut; methods lists the fused methods to
@@ -215,7 +228,7 @@ func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
 
 // runCell runs one Table-1 cell: setup, local IRL with the full budget,
 // fusion, evaluation and bounds.
-func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64) (*Fit, error) {
+func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBounds bool) (*Fit, error) {
 	st, err := c.buildSetup(e, seed)
 	if err != nil {
 		return nil, err
@@ -233,11 +246,13 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64) (*Fit, er
 		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
 	}
 	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
-	b, err := c.cellBounds(f, st)
-	if err != nil {
-		return nil, fmt.Errorf("grid %d seed %d bounds: %w", e.GridSize, seed, err)
+	if withBounds {
+		b, err := c.cellBounds(f, st)
+		if err != nil {
+			return nil, fmt.Errorf("grid %d seed %d bounds: %w", e.GridSize, seed, err)
+		}
+		f.Bounds = b
 	}
-	f.Bounds = b
 	return f, nil
 }
 
@@ -327,10 +342,8 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c = c.Resolved()
 	workers := c.Workers
-	if workers == 0 {
-		workers = 2
-	}
 	type job struct {
 		cost float64
 		run  func() error
@@ -342,7 +355,7 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 		for s := range c.NumberOfSeeds {
 			cost := float64(e.NumberOfClients) * math.Pow(float64(e.GridSize), 3)
 			jobs = append(jobs, job{cost, func() error {
-				f, err := c.runCell(ctx, e, c.Seed+uint64(s))
+				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0)
 				st.Cells[k][s] = f
 				return err
 			}})
@@ -398,3 +411,22 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 	}
 	return st, nil
 }
+
+// Cell runs one Table-1 cell (grid size, seed) of the study with its bounds,
+// exactly as GridWorld does. The grid size's EnvConfig is taken from
+// c.Environments when listed there, else the paper's client count is used.
+func (c Config) Cell(ctx context.Context, size int, seed uint64) (*Fit, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	e := EnvConfig{GridSize: size, NumberOfClients: gridworld.DefaultClients(size)}
+	for _, ec := range c.Environments {
+		if ec.GridSize == size {
+			e = ec
+		}
+	}
+	return c.runCell(ctx, e, seed, true)
+}
+
+// AblationSeedCount returns the number of seeds of Table 2.
+func (c Config) AblationSeedCount() int { return c.ablationSeeds() }

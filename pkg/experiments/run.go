@@ -39,6 +39,9 @@ func (s *Study) WriteRun(dir string) error {
 	var bounds []BoundsSummary
 	for _, cells := range s.Cells {
 		for _, f := range cells {
+			if f.Bounds == nil {
+				continue
+			}
 			bounds = append(bounds, BoundsSummary{f.GridSize, f.Seed, f.Bounds})
 		}
 	}

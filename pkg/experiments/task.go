@@ -119,10 +119,37 @@ func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig,
 		MaxIter:      budget,
 		GradTol:      -1,
 		Optimizer:    c.Optimizer,
-		Solver:       mdp.Options{Workers: 1, Tol: 1e-6},
+		Solver:       mdp.Options{Workers: 1, Tol: 1e-5},
 	})
 	if err != nil {
 		return res, fmt.Errorf("MaxEnt IRL on grid %d: %w", e.Spec.Size, err)
 	}
 	return res, nil
+}
+
+// ClientTask rebuilds client i's environment and expert demonstrations of
+// the study cell (grid size, seed) exactly as GridWorld does, for export.
+// The grid size's EnvConfig is taken from c.Environments when listed there,
+// else the family defaults are used.
+func (c Config) ClientTask(size, client int, seed uint64) (*Env, []irl.Trajectory, error) {
+	e := EnvConfig{GridSize: size, NumberOfClients: client + 1}
+	for _, ec := range c.Environments {
+		if ec.GridSize == size {
+			e = ec
+		}
+	}
+	if client < 0 || client >= max(e.NumberOfClients, client+1) {
+		return nil, nil, fmt.Errorf("client %d out of range", client)
+	}
+	spec, err := c.family(e).Client(seed, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, err := NewEnv(spec, c.Expert.DiscountFactor)
+	if err != nil {
+		return nil, nil, err
+	}
+	pol := env.GreedyPolicy(c.Expert.TrueReward)
+	demos, _ := env.Demonstrations(stream(seed, size, purposeDemo, client), pol, c.Expert.EpisodesPerClient)
+	return env, demos, nil
 }

@@ -30,7 +30,7 @@ func fuzzFixture(f *testing.F) (*Coordinator, *Store, map[string]string) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { c.Close(); store.Close() })
-	tok, err := c.CreateTask(TaskSpec{ID: "t1", ThetaDim: 3, Quorum: 1000, MaxThetaNorm: 10, Rounds: 2}, []string{"alice", "bob"})
+	tok, err := c.CreateTask(TaskSpec{ID: "t1", ThetaDim: 3, Quorum: 3, MaxThetaNorm: 10, Rounds: 2}, []string{"alice", "bob", "carol"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -8,8 +8,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -217,4 +220,32 @@ func TestClientRetriesUntilServerUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "fused", rep.Final.Theta, []float64{2}, 0, 0)
+}
+
+// writePEM writes a certificate and its key as PEM files under dir and
+// returns their paths (test-only keys, made fresh for each test).
+func writePEM(t *testing.T, dir, name string, c tls.Certificate) (certFile, keyFile string) {
+	t.Helper()
+	keyDER, err := x509.MarshalECPrivateKey(c.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// writeCA writes the CA certificate as PEM and returns its path.
+func (ca *testCA) writeCA(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -88,8 +88,8 @@ func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if len(clients) < spec.MinClients {
-		return nil, fmt.Errorf("task %s: %d clients cannot reach min_clients %d", spec.ID, len(clients), spec.MinClients)
+	if len(clients) < spec.Quorum {
+		return nil, fmt.Errorf("task %s: %d clients cannot reach quorum %d", spec.ID, len(clients), spec.Quorum)
 	}
 	if len(clients) > MaxClientsPerTask {
 		return nil, fmt.Errorf("task %s: %d clients, limit %d", spec.ID, len(clients), MaxClientsPerTask)
@@ -342,7 +342,7 @@ func taskStatus(tx *bolt.Tx, id string, seen map[string]bool) TaskStatus {
 			ts.TotalSubmissions++
 			if i := bytes.IndexByte(k, '/'); i >= 0 {
 				seenAll[string(k[i+1:])] = true
-				if bytes.Equal(k[:i], cur) && !st.Done {
+				if bytes.Equal(k[:i], cur) {
 					ts.Submissions++
 				}
 			}

@@ -80,11 +80,11 @@ type Submission struct {
 
 // SubmitResult acknowledges a submission.
 type SubmitResult struct {
-	Duplicate   bool   // an identical submission had already been accepted
-	Round       int    // round the submission belongs to
-	Submissions int    // accepted submissions in that round so far
-	Quorum      int    // submissions needed to fuse
-	Message     string // human-readable summary
+	Duplicate   bool   `json:"duplicate"`   // an identical submission had already been accepted
+	Round       int    `json:"round"`       // round the submission belongs to
+	Submissions int    `json:"submissions"` // accepted submissions in that round so far
+	Quorum      int    `json:"quorum"`      // submissions needed to fuse
+	Message     string `json:"message"`     // human-readable summary
 }
 
 // FusedResult is a fused θ with its provenance.
@@ -119,7 +119,7 @@ type TaskStatus struct {
 	MinClients       int           `json:"min_clients"`
 	ClientsAllowed   []string      `json:"clients_allowed"`
 	ClientsSeen      []string      `json:"clients_seen"`
-	Submissions      int           `json:"submissions"`
+	Submissions      int           `json:"submissions"` // in the current (or, when done, the last) round
 	TotalSubmissions int           `json:"total_submissions"`
 	Fused            []FusedResult `json:"fused"`
 	Error            string        `json:"error,omitempty"`
@@ -134,10 +134,10 @@ type Credentials struct {
 
 // LocalResult is the outcome of a client's local IRL.
 type LocalResult struct {
-	Theta      []float64
-	DemoCount  int
-	Iterations int
-	GradNorm   float64
+	Theta      []float64 `json:"theta"`
+	DemoCount  int       `json:"demo_count"`
+	Iterations int       `json:"iterations"`
+	GradNorm   float64   `json:"grad_norm"`
 }
 
 // Learner runs a client's local learning for a task. warmStart is the

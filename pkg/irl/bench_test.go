@@ -109,12 +109,14 @@ func BenchmarkGradientStep(b *testing.B) {
 			b.ReportAllocs()
 			sweeps, visitSweeps := 0, 0
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 				floats.AddScaled(theta, 5e-3, grad)
 				sweeps += o.vals.Iterations
 				visitSweeps += o.ws.VisitIterations()
 			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(sweeps)/float64(b.N), "value-sweeps/step")
 			b.ReportMetric(float64(visitSweeps)/float64(b.N), "visit-sweeps/step")
 		})
@@ -138,9 +140,11 @@ func BenchmarkGradientStepCold(b *testing.B) {
 			}
 			grad := make([]float64, c.d)
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(o.vals.Iterations), "value-sweeps")
 			b.ReportMetric(float64(o.ws.VisitIterations()), "visit-sweeps")
 		})

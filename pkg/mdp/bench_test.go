@@ -87,9 +87,11 @@ func BenchmarkSoftSweep(b *testing.B) {
 				v := ws.SoftValueIteration(nil, r, 1e-3)
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu0 := processCPU()
 				for b.Loop() {
 					v = ws.SoftValueIteration(v, r, 1e-3)
 				}
+				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(len(m.Next))*float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
 				b.ReportMetric(float64(ws.Workers()), "goroutines")
 			})
@@ -108,9 +110,11 @@ func BenchmarkVisitsSweep(b *testing.B) {
 			d := ws.Visits(nil, pi, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for b.Loop() {
 				d = ws.Visits(d, pi, nil)
 			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -125,9 +129,11 @@ func BenchmarkSoftValueIteration(b *testing.B) {
 			defer ws.Close()
 			var v *Values
 			b.ReportAllocs()
+			cpu0 := processCPU()
 			for b.Loop() {
 				v = ws.SoftValueIteration(v, r, 1e-3)
 			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(v.Iterations), "sweeps")
 		})
 	}

@@ -348,38 +348,60 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
 // backup returns r(k) + γ Σ P V over the successors of pair k.
 func (ws *Workspace) backup(k int) float64 {
 	m := ws.m
+	return ws.r[k] + m.Gamma*dotSucc(m.RowPtr[k], m.RowPtr[k+1], m.Next, m.Prob, ws.vIn)
+}
+
+// dotSucc returns Σ_{i∈[lo,hi)} prob[i]·v[next[i]].
+func dotSucc(lo, hi int, next []int32, prob, v []float64) float64 {
+	next, prob = next[lo:hi], prob[lo:hi:hi]
+	prob = prob[:len(next)]
 	acc := 0.0
-	lo, hi := m.RowPtr[k], m.RowPtr[k+1]
-	next, prob, v := m.Next[lo:hi], m.Prob[lo:hi], ws.vIn
 	for i, n := range next {
 		acc += prob[i] * v[n]
 	}
-	return ws.r[k] + m.Gamma*acc
+	return acc
 }
+
+// expNegligible bounds the exponents that can change a log-sum-exp: the
+// largest term contributes exp(0) = 1, and terms below exp(-50) ≈ 2e-22 are
+// far under half an ulp of 1 even summed over 10⁵ actions, so skipping their
+// math.Exp calls leaves the result unchanged while saving most of the cost
+// at small τ.
+const expNegligible = -50
+
+// expUnderflow is the argument below which math.Exp returns 0.
+const expUnderflow = -746
 
 func (ws *Workspace) softRange(w, lo, hi int) {
 	m := ws.m
 	A := m.NumActions
-	tau := ws.tau
+	tau, invTau := ws.tau, 0.0
+	if tau > 0 {
+		invTau = 1 / tau
+	}
+	rowPtr, next, prob, vIn, r, g := m.RowPtr, m.Next, m.Prob, ws.vIn, ws.r, m.Gamma
 	diff := 0.0
 	for s := lo; s < hi; s++ {
 		q := ws.qOut[s*A : (s+1)*A]
 		if m.IsTerminal(s) {
 			clear(q)
-			diff = max(diff, math.Abs(ws.vIn[s]))
+			diff = max(diff, math.Abs(vIn[s]))
 			ws.vOut[s] = 0
 			continue
 		}
 		mx := math.Inf(-1)
 		for a := range q {
-			q[a] = ws.backup(s*A + a)
+			k := s*A + a
+			q[a] = r[k] + g*dotSucc(rowPtr[k], rowPtr[k+1], next, prob, vIn)
 			mx = max(mx, q[a])
 		}
 		v := mx
 		if tau > 0 {
 			sum := 0.0
 			for _, qa := range q {
-				sum += math.Exp((qa - mx) / tau)
+				if z := (qa - mx) * invTau; z > expNegligible {
+					sum += math.Exp(z)
+				}
 			}
 			v = mx + tau*math.Log(sum)
 		}
@@ -468,7 +490,10 @@ func (ws *Workspace) softPolicyRange(_, lo, hi int) {
 		}
 		sum := 0.0
 		for a, qa := range q {
-			p[a] = math.Exp((qa - mx) / tau)
+			p[a] = 0
+			if z := (qa - mx) / tau; z > expUnderflow {
+				p[a] = math.Exp(z)
+			}
 			sum += p[a]
 		}
 		for a := range p {

@@ -116,8 +116,8 @@ func TestBarycenterMethodsConverge(t *testing.T) {
 		opt  BarycenterOptions
 		same bool // expected to equal the IBP barycenter
 	}{
-		{"paper-default-momentum", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000}, true},
-		{"paper-no-momentum", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000, Momentum: -1}, true},
+		{"paper-default", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000}, true},
+		{"paper-momentum-0.3", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000, Momentum: 0.3, StepSize: 0.15}, true},
 		{"paper-ibp-equivalent", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 100000, Momentum: -1, InnerIter: 1, StepSize: 1}, true},
 		{"debiased", BarycenterOptions{Method: Debiased, Tol: 1e-10, MaxIter: 100000}, false},
 	} {

@@ -38,7 +38,7 @@ func NewDenseKernel(cost []float64, rows, cols int, eps float64) (*DenseKernel, 
 	}
 	dk := &DenseKernel{rows: rows, cols: cols, eps: eps, c: cost, k: make([]float64, len(cost))}
 	for i, c := range cost {
-		dk.k[i] = math.Exp(-c / eps)
+		dk.k[i] = flushSubnormal(math.Exp(-c / eps))
 	}
 	dk.sym = rows == cols
 	for i := 0; i < rows && dk.sym; i++ {
@@ -148,7 +148,7 @@ func (p *densePass) runRange(_, lo, hi int) {
 		case opCost:
 			var s float64
 			for j, x := range p.v {
-				s += dk.k[at(j)] * dk.c[at(j)] * x
+				s += flushSubnormal(dk.k[at(j)]*dk.c[at(j)]) * x
 			}
 			p.dst[i] = s
 		case opLog, opLogCost:

@@ -26,7 +26,7 @@ const (
 	ewDivBar                // a_k = bar / tmp
 	ewDivMuB                // b_k = μ_k / tmp
 	ewVelScale              // vel *= mom
-	ewVelAcc                // vel += α_k log a_k
+	ewVelAccKv              // vel += α_k (p - log tmp)
 	ewLogStep               // p -= step·vel; max(p)
 	ewExpBar                // bar = exp(p - shift); Σ bar
 	ewNormalize             // bar *= scale; p -= shift
@@ -184,12 +184,10 @@ func (j *ewJob) runRange(_, lo, hi int) {
 			for i := range vel {
 				vel[i] *= j.mom
 			}
-		case ewVelAcc:
+		case ewVelAccKv:
 			vel := w.vel[i0:i1]
-			for i, v := range a {
-				if v > 0 {
-					vel[i] += alpha * math.Log(v)
-				}
+			for i, t := range tmp {
+				vel[i] += alpha * (p[i] - math.Log(t))
 			}
 		case ewLogStep:
 			vel := w.vel[i0:i1]

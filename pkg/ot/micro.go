@@ -1,5 +1,7 @@
 package ot
 
+import "gonum.org/v1/gonum/floats"
+
 // Hand-written register-blocked micro-kernel for the last-axis pass (post = 1),
 // where rows are short (n_k ≲ 40) and per-row gonum floats.Dot calls spend
 // much of their time in call overhead: each kernel entry feeds four outputs.
@@ -46,5 +48,40 @@ func passRows(out, src, m []float64, lo, hi []int, nk, p0, p1 int) {
 			}
 			out[p*nk+i] = a
 		}
+	}
+}
+
+// bandCols sets out[q] = Σ_{j<len(coef)} coef[j]·src[j·stride + q] for q in
+// [0, len(out)). With AVX2+FMA it runs 32 columns at a time in assembly with
+// the sums held in registers (one load per multiply-add, no stores inside the
+// band); the remaining columns, or all of them without FMA, use gonum's
+// floats.AddScaled.
+func bandCols(out, src []float64, stride int, coef []float64) {
+	w := len(out)
+	nc := len(coef)
+	if nc == 0 {
+		for q := range out {
+			out[q] = 0
+		}
+		return
+	}
+	if need := (nc-1)*stride + w; len(src) < need {
+		panic("ot: bandCols: src too short")
+	}
+	done := 0
+	if hasFMA && !useGonumPasses && w >= 32 {
+		nblk := w / 32
+		fmaBand32(&out[0], &src[0], stride, &coef[0], nc, nblk)
+		done = nblk * 32
+	}
+	if done == w {
+		return
+	}
+	rest := out[done:]
+	for q := range rest {
+		rest[q] = 0
+	}
+	for j, c := range coef {
+		floats.AddScaled(rest, c, src[j*stride+done:j*stride+w])
 	}
 }

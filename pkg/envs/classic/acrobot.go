@@ -81,6 +81,24 @@ type Acrobot struct {
 	m1, m2, l1, l2, lc1, lc2, moi, g, dt float64
 	maxVel1, maxVel2, torqueScale, goal  float64
 	s                                    [4]float64
+	k                                    acrobotConsts
+}
+
+// acrobotConsts holds the parameter-only subexpressions of dsdt, each
+// associated exactly as Gymnasium's left-to-right Python evaluation does, so
+// that hoisting them changes no bit of the result.
+type acrobotConsts struct {
+	m1lc1sq    float64 // m1 * lc1**2
+	l1sqlc2sq  float64 // l1**2 + lc2**2
+	twol1lc2   float64 // 2 * l1 * lc2
+	lc2sq      float64 // lc2**2
+	l1lc2      float64 // l1 * lc2
+	m2lc2g     float64 // m2 * lc2 * g
+	negm2l1lc2 float64 // -m2 * l1 * lc2
+	twom2l1lc2 float64 // 2 * m2 * l1 * lc2
+	grav1      float64 // (m1 * lc1 + m2 * l1) * g
+	m2l1lc2    float64 // m2 * l1 * lc2
+	den0       float64 // m2 * lc2**2 + I2
 }
 
 func newAcrobot(p map[string]float64) (Stateful, error) {
@@ -100,6 +118,20 @@ func newAcrobot(p map[string]float64) (Stateful, error) {
 	}
 	if err := e.init(name, p, 6); err != nil {
 		return nil, err
+	}
+	m1, m2, l1, lc1, lc2, g, I2 := e.m1, e.m2, e.l1, e.lc1, e.lc2, e.g, e.moi
+	e.k = acrobotConsts{
+		m1lc1sq:    m1 * (lc1 * lc1),
+		l1sqlc2sq:  l1*l1 + lc2*lc2,
+		twol1lc2:   2 * l1 * lc2,
+		lc2sq:      lc2 * lc2,
+		l1lc2:      l1 * lc2,
+		m2lc2g:     m2 * lc2 * g,
+		negm2l1lc2: -m2 * l1 * lc2,
+		twom2l1lc2: 2 * m2 * l1 * lc2,
+		grav1:      (m1*lc1 + m2*l1) * g,
+		m2l1lc2:    m2 * l1 * lc2,
+		den0:       m2*(lc2*lc2) + I2,
 	}
 	return e, nil
 }
@@ -204,25 +236,35 @@ func (e *Acrobot) terminal() bool {
 }
 
 // dsdt is Gymnasium's AcrobotEnv._dsdt ("book" dynamics), in the same
-// operation order.
+// operation order; the parameter-only products come from e.k. Upstream:
+//
+//	d1 = m1 * lc1**2 + m2 * (l1**2 + lc2**2 + 2 * l1 * lc2 * cos(theta2)) + I1 + I2
+//	d2 = m2 * (lc2**2 + l1 * lc2 * cos(theta2)) + I2
+//	phi2 = m2 * lc2 * g * cos(theta1 + theta2 - pi / 2.0)
+//	phi1 = (-m2 * l1 * lc2 * dtheta2**2 * sin(theta2)
+//	        - 2 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin(theta2)
+//	        + (m1 * lc1 + m2 * l1) * g * cos(theta1 - pi / 2) + phi2)
+//	ddtheta2 = (a + d2 / d1 * phi1 - m2 * l1 * lc2 * dtheta1**2 * sin(theta2) - phi2)
+//	           / (m2 * lc2**2 + I2 - d2**2 / d1)
+//	ddtheta1 = -(d2 * ddtheta2 + phi1) / d1
 func (e *Acrobot) dsdt(sAug *[5]float64) [5]float64 {
-	m1, m2, l1, lc1, lc2 := e.m1, e.m2, e.l1, e.lc1, e.lc2
+	k := &e.k
+	m2 := e.m2
 	I1, I2 := e.moi, e.moi
-	g := e.g
 	a := sAug[4]
 	theta1, theta2, dtheta1, dtheta2 := sAug[0], sAug[1], sAug[2], sAug[3]
 	cos2 := math.Cos(theta2)
 	sin2 := math.Sin(theta2)
-	d1 := m1*(lc1*lc1) + m2*(l1*l1+lc2*lc2+2*l1*lc2*cos2) + I1 + I2
-	d2 := m2*(lc2*lc2+l1*lc2*cos2) + I2
-	phi2 := m2 * lc2 * g * math.Cos(theta1+theta2-pi/2.0)
-	phi1 := -m2*l1*lc2*(dtheta2*dtheta2)*sin2 -
-		2*m2*l1*lc2*dtheta2*dtheta1*sin2 +
-		(m1*lc1+m2*l1)*g*math.Cos(theta1-pi/2) +
+	d1 := k.m1lc1sq + m2*(k.l1sqlc2sq+k.twol1lc2*cos2) + I1 + I2
+	d2 := m2*(k.lc2sq+k.l1lc2*cos2) + I2
+	phi2 := k.m2lc2g * math.Cos(theta1+theta2-pi/2.0)
+	phi1 := k.negm2l1lc2*(dtheta2*dtheta2)*sin2 -
+		k.twom2l1lc2*dtheta2*dtheta1*sin2 +
+		k.grav1*math.Cos(theta1-pi/2) +
 		phi2
 	// the following line is consistent with the java implementation and the book
-	ddtheta2 := (a + d2/d1*phi1 - m2*l1*lc2*(dtheta1*dtheta1)*sin2 - phi2) /
-		(m2*(lc2*lc2) + I2 - d2*d2/d1)
+	ddtheta2 := (a + d2/d1*phi1 - k.m2l1lc2*(dtheta1*dtheta1)*sin2 - phi2) /
+		(k.den0 - d2*d2/d1)
 	ddtheta1 := -(d2*ddtheta2 + phi1) / d1
 	return [5]float64{dtheta1, dtheta2, ddtheta1, ddtheta2, 0.0}
 }

@@ -505,10 +505,9 @@ func TestObservationNoise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clean := mustMake(t, name, map[string]float64{})
 			p := e.Params()
 			delete(p, "obs_noise_std")
-			clean = mustMake(t, name, p)
+			clean := mustMake(t, name, p) // same physics, no noise
 			var sum, sum2 float64
 			count := 0
 			state := make([]float64, e.StateDim())

@@ -21,6 +21,9 @@ type Family struct {
 	SlipMax float64 `json:"slip_max" yaml:"slip_max"`
 	// Horizon is the episode step cap.
 	Horizon int `json:"horizon" yaml:"horizon"`
+	// RandomStart makes episodes start uniformly on the free cells instead of
+	// in the top-left corner (cell 0), which layouts then keep free.
+	RandomStart bool `json:"random_start" yaml:"random_start"`
 }
 
 // DefaultClients returns the paper's number of clients for an N×N grid:
@@ -38,9 +41,10 @@ func DefaultClients(size int) int {
 }
 
 // DefaultFamily returns the family used by the experiments for an N×N grid:
+// start in the top-left corner, goal in the bottom-right one,
 // round(0.12·N²) obstacles (3, 12 and 48 for N = 5, 10, 20), slip
-// u ~ U(0, 0.10) as in the paper, and a horizon of 4N steps (twice the longest
-// shortest path between corners).
+// u ~ U(0, 0.10) as in the paper, and a horizon of 4N steps (twice the
+// shortest path between the corners).
 func DefaultFamily(size int) Family {
 	return Family{
 		Size:      size,
@@ -96,30 +100,38 @@ func (f Family) draw(rng *rand.Rand, slip bool) (Spec, error) {
 	if err := f.Validate(); err != nil {
 		return Spec{}, err
 	}
-	obs, err := RandomLayout(rng, f.Size, f.Goal(), f.Obstacles)
+	keep := []int{f.Goal()}
+	if !f.RandomStart {
+		keep = append(keep, 0)
+	}
+	obs, err := RandomLayout(rng, f.Size, keep, f.Obstacles)
 	if err != nil {
 		return Spec{}, err
 	}
-	s := Spec{Size: f.Size, Goal: f.Goal(), Obstacles: obs, Horizon: f.Horizon}
+	s := Spec{Size: f.Size, Goal: f.Goal(), Obstacles: obs, Horizon: f.Horizon, RandomStart: f.RandomStart}
 	if slip {
 		s.Slip = rng.Float64() * f.SlipMax
 	}
 	return s, nil
 }
 
-// RandomLayout draws k distinct obstacle cells (never the goal) uniformly,
-// redrawing until every free cell can reach the goal through free cells, and
-// returns them sorted.
-func RandomLayout(rng *rand.Rand, size, goal, k int) ([]int, error) {
+// RandomLayout draws k distinct obstacle cells uniformly among the cells not
+// in keep (keep[0] is the goal), redrawing until every free cell can reach
+// the goal through free cells, and returns them sorted.
+func RandomLayout(rng *rand.Rand, size int, keep []int, k int) ([]int, error) {
 	n := size * size
-	if k < 0 || k > n-2 {
-		return nil, fmt.Errorf("gridworld: %d obstacles do not fit a %d×%d grid", k, size, size)
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("gridworld: RandomLayout needs the goal cell")
 	}
-	cells := make([]int, 0, n-1)
+	goal := keep[0]
+	cells := make([]int, 0, n)
 	for s := range n {
-		if s != goal {
+		if !slices.Contains(keep, s) {
 			cells = append(cells, s)
 		}
+	}
+	if k < 0 || k > len(cells)-1 {
+		return nil, fmt.Errorf("gridworld: %d obstacles do not fit a %d×%d grid", k, size, size)
 	}
 	for range 10000 {
 		// Partial Fisher–Yates: the first k entries become a uniform k-subset.

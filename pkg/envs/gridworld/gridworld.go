@@ -1,6 +1,8 @@
 // Package gridworld is the paper's stochastic grid-world navigation task
 // (§Grid-World Navigation): an N×N grid, four moves, one goal, an obstacle
-// layout and a slip probability u per environment. With probability u the
+// layout and a slip probability u per environment; episodes start in a fixed
+// start cell (by default the corner opposite the goal) or, optionally,
+// uniformly on the free cells. With probability u the
 // chosen move is replaced by one drawn uniformly from the four moves (which
 // may be the chosen one again). A move off the grid leaves the agent in place.
 // An episode terminates when the agent reaches the goal (success) or enters an
@@ -52,6 +54,10 @@ type Spec struct {
 	Size int `json:"size" yaml:"size"`
 	// Goal is the goal cell's index row*N+col.
 	Goal int `json:"goal" yaml:"goal"`
+	// Start is the start cell's index, used unless RandomStart is set.
+	Start int `json:"start" yaml:"start"`
+	// RandomStart makes episodes start uniformly on every free cell except the goal.
+	RandomStart bool `json:"random_start,omitempty" yaml:"random_start,omitempty"`
 	// Obstacles lists obstacle cell indices in increasing order.
 	Obstacles []int `json:"obstacles" yaml:"obstacles"`
 	// Slip is the probability u that a move is replaced by a uniformly random one.
@@ -87,6 +93,11 @@ func (s Spec) Validate() error {
 	if len(s.Obstacles) >= n-1 {
 		return errors.New("gridworld spec: no free cell besides the goal")
 	}
+	if !s.RandomStart {
+		if s.Start < 0 || s.Start >= n || s.Start == s.Goal || slices.Contains(s.Obstacles, s.Start) {
+			return fmt.Errorf("gridworld spec: start %d must be a free non-goal cell in [0,%d)", s.Start, n)
+		}
+	}
 	return nil
 }
 
@@ -116,6 +127,10 @@ func New(spec Spec) (*Grid, error) {
 	g.spec.Obstacles = slices.Clone(spec.Obstacles)
 	for _, o := range spec.Obstacles {
 		g.obstacle[o] = true
+	}
+	if !spec.RandomStart {
+		g.starts = []int{spec.Start}
+		return g, nil
 	}
 	for s := range n {
 		if !g.obstacle[s] && s != spec.Goal {
@@ -153,8 +168,9 @@ func (g *Grid) IsObstacle(s int) bool { return g.obstacle[s] }
 // IsTerminal reports whether cell s ends an episode (goal or obstacle).
 func (g *Grid) IsTerminal(s int) bool { return s == g.spec.Goal || g.obstacle[s] }
 
-// Starts returns the initial-state support: every free cell except the goal,
-// in increasing order; episodes start uniformly on it. The slice is shared.
+// Starts returns the initial-state support: the start cell, or with
+// RandomStart every free cell except the goal in increasing order; episodes
+// start uniformly on it. The slice is shared.
 func (g *Grid) Starts() []int { return g.starts }
 
 // RowCol returns the row and column of cell s.

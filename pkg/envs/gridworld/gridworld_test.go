@@ -88,8 +88,14 @@ func TestTransitionsClosedForm(t *testing.T) {
 // TestSuccessRateMatchesExact compares Monte Carlo success rates with the
 // exact dynamic-programming probability for random policies.
 func TestSuccessRateMatchesExact(t *testing.T) {
-	for _, size := range []int{5, 10} {
-		spec, err := DefaultFamily(size).Client(11, 0)
+	for _, c := range []struct {
+		size   int
+		random bool
+	}{{5, false}, {10, false}, {5, true}, {10, true}} {
+		size := c.size
+		f := DefaultFamily(size)
+		f.RandomStart = c.random
+		spec, err := f.Client(11, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

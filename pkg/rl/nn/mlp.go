@@ -204,6 +204,7 @@ type Workspace struct {
 	maxBatch int
 	in       []float64   // copy-free view of the last input
 	acts     [][]float64 // acts[l] is the output of layer l (maxBatch × Sizes[l+1])
+	wt       [][]float64 // wt[l] holds W_lᵀ (Sizes[l] × Sizes[l+1]) for the FMA kernel
 	delta    [2][]float64
 	n        int
 }
@@ -214,6 +215,7 @@ func (m *MLP) NewWorkspace(maxBatch int) *Workspace {
 	widest := 0
 	for l := 0; l < m.NumLayers(); l++ {
 		ws.acts = append(ws.acts, make([]float64, maxBatch*m.Sizes[l+1]))
+		ws.wt = append(ws.wt, make([]float64, m.Sizes[l]*m.Sizes[l+1]))
 	}
 	for _, s := range m.Sizes {
 		widest = max(widest, s)
@@ -240,7 +242,15 @@ func (m *MLP) Forward(ws *Workspace, x []float64, n int) []float64 {
 			copy(y[i*out:(i+1)*out], b)
 		}
 		// y = x Wᵀ + b
-		if in <= smallIn {
+		if useFMA && n >= 16 && out >= 8 {
+			wt := ws.wt[l][:in*out]
+			for o := 0; o < out; o++ {
+				for k, v := range w[o*in : (o+1)*in] {
+					wt[k*out+o] = v
+				}
+			}
+			gemmAcc(n, out, in, cur, in, 1, wt, out, y, out)
+		} else if in <= smallIn {
 			for i := 0; i < n; i++ {
 				xi := cur[i*in : (i+1)*in]
 				yi := y[i*out : (i+1)*out]
@@ -265,8 +275,13 @@ func (m *MLP) Forward(ws *Workspace, x []float64, n int) []float64 {
 func applyAct(a Activation, y []float64) {
 	switch a {
 	case Tanh:
-		for i, v := range y {
-			y[i] = tanh(v)
+		i := 0
+		if useFMA {
+			i = len(y) &^ 3
+			tanh4(y[:i])
+		}
+		for ; i < len(y); i++ {
+			y[i] = tanh(y[i])
 		}
 	case ReLU:
 		for i, v := range y {
@@ -335,7 +350,9 @@ func (m *MLP) Backward(ws *Workspace, dOut []float64, grad, dIn []float64) {
 		}
 		gw, gb := m.Layer(grad, l)
 		// dW += dᵀ x ; db += Σ_rows d
-		if in <= smallIn {
+		if useFMA && out >= 4 && in >= 8 {
+			gemmAcc(out, in, n, d, 1, out, x, in, gw, in)
+		} else if in <= smallIn {
 			for i := 0; i < n; i++ {
 				xi := x[i*in : (i+1)*in]
 				for o, dv := range d[i*out : (i+1)*out] {
@@ -366,7 +383,12 @@ func (m *MLP) Backward(ws *Workspace, dOut []float64, grad, dIn []float64) {
 			next = ws.delta[k][:n*in]
 		}
 		// dx = d W
-		impl.Dgemm(blas.NoTrans, blas.NoTrans, n, in, out, 1, d, out, w, in, 0, next, in)
+		if useFMA && n >= 4 && in >= 8 {
+			clear(next)
+			gemmAcc(n, in, out, d, out, 1, w, in, next, in)
+		} else {
+			impl.Dgemm(blas.NoTrans, blas.NoTrans, n, in, out, 1, d, out, w, in, 0, next, in)
+		}
 		d = next
 	}
 }

@@ -187,3 +187,25 @@ func TestTanhMatchesMath(t *testing.T) {
 		approx.Equal(t, "tanh near 0", tanh(x), math.Tanh(x), 0, 1e-14)
 	}
 }
+
+func TestTanh4(t *testing.T) {
+	if !useFMA {
+		t.Skip("no AVX2/FMA")
+	}
+	var xs []float64
+	for x := -45.0; x <= 45; x += 0.000377 {
+		xs = append(xs, x)
+	}
+	xs = append(xs, 0, -0.0, 1e-300, -1e-12, 0.0199999, -0.02, 0.02000001, 19.99, 20, 20.01, 700, -700, math.Inf(1), math.Inf(-1))
+	for len(xs)%4 != 0 {
+		xs = append(xs, 0.5)
+	}
+	got := append([]float64(nil), xs...)
+	tanh4(got)
+	for i, x := range xs {
+		want := math.Tanh(x)
+		if !approx.Close(got[i], want, 1e-15, 1e-14) {
+			t.Fatalf("tanh4(%g) = %.17g, math.Tanh %.17g", x, got[i], want)
+		}
+	}
+}

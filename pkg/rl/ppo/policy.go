@@ -247,6 +247,18 @@ func netJSON(m *nn.MLP) NetJSON {
 }
 
 func netFromJSON(j NetJSON, what string) (*nn.MLP, error) {
+	// Count the parameters before allocating anything, so that absurd sizes are an error, not an out-of-memory crash.
+	need := 0
+	for l := 0; l+1 < len(j.Sizes); l++ {
+		in, out := j.Sizes[l], j.Sizes[l+1]
+		if in < 1 || out < 1 || in > 1<<16 || out > 1<<16 {
+			return nil, fmt.Errorf("%s.sizes[%d:%d] = %d, %d: want widths in [1, 65536]", what, l, l+2, in, out)
+		}
+		need += out*in + out
+		if need > len(j.Params) {
+			return nil, fmt.Errorf("%s.params has %d values, fewer than sizes %v need", what, len(j.Params), j.Sizes)
+		}
+	}
 	acts := make([]nn.Activation, len(j.Activations))
 	for i, s := range j.Activations {
 		a, err := nn.ParseActivation(s)
@@ -306,15 +318,20 @@ func Load(path string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading policy: %w", err)
 	}
-	var c Checkpoint
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("loading policy %s: %w", path, err)
-	}
-	p, err := FromCheckpoint(&c)
+	p, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("loading policy %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// Parse decodes and validates a JSON Checkpoint.
+func Parse(b []byte) (*Policy, error) {
+	var c Checkpoint
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	return FromCheckpoint(&c)
 }
 
 // FromCheckpoint validates c and builds the policy it describes.

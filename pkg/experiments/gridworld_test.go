@@ -1,0 +1,200 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+)
+
+func tinyConfig() Config {
+	c := DefaultConfig()
+	c.NumberOfSeeds = 2
+	c.Environments = []EnvConfig{{GridSize: 5, NumberOfClients: 3}, {GridSize: 6, NumberOfClients: 2, HeldOutEnvironments: 2}}
+	c.IRL.IRLIterations = 10
+	c.Evaluation.EvaluationEpisodes = 30
+	c.Ablation.NumberOfClients = 4
+	c.Ablation.NumberOfSeeds = 2
+	c.Barycenter.BarycenterIterations = 10
+	return c
+}
+
+// TestGridWorldDeterministic runs the same study with 1 and 2 workers and
+// GOMAXPROCS 1 and 2 and requires byte-identical run files.
+func TestGridWorldDeterministic(t *testing.T) {
+	c := tinyConfig()
+	var first map[string][]byte
+	for _, run := range []struct{ workers, procs int }{{1, 1}, {2, 2}, {2, 1}} {
+		prev := runtime.GOMAXPROCS(run.procs)
+		c.Workers = run.workers
+		st, err := GridWorld(context.Background(), c, nil)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Workers = 2 // the config file records the same value for all runs
+		st.Config.Workers = 2
+		dir := t.TempDir()
+		if err := st.WriteRun(dir); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string][]byte{}
+		for _, name := range RunFiles {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[name] = data
+		}
+		if first == nil {
+			first = files
+			continue
+		}
+		for name, data := range files {
+			if !bytes.Equal(data, first[name]) {
+				t.Errorf("workers %d GOMAXPROCS %d: %s differs from the first run", run.workers, run.procs, name)
+			}
+		}
+	}
+}
+
+// TestGridWorldTables checks the study's structure: the rows and columns of
+// both tables, success rates in [0, 100], and that the expert's own reward
+// succeeds at least as often as a reward that ignores the goal.
+func TestGridWorldTables(t *testing.T) {
+	c := tinyConfig()
+	st, err := GridWorld(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := st.Table1()
+	if len(t1) != 2 || t1[0].GridSize != 5 || t1[1].GridSize != 6 {
+		t.Fatalf("Table 1 rows %+v", t1)
+	}
+	for _, r := range t1 {
+		if r.InDist.Local.N != 2*r.Clients || r.HeldOutS.Local.N != 0 || r.HeldOutS.Barycenter.N != 2*r.HeldOut {
+			t.Fatalf("grid %d: pooled counts in %d, held-out local %d, held-out bary %d", r.GridSize, r.InDist.Local.N, r.HeldOutS.Local.N, r.HeldOutS.Barycenter.N)
+		}
+		for m := range NumMethods {
+			for _, s := range []Stat{r.InDist.get(m), r.HeldOutS.get(m)} {
+				if s.N > 0 && (s.Mean < 0 || s.Mean > 100 || s.Std < 0) {
+					t.Fatalf("grid %d %v: %+v", r.GridSize, m, s)
+				}
+			}
+		}
+	}
+	t2 := st.Table2()
+	if len(t2) != 3 || t2[2].WeakClients != 2 || t2[1].WeakClients != 1 {
+		t.Fatalf("Table 2 rows %+v", t2)
+	}
+	// Weak clients really got smaller budgets.
+	for _, fs := range st.Ablation {
+		weak := 0
+		for _, b := range fs[2].Budgets {
+			if b < c.IRL.IRLIterations {
+				weak++
+			}
+		}
+		if weak != 2 {
+			t.Fatalf("p = 0.5 with 4 clients: %d weak budgets %v, want 2", weak, fs[2].Budgets)
+		}
+	}
+	// The true reward's policy succeeds more often than a goal-blind one.
+	e := st.Cells[0][0].clients[0]
+	expert := e.Grid.SuccessProbability(e.GreedyPolicy(c.Expert.TrueReward))
+	blind := e.Grid.SuccessProbability(e.GreedyPolicy([]float64{0, 1}))
+	if !(expert > blind) || expert < 0.5 {
+		t.Fatalf("expert success %v, goal-blind %v", expert, blind)
+	}
+	if _, err := st.Figure2PNG(5); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDemonstrationsFollowExpert checks that demonstrations are valid
+// trajectories of the expert policy padded in their absorbing cell.
+func TestDemonstrationsFollowExpert(t *testing.T) {
+	spec, err := gridworld.DefaultFamily(5).Client(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEnv(spec, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := e.GreedyPolicy([]float64{-1, 0.5})
+	demos, live := e.Demonstrations(stream(1, 5, purposeDemo, 0), pol, 5)
+	if live == 0 {
+		t.Fatal("no live steps")
+	}
+	for _, d := range demos {
+		if len(d.Actions) != padLength(0.95) || len(d.States) != len(d.Actions)+1 {
+			t.Fatalf("lengths %d/%d", len(d.States), len(d.Actions))
+		}
+		for k, s := range d.States[:len(d.Actions)] {
+			if !e.Grid.IsTerminal(s) && d.Actions[k] != pol[s] {
+				t.Fatalf("step %d: action %d, expert %d", k, d.Actions[k], pol[s])
+			}
+			if e.Grid.IsTerminal(s) && d.States[k+1] != s {
+				t.Fatal("left an absorbing cell")
+			}
+		}
+	}
+}
+
+func TestConfigValidateAndLoad(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(good, []byte("number_of_seeds: 7\nbarycenter:\n  entropic_regularization: 0.25\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(good, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NumberOfSeeds != 7 || c.Barycenter.EntropicRegularization != 0.25 || c.Barycenter.SinkhornIterations != 10 {
+		t.Fatalf("loaded %+v", c)
+	}
+	for _, bad := range []string{"number_of_seeds: 0\n", "typo_key: 1\n", "barycenter:\n  method: debiased\n", "irl:\n  irl_algorithm: gail\n", "expert:\n  true_reward: [1]\n"} {
+		p := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(p, DefaultConfig()); err == nil {
+			t.Errorf("config %q accepted", bad)
+		}
+	}
+}
+
+func BenchmarkLocalIRL10x10(b *testing.B) {
+	c := DefaultConfig()
+	env, demos, err := c.ClientTask(10, 0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := env.LocalIRL(context.Background(), demos, c.IRL, c.IRL.IRLIterations); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*c.IRL.IRLIterations)/b.Elapsed().Seconds(), "irl-steps/s")
+}
+
+func BenchmarkEvaluatePolicy20x20(b *testing.B) {
+	c := DefaultConfig()
+	env, _, err := c.ClientTask(20, 0, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		pol := env.GreedyPolicy(c.Expert.TrueReward)
+		env.Grid.SuccessRate(stream(1, 20, purposeEval, 0), pol, c.Evaluation.EvaluationEpisodes)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evaluations/s")
+}

@@ -1,0 +1,233 @@
+package fusion
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+func probe5(t *testing.T) Probe {
+	t.Helper()
+	spec, err := gridworld.DefaultFamily(5).Probe(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := GridProbe(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestMean(t *testing.T) {
+	th := []float64{-0.7, 0.3}
+	got, err := Mean([][]float64{th, th, th, th}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "mean of identical", got, th, 1e-15, 0)
+	got, err = Mean([][]float64{{1, 2}, {3, 6}}, []float64{3, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "weighted mean", got, []float64{1.5, 3}, 1e-15, 0)
+	for name, c := range map[string]struct {
+		th [][]float64
+		w  []float64
+	}{
+		"empty":           {nil, nil},
+		"ragged":          {[][]float64{{1, 2}, {1}}, nil},
+		"nan":             {[][]float64{{math.NaN(), 1}}, nil},
+		"negative weight": {[][]float64{{1}, {2}}, []float64{1, -1}},
+		"zero weights":    {[][]float64{{1}, {2}}, []float64{0, 0}},
+		"weight count":    {[][]float64{{1}, {2}}, []float64{1}},
+	} {
+		if _, err := Mean(c.th, c.w); err == nil {
+			t.Errorf("%s: Mean accepted bad input", name)
+		}
+	}
+}
+
+func TestShiftNormalize(t *testing.T) {
+	r := []float64{-1, 0, 2}
+	p, z, err := ShiftNormalize(nil, r, 1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Equal(t, "Z", z, 0.5+1.5+3.5, 1e-15, 0)
+	approx.Slices(t, "p", p, []float64{0.5 / 5.5, 1.5 / 5.5, 3.5 / 5.5}, 1e-15, 0)
+	if _, _, err := ShiftNormalize(nil, r, 1); err == nil {
+		t.Fatal("σ = 1 leaves r+σ = 0 and must be rejected")
+	}
+	if s := AutoSigma(r, []float64{-3, 4}); !(s > 3) {
+		t.Fatalf("AutoSigma = %v does not make every entry positive", s)
+	}
+}
+
+// TestBackProjectRecoversSpan checks exact recovery when r̄ = Φθ and agreement
+// with the normal equations (solved independently with a Cholesky
+// factorization) for r̄ outside the span.
+func TestBackProjectRecoversSpan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, shape := range [][2]int{{10, 2}, {100, 2}, {57, 5}} {
+		n, d := shape[0], shape[1]
+		phi := mat.NewDense(n, d, nil)
+		for i := range n {
+			for j := range d {
+				phi.Set(i, j, rng.NormFloat64())
+			}
+		}
+		theta := make([]float64, d)
+		for j := range theta {
+			theta[j] = rng.NormFloat64()
+		}
+		r := make([]float64, n)
+		var rv mat.VecDense
+		rv.MulVec(phi, mat.NewVecDense(d, theta))
+		copy(r, rv.RawVector().Data)
+		got, err := BackProject(phi, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx.Slices(t, "θ from Φθ", got, theta, 1e-12, 1e-12)
+
+		for i := range r {
+			r[i] += rng.NormFloat64()
+		}
+		got, err = BackProject(phi, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ata mat.SymDense
+		ata.SymOuterK(1, phi.T())
+		var chol mat.Cholesky
+		if !chol.Factorize(&ata) {
+			t.Fatal("ΦᵀΦ not positive definite")
+		}
+		var atb, want mat.VecDense
+		atb.MulVec(phi.T(), mat.NewVecDense(n, r))
+		if err := chol.SolveVecTo(&want, &atb); err != nil {
+			t.Fatal(err)
+		}
+		approx.Slices(t, "θ vs normal equations", got, want.RawVector().Data, 1e-10, 1e-10)
+	}
+	// Rank deficiency is an error, not garbage.
+	phi := mat.NewDense(4, 2, []float64{1, 2, 2, 4, 3, 6, 4, 8})
+	if _, err := BackProject(phi, []float64{1, 2, 3, 4}); err == nil {
+		t.Fatal("rank-deficient Φ accepted")
+	}
+}
+
+// TestBarycentricIdenticalClients: K identical clients fuse back to their θ.
+// The debiased barycenter removes the entropic blur, so it recovers θ at the
+// paper's ε = 0.5; plain IBP is exact only as ε → 0 (at ε = 0.5 it blurs the
+// reward, which the last case documents).
+func TestBarycentricIdenticalClients(t *testing.T) {
+	p := probe5(t)
+	theta := []float64{-0.8, 0.35}
+	cases := []struct {
+		name   string
+		k      int
+		opt    Options
+		tol    float64
+		biased bool
+	}{
+		{"debiased eps 0.5, K=3", 3, Options{Method: ot.Debiased}, 1e-6, false},
+		{"debiased eps 0.5, K=1", 1, Options{Method: ot.Debiased}, 1e-6, false},
+		{"ibp eps 0.05, K=3", 3, Options{Method: ot.IBP, Eps: 0.05}, 1e-6, false},
+		{"stabilized eps 0.05, K=1", 1, Options{Method: ot.Stabilized, Eps: 0.05}, 1e-6, false},
+		{"ibp eps 0.5 is blurred", 3, Options{Method: ot.IBP}, 1e-2, true},
+	}
+	for _, c := range cases {
+		thetas := make([][]float64, c.k)
+		for i := range thetas {
+			thetas[i] = theta
+		}
+		res, err := p.Fuse(thetas, nil, c.opt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		diff := approx.MaxAbsDiff(res.Theta, theta)
+		t.Logf("%s: θ = %v (max diff %.2g, %d iterations)", c.name, res.Theta, diff, res.Iterations)
+		if c.biased {
+			if diff < c.tol {
+				t.Errorf("%s: expected visible entropic blur, got diff %.2g", c.name, diff)
+			}
+			continue
+		}
+		if diff > c.tol {
+			t.Errorf("%s: θ = %v, want %v (tol %g)", c.name, res.Theta, theta, c.tol)
+		}
+		// The barycenter itself must then be the common measure.
+		r := make([]float64, p.Lattice.Len())
+		for x := range r {
+			r[x] = p.Phi.At(x, 0)*theta[0] + p.Phi.At(x, 1)*theta[1]
+		}
+		want, _, _ := ShiftNormalize(nil, r, res.Sigma)
+		if d := approx.MaxAbsDiff(res.Barycenter, want); d > c.tol {
+			t.Errorf("%s: barycenter differs from the client measure by %.2g", c.name, d)
+		}
+	}
+}
+
+// TestBarycentricZeroWeightIgnored: a zero-weight client has no influence.
+func TestBarycentricZeroWeightIgnored(t *testing.T) {
+	p := probe5(t)
+	a := []float64{-0.8, 0.35}
+	b := []float64{0.5, -2}
+	opt := Options{Method: ot.Debiased, Sigma: 5}
+	one, err := p.Fuse([][]float64{a}, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Z = one.Z
+	two, err := p.Fuse([][]float64{a, b}, []float64{1, 0}, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "θ with a zero-weight client", two.Theta, one.Theta, 1e-9, 1e-9)
+}
+
+func TestGridProbeLayout(t *testing.T) {
+	p := probe5(t)
+	n, d := p.Phi.Dims()
+	if n != 100 || d != 2 || p.Lattice.Len() != 100 {
+		t.Fatalf("probe Φ %d×%d, lattice %d; want 100×2 and 100", n, d, p.Lattice.Len())
+	}
+	idx := make([]int, 3)
+	for x := range n {
+		p.Lattice.Index(idx, x)
+		if s, a := x/4, x%4; idx[0] != s/5 || idx[1] != s%5 || idx[2] != a {
+			t.Fatalf("lattice point %d = %v, want (row %d, col %d, action %d)", x, idx, s/5, s%5, a)
+		}
+	}
+	if c := p.Lattice.Cost(0, 4*6+1); c != 3 { // (0,0,a0) → (1,1,a1): 1 + 1 + 1
+		t.Fatalf("cost = %v, want 3", c)
+	}
+	if _, err := p.Fuse([][]float64{{1, 2, 3}}, nil, Options{}); err == nil {
+		t.Fatal("θ of the wrong length accepted")
+	}
+}
+
+func BenchmarkBarycentric20x20K20(b *testing.B) {
+	spec, _ := gridworld.DefaultFamily(20).Probe(1)
+	p, _ := GridProbe(spec)
+	rng := rand.New(rand.NewPCG(1, 1))
+	thetas := make([][]float64, 20)
+	for i := range thetas {
+		thetas[i] = []float64{-0.05 * rng.Float64(), 0.03 * rng.Float64()}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Fuse(thetas, nil, Options{Method: ot.IBP, MaxIter: 500}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*p.Lattice.Len()*20*500)/b.Elapsed().Seconds(), "point-iters/s")
+}

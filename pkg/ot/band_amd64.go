@@ -1,0 +1,11 @@
+package ot
+
+import "golang.org/x/sys/cpu"
+
+// hasFMA reports whether the AVX2+FMA band kernel can run on this CPU.
+var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// fmaBand32 is implemented in band_amd64.s.
+//
+//go:noescape
+func fmaBand32(out *float64, src *float64, stride int, coef *float64, ncoef int, nblk int)

@@ -1,0 +1,10 @@
+//go:build !amd64
+
+package ot
+
+// hasFMA is false off amd64: the portable passes are used.
+var hasFMA = false
+
+func fmaBand32(out *float64, src *float64, stride int, coef *float64, ncoef int, nblk int) {
+	panic("ot: fmaBand32 without amd64")
+}

@@ -1,0 +1,169 @@
+#include "textflag.h"
+
+// Constants, each replicated in the four lanes of a 256-bit vector.
+// Bit patterns: 20, -20, log2(e), ln2 split in hi+lo, 1/n! for n = 13..0, 1, the exponent bias 1023, 17/315, 2/15, 1/3, the abs mask and 0.02.
+DATA tc<>+0(SB)/8, $0x4034000000000000
+DATA tc<>+8(SB)/8, $0x4034000000000000
+DATA tc<>+16(SB)/8, $0x4034000000000000
+DATA tc<>+24(SB)/8, $0x4034000000000000
+DATA tc<>+32(SB)/8, $0xc034000000000000
+DATA tc<>+40(SB)/8, $0xc034000000000000
+DATA tc<>+48(SB)/8, $0xc034000000000000
+DATA tc<>+56(SB)/8, $0xc034000000000000
+DATA tc<>+64(SB)/8, $0x3ff71547652b82fe
+DATA tc<>+72(SB)/8, $0x3ff71547652b82fe
+DATA tc<>+80(SB)/8, $0x3ff71547652b82fe
+DATA tc<>+88(SB)/8, $0x3ff71547652b82fe
+DATA tc<>+96(SB)/8, $0x3fe62e42fee00000
+DATA tc<>+104(SB)/8, $0x3fe62e42fee00000
+DATA tc<>+112(SB)/8, $0x3fe62e42fee00000
+DATA tc<>+120(SB)/8, $0x3fe62e42fee00000
+DATA tc<>+128(SB)/8, $0x3dea39ef00000000
+DATA tc<>+136(SB)/8, $0x3dea39ef00000000
+DATA tc<>+144(SB)/8, $0x3dea39ef00000000
+DATA tc<>+152(SB)/8, $0x3dea39ef00000000
+DATA tc<>+160(SB)/8, $0x3de6124613a86d09
+DATA tc<>+168(SB)/8, $0x3de6124613a86d09
+DATA tc<>+176(SB)/8, $0x3de6124613a86d09
+DATA tc<>+184(SB)/8, $0x3de6124613a86d09
+DATA tc<>+192(SB)/8, $0x3e21eed8eff8d898
+DATA tc<>+200(SB)/8, $0x3e21eed8eff8d898
+DATA tc<>+208(SB)/8, $0x3e21eed8eff8d898
+DATA tc<>+216(SB)/8, $0x3e21eed8eff8d898
+DATA tc<>+224(SB)/8, $0x3e5ae64567f544e4
+DATA tc<>+232(SB)/8, $0x3e5ae64567f544e4
+DATA tc<>+240(SB)/8, $0x3e5ae64567f544e4
+DATA tc<>+248(SB)/8, $0x3e5ae64567f544e4
+DATA tc<>+256(SB)/8, $0x3e927e4fb7789f5c
+DATA tc<>+264(SB)/8, $0x3e927e4fb7789f5c
+DATA tc<>+272(SB)/8, $0x3e927e4fb7789f5c
+DATA tc<>+280(SB)/8, $0x3e927e4fb7789f5c
+DATA tc<>+288(SB)/8, $0x3ec71de3a556c734
+DATA tc<>+296(SB)/8, $0x3ec71de3a556c734
+DATA tc<>+304(SB)/8, $0x3ec71de3a556c734
+DATA tc<>+312(SB)/8, $0x3ec71de3a556c734
+DATA tc<>+320(SB)/8, $0x3efa01a01a01a01a
+DATA tc<>+328(SB)/8, $0x3efa01a01a01a01a
+DATA tc<>+336(SB)/8, $0x3efa01a01a01a01a
+DATA tc<>+344(SB)/8, $0x3efa01a01a01a01a
+DATA tc<>+352(SB)/8, $0x3f2a01a01a01a01a
+DATA tc<>+360(SB)/8, $0x3f2a01a01a01a01a
+DATA tc<>+368(SB)/8, $0x3f2a01a01a01a01a
+DATA tc<>+376(SB)/8, $0x3f2a01a01a01a01a
+DATA tc<>+384(SB)/8, $0x3f56c16c16c16c17
+DATA tc<>+392(SB)/8, $0x3f56c16c16c16c17
+DATA tc<>+400(SB)/8, $0x3f56c16c16c16c17
+DATA tc<>+408(SB)/8, $0x3f56c16c16c16c17
+DATA tc<>+416(SB)/8, $0x3f81111111111111
+DATA tc<>+424(SB)/8, $0x3f81111111111111
+DATA tc<>+432(SB)/8, $0x3f81111111111111
+DATA tc<>+440(SB)/8, $0x3f81111111111111
+DATA tc<>+448(SB)/8, $0x3fa5555555555555
+DATA tc<>+456(SB)/8, $0x3fa5555555555555
+DATA tc<>+464(SB)/8, $0x3fa5555555555555
+DATA tc<>+472(SB)/8, $0x3fa5555555555555
+DATA tc<>+480(SB)/8, $0x3fc5555555555555
+DATA tc<>+488(SB)/8, $0x3fc5555555555555
+DATA tc<>+496(SB)/8, $0x3fc5555555555555
+DATA tc<>+504(SB)/8, $0x3fc5555555555555
+DATA tc<>+512(SB)/8, $0x3fe0000000000000
+DATA tc<>+520(SB)/8, $0x3fe0000000000000
+DATA tc<>+528(SB)/8, $0x3fe0000000000000
+DATA tc<>+536(SB)/8, $0x3fe0000000000000
+DATA tc<>+544(SB)/8, $0x3ff0000000000000
+DATA tc<>+552(SB)/8, $0x3ff0000000000000
+DATA tc<>+560(SB)/8, $0x3ff0000000000000
+DATA tc<>+568(SB)/8, $0x3ff0000000000000
+DATA tc<>+576(SB)/8, $0x3ff0000000000000
+DATA tc<>+584(SB)/8, $0x3ff0000000000000
+DATA tc<>+592(SB)/8, $0x3ff0000000000000
+DATA tc<>+600(SB)/8, $0x3ff0000000000000
+DATA tc<>+608(SB)/8, $0x3ff0000000000000
+DATA tc<>+616(SB)/8, $0x3ff0000000000000
+DATA tc<>+624(SB)/8, $0x3ff0000000000000
+DATA tc<>+632(SB)/8, $0x3ff0000000000000
+DATA tc<>+640(SB)/8, $0x00000000000003ff
+DATA tc<>+648(SB)/8, $0x00000000000003ff
+DATA tc<>+656(SB)/8, $0x00000000000003ff
+DATA tc<>+664(SB)/8, $0x00000000000003ff
+DATA tc<>+672(SB)/8, $0x3faba1ba1ba1ba1c
+DATA tc<>+680(SB)/8, $0x3faba1ba1ba1ba1c
+DATA tc<>+688(SB)/8, $0x3faba1ba1ba1ba1c
+DATA tc<>+696(SB)/8, $0x3faba1ba1ba1ba1c
+DATA tc<>+704(SB)/8, $0x3fc1111111111111
+DATA tc<>+712(SB)/8, $0x3fc1111111111111
+DATA tc<>+720(SB)/8, $0x3fc1111111111111
+DATA tc<>+728(SB)/8, $0x3fc1111111111111
+DATA tc<>+736(SB)/8, $0x3fd5555555555555
+DATA tc<>+744(SB)/8, $0x3fd5555555555555
+DATA tc<>+752(SB)/8, $0x3fd5555555555555
+DATA tc<>+760(SB)/8, $0x3fd5555555555555
+DATA tc<>+768(SB)/8, $0x7fffffffffffffff
+DATA tc<>+776(SB)/8, $0x7fffffffffffffff
+DATA tc<>+784(SB)/8, $0x7fffffffffffffff
+DATA tc<>+792(SB)/8, $0x7fffffffffffffff
+DATA tc<>+800(SB)/8, $0x3f947ae147ae147b
+DATA tc<>+808(SB)/8, $0x3f947ae147ae147b
+DATA tc<>+816(SB)/8, $0x3f947ae147ae147b
+DATA tc<>+824(SB)/8, $0x3f947ae147ae147b
+GLOBL tc<>(SB), RODATA|NOPTR, $832
+
+// func tanh4(x []float64)
+// Replaces x[i] by tanh(x[i]) for the first len(x)&^3 entries, four at a time:
+// tanh(x) = (e-1)/(e+1) with e = exp(2x) from a degree-13 Taylor polynomial after
+// range reduction (x clamped to ±20), and an odd polynomial for |x| < 0.02.
+TEXT ·tanh4(SB), NOSPLIT, $0-24
+	MOVQ x_base+0(FP), SI
+	MOVQ x_len+8(FP), CX
+	SHRQ $2, CX
+	JZ   done
+
+loop:
+	VMOVUPD      (SI), Y0
+	VMINPD       tc<>+0(SB), Y0, Y1
+	VMAXPD       tc<>+32(SB), Y1, Y1
+	VADDPD       Y1, Y1, Y1
+	VMULPD       tc<>+64(SB), Y1, Y2
+	VROUNDPD     $0, Y2, Y2
+	VMOVAPD      Y1, Y3
+	VFNMADD231PD tc<>+96(SB), Y2, Y3
+	VFNMADD231PD tc<>+128(SB), Y2, Y3
+	VMOVUPD      tc<>+160(SB), Y4
+	VFMADD213PD  tc<>+192(SB), Y3, Y4
+	VFMADD213PD  tc<>+224(SB), Y3, Y4
+	VFMADD213PD  tc<>+256(SB), Y3, Y4
+	VFMADD213PD  tc<>+288(SB), Y3, Y4
+	VFMADD213PD  tc<>+320(SB), Y3, Y4
+	VFMADD213PD  tc<>+352(SB), Y3, Y4
+	VFMADD213PD  tc<>+384(SB), Y3, Y4
+	VFMADD213PD  tc<>+416(SB), Y3, Y4
+	VFMADD213PD  tc<>+448(SB), Y3, Y4
+	VFMADD213PD  tc<>+480(SB), Y3, Y4
+	VFMADD213PD  tc<>+512(SB), Y3, Y4
+	VFMADD213PD  tc<>+544(SB), Y3, Y4
+	VFMADD213PD  tc<>+576(SB), Y3, Y4
+	VCVTPD2DQY   Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VPADDQ       tc<>+640(SB), Y5, Y5
+	VPSLLQ       $52, Y5, Y5
+	VMULPD       Y5, Y4, Y4
+	VSUBPD       tc<>+608(SB), Y4, Y6
+	VADDPD       tc<>+608(SB), Y4, Y7
+	VDIVPD       Y7, Y6, Y6
+	VMULPD       Y0, Y0, Y8
+	VMOVUPD      tc<>+672(SB), Y9
+	VFNMADD213PD tc<>+704(SB), Y8, Y9
+	VFNMADD213PD tc<>+736(SB), Y8, Y9
+	VFNMADD213PD tc<>+608(SB), Y8, Y9
+	VMULPD       Y0, Y9, Y9
+	VANDPD       tc<>+768(SB), Y0, Y10
+	VCMPPD       $1, tc<>+800(SB), Y10, Y10
+	VBLENDVPD    Y10, Y9, Y6, Y6
+	VMOVUPD      Y6, (SI)
+	ADDQ         $32, SI
+	DECQ         CX
+	JNZ          loop
+
+done:
+	VZEROUPPER
+	RET
