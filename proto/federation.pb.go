@@ -1113,6 +1113,102 @@ func (x *StatusResponse) GetTasks() []*TaskStatus {
 	return nil
 }
 
+type CreateTaskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Clients       []string               `protobuf:"bytes,2,rep,name=clients,proto3" json:"clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTaskRequest) Reset() {
+	*x = CreateTaskRequest{}
+	mi := &file_federation_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTaskRequest) ProtoMessage() {}
+
+func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
+func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CreateTaskRequest) GetSpec() *TaskSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *CreateTaskRequest) GetClients() []string {
+	if x != nil {
+		return x.Clients
+	}
+	return nil
+}
+
+type CreateTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        map[string]string      `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // client id -> bearer token
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTaskResponse) Reset() {
+	*x = CreateTaskResponse{}
+	mi := &file_federation_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTaskResponse) ProtoMessage() {}
+
+func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
+func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CreateTaskResponse) GetTokens() map[string]string {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
 var File_federation_proto protoreflect.FileDescriptor
 
 const file_federation_proto_rawDesc = "" +
@@ -1224,13 +1320,23 @@ const file_federation_proto_rawDesc = "" +
 	"\x05fused\x18\v \x03(\v2\x16.fedirl.v1.FusedResultR\x05fused\x12\x14\n" +
 	"\x05error\x18\f \x01(\tR\x05error\"=\n" +
 	"\x0eStatusResponse\x12+\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x15.fedirl.v1.TaskStatusR\x05tasks2\x91\x02\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x15.fedirl.v1.TaskStatusR\x05tasks\"V\n" +
+	"\x11CreateTaskRequest\x12'\n" +
+	"\x04spec\x18\x01 \x01(\v2\x13.fedirl.v1.TaskSpecR\x04spec\x12\x18\n" +
+	"\aclients\x18\x02 \x03(\tR\aclients\"\x92\x01\n" +
+	"\x12CreateTaskResponse\x12A\n" +
+	"\x06tokens\x18\x01 \x03(\v2).fedirl.v1.CreateTaskResponse.TokensEntryR\x06tokens\x1a9\n" +
+	"\vTokensEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xdc\x02\n" +
 	"\n" +
 	"Federation\x12@\n" +
 	"\aGetTask\x12\x19.fedirl.v1.GetTaskRequest\x1a\x1a.fedirl.v1.GetTaskResponse\x12=\n" +
 	"\x06Submit\x12\x18.fedirl.v1.SubmitRequest\x1a\x19.fedirl.v1.SubmitResponse\x12C\n" +
 	"\bGetFused\x12\x1a.fedirl.v1.GetFusedRequest\x1a\x1b.fedirl.v1.GetFusedResponse\x12=\n" +
-	"\x06Status\x12\x18.fedirl.v1.StatusRequest\x1a\x19.fedirl.v1.StatusResponseB)Z'github.com/fedirl/fedirl/proto;fedirlpbb\x06proto3"
+	"\x06Status\x12\x18.fedirl.v1.StatusRequest\x1a\x19.fedirl.v1.StatusResponse\x12I\n" +
+	"\n" +
+	"CreateTask\x12\x1c.fedirl.v1.CreateTaskRequest\x1a\x1d.fedirl.v1.CreateTaskResponseB)Z'github.com/fedirl/fedirl/proto;fedirlpbb\x06proto3"
 
 var (
 	file_federation_proto_rawDescOnce sync.Once
@@ -1244,21 +1350,24 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_federation_proto_goTypes = []any{
-	(*IRLConfig)(nil),        // 0: fedirl.v1.IRLConfig
-	(*FusionConfig)(nil),     // 1: fedirl.v1.FusionConfig
-	(*TaskSpec)(nil),         // 2: fedirl.v1.TaskSpec
-	(*GetTaskRequest)(nil),   // 3: fedirl.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),  // 4: fedirl.v1.GetTaskResponse
-	(*SubmitRequest)(nil),    // 5: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),   // 6: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),  // 7: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),      // 8: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil), // 9: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),    // 10: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),       // 11: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),   // 12: fedirl.v1.StatusResponse
+	(*IRLConfig)(nil),          // 0: fedirl.v1.IRLConfig
+	(*FusionConfig)(nil),       // 1: fedirl.v1.FusionConfig
+	(*TaskSpec)(nil),           // 2: fedirl.v1.TaskSpec
+	(*GetTaskRequest)(nil),     // 3: fedirl.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),    // 4: fedirl.v1.GetTaskResponse
+	(*SubmitRequest)(nil),      // 5: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),     // 6: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),    // 7: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),        // 8: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),   // 9: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),      // 10: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),         // 11: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),     // 12: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),  // 13: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil), // 14: fedirl.v1.CreateTaskResponse
+	nil,                        // 15: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
 	0,  // 0: fedirl.v1.TaskSpec.irl:type_name -> fedirl.v1.IRLConfig
@@ -1267,19 +1376,23 @@ var file_federation_proto_depIdxs = []int32{
 	8,  // 3: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
 	8,  // 4: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
 	11, // 5: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
-	3,  // 6: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
-	5,  // 7: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
-	7,  // 8: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
-	10, // 9: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
-	4,  // 10: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	6,  // 11: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	9,  // 12: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	12, // 13: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	2,  // 6: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
+	15, // 7: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	3,  // 8: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
+	5,  // 9: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
+	7,  // 10: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
+	10, // 11: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
+	13, // 12: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
+	4,  // 13: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	6,  // 14: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	9,  // 15: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	12, // 16: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	14, // 17: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_federation_proto_init() }
@@ -1293,7 +1406,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

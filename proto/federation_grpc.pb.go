@@ -23,10 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Federation_GetTask_FullMethodName  = "/fedirl.v1.Federation/GetTask"
-	Federation_Submit_FullMethodName   = "/fedirl.v1.Federation/Submit"
-	Federation_GetFused_FullMethodName = "/fedirl.v1.Federation/GetFused"
-	Federation_Status_FullMethodName   = "/fedirl.v1.Federation/Status"
+	Federation_GetTask_FullMethodName    = "/fedirl.v1.Federation/GetTask"
+	Federation_Submit_FullMethodName     = "/fedirl.v1.Federation/Submit"
+	Federation_GetFused_FullMethodName   = "/fedirl.v1.Federation/GetFused"
+	Federation_Status_FullMethodName     = "/fedirl.v1.Federation/Status"
+	Federation_CreateTask_FullMethodName = "/fedirl.v1.Federation/CreateTask"
 )
 
 // FederationClient is the client API for Federation service.
@@ -46,6 +47,9 @@ type FederationClient interface {
 	GetFused(ctx context.Context, in *GetFusedRequest, opts ...grpc.CallOption) (*GetFusedResponse, error)
 	// Status summarises all tasks (guarded by the admin token if one is set).
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
+	// CreateTask defines a task and issues client tokens. It needs the admin
+	// token and is refused when the server has none.
+	CreateTask(ctx context.Context, in *CreateTaskRequest, opts ...grpc.CallOption) (*CreateTaskResponse, error)
 }
 
 type federationClient struct {
@@ -96,6 +100,16 @@ func (c *federationClient) Status(ctx context.Context, in *StatusRequest, opts .
 	return out, nil
 }
 
+func (c *federationClient) CreateTask(ctx context.Context, in *CreateTaskRequest, opts ...grpc.CallOption) (*CreateTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateTaskResponse)
+	err := c.cc.Invoke(ctx, Federation_CreateTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FederationServer is the server API for Federation service.
 // All implementations must embed UnimplementedFederationServer
 // for forward compatibility.
@@ -113,6 +127,9 @@ type FederationServer interface {
 	GetFused(context.Context, *GetFusedRequest) (*GetFusedResponse, error)
 	// Status summarises all tasks (guarded by the admin token if one is set).
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
+	// CreateTask defines a task and issues client tokens. It needs the admin
+	// token and is refused when the server has none.
+	CreateTask(context.Context, *CreateTaskRequest) (*CreateTaskResponse, error)
 	mustEmbedUnimplementedFederationServer()
 }
 
@@ -134,6 +151,9 @@ func (UnimplementedFederationServer) GetFused(context.Context, *GetFusedRequest)
 }
 func (UnimplementedFederationServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedFederationServer) CreateTask(context.Context, *CreateTaskRequest) (*CreateTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateTask not implemented")
 }
 func (UnimplementedFederationServer) mustEmbedUnimplementedFederationServer() {}
 func (UnimplementedFederationServer) testEmbeddedByValue()                    {}
@@ -228,6 +248,24 @@ func _Federation_Status_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Federation_CreateTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FederationServer).CreateTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Federation_CreateTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FederationServer).CreateTask(ctx, req.(*CreateTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Federation_ServiceDesc is the grpc.ServiceDesc for Federation service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -250,6 +288,10 @@ var Federation_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Federation_Status_Handler,
+		},
+		{
+			MethodName: "CreateTask",
+			Handler:    _Federation_CreateTask_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -334,6 +334,7 @@ type barycenterOutput struct {
 	Barycenter    []float64 `json:"barycenter"`
 	Shape         []int     `json:"shape"`
 	Method        string    `json:"method"`
+	LogDomain     bool      `json:"log_domain"`
 	Eps           float64   `json:"eps"`
 	EpsAbsolute   float64   `json:"eps_absolute"`
 	Weights       []float64 `json:"weights"`
@@ -349,7 +350,7 @@ func newBarycenterCmd() *cobra.Command {
 		weights, method, out string
 		eps, tol, momentum   float64
 		step                 float64
-		absEps               bool
+		absEps, logDom       bool
 		iters, inner         int
 	)
 	cmd := &cobra.Command{
@@ -366,7 +367,8 @@ are normalized to mass 1; entries must be finite and non-negative.
 ε (--eps) is in units of the squared smallest spacing unless --abs-eps.
 Methods: ibp (Benamou et al. 2015), stabilized (log-domain IBP, for small ε),
 debiased (Janati et al. 2020), paper (outer × inner Sinkhorn schedule with a
-mirror-descent barycenter step; defaults --iters 50 --inner 10).
+mirror-descent barycenter step; defaults --iters 50 --inner 10). For small ε
+(below ~0.1) use --method stabilized, or --log with debiased/paper.
 
 Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged",
 "seconds", ...} to -o (default stdout).
@@ -399,7 +401,7 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 				return fmt.Errorf("--eps: %g is not positive", eps)
 			}
 			opt := ot.BarycenterOptions{Eps: eps, AbsoluteEps: absEps, Method: m, MaxIter: iters, Tol: tol,
-				InnerIter: inner, Momentum: momentum, StepSize: step}
+				InnerIter: inner, Momentum: momentum, StepSize: step, LogDomain: logDom}
 			start := time.Now()
 			r, err := ot.LatticeBarycenter(l, in.measures, in.weights, opt)
 			if err != nil {
@@ -417,7 +419,7 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 				}
 			}
 			return writeJSON(out, barycenterOutput{
-				Barycenter: r.Barycenter, Shape: l.Shape(), Method: m.String(), Eps: eps, EpsAbsolute: abs,
+				Barycenter: r.Barycenter, Shape: l.Shape(), Method: m.String(), LogDomain: logDom || m == ot.Stabilized, Eps: eps, EpsAbsolute: abs,
 				Weights: w, Iterations: r.Iterations, MarginalError: r.MarginalError, Converged: r.Converged,
 				Seconds: time.Since(start).Seconds(),
 			})
@@ -428,6 +430,7 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 	cmd.Flags().Float64Var(&eps, "eps", 0.5, "entropic regularization, in squared-smallest-spacing units (the paper's 0.5)")
 	cmd.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	cmd.Flags().StringVar(&method, "method", "ibp", "ibp | stabilized | debiased | paper")
+	cmd.Flags().BoolVar(&logDom, "log", false, "run debiased/paper in the log domain (finite at small ε; ibp --log = stabilized)")
 	cmd.Flags().IntVar(&iters, "iters", 0, "maximum (outer) iterations (default 1000; 50 for paper)")
 	cmd.Flags().Float64Var(&tol, "tol", 1e-9, "stop when the marginal error is below this (negative: run all iterations)")
 	cmd.Flags().IntVar(&inner, "inner", 10, "paper: Sinkhorn iterations per barycenter step")

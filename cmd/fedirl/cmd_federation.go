@@ -73,6 +73,9 @@ var serverTaskCreateCmd = &cobra.Command{
 running on it) and prints one bearer token per client as JSON ({"client": "token"});
 only SHA-256 hashes of the tokens are stored. Give each client its token privately.
 
+With --server (and --admin-token-file) the task is created on a running
+server instead, over the admin RPC.
+
 The task comes from --spec (a JSON task spec), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
 --seed, and theta_dim is that of its grid features. Flags override the spec file.`,
@@ -82,6 +85,8 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 
 var taskFlags struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
+	server, adminFile                                                    string
+	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
 	seed                                                                 uint64
 	deadline                                                             time.Duration
@@ -154,7 +159,10 @@ func init() {
 	statusFlags.tls.register(serverStatusCmd)
 
 	tf := serverTaskCreateCmd.Flags()
-	tf.StringVar(&taskFlags.store, "store", "fedirl.db", "store file to write the task into")
+	tf.StringVar(&taskFlags.store, "store", "fedirl.db", "store file to write the task into (server stopped)")
+	tf.StringVar(&taskFlags.server, "server", "", "create the task on this running server instead (needs --admin-token-file)")
+	tf.StringVar(&taskFlags.adminFile, "admin-token-file", "", "file holding the server's admin token (with --server)")
+	taskFlags.tls.register(serverTaskCreateCmd)
 	tf.StringVar(&taskFlags.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
 	tf.StringVar(&taskFlags.id, "id", "", "task id")
 	tf.StringVar(&taskFlags.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
@@ -166,7 +174,7 @@ func init() {
 	tf.StringVar(&taskFlags.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&taskFlags.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
 	tf.IntVar(&taskFlags.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
-	tf.DurationVar(&taskFlags.deadline, "deadline", 0, "per-round deadline after which min-clients suffice (0: none)")
+	tf.DurationVar(&taskFlags.deadline, "deadline", 0, "deadline, counted from a round's first submission, after which min-clients suffice (0: none)")
 	tf.IntVar(&taskFlags.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
 	tf.BoolVar(&taskFlags.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
 	tf.Float64Var(&taskFlags.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
@@ -216,13 +224,9 @@ func runServer(cmd *cobra.Command, _ []string) error {
 		}
 		gcfg.TLS = tc
 	}
-	var admin string
-	if f.adminFile != "" {
-		b, err := os.ReadFile(f.adminFile)
-		if err != nil {
-			return fmt.Errorf("--admin-token-file: %w", err)
-		}
-		admin = strings.TrimSpace(string(b))
+	admin, err := readAdminToken(f.adminFile)
+	if err != nil {
+		return err
 	}
 	store, err := federation.OpenStore(f.store)
 	if err != nil {
@@ -284,13 +288,9 @@ func runServerStatus(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	default:
-		var token string
-		if f.adminFile != "" {
-			b, err := os.ReadFile(f.adminFile)
-			if err != nil {
-				return fmt.Errorf("--admin-token-file: %w", err)
-			}
-			token = strings.TrimSpace(string(b))
+		token, err := readAdminToken(f.adminFile)
+		if err != nil {
+			return err
 		}
 		c, err := f.tls.dial(f.server, token)
 		if err != nil {
@@ -369,14 +369,32 @@ func runTaskCreate(cmd *cobra.Command, _ []string) error {
 	if spec.Quorum == 0 {
 		spec.Quorum = len(clients)
 	}
-	store, err := federation.OpenStore(f.store)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	tokens, err := store.CreateTask(spec, clients, time.Now())
-	if err != nil {
-		return err
+	var tokens map[string]string
+	if f.server != "" {
+		admin, err := readAdminToken(f.adminFile)
+		if err != nil {
+			return err
+		}
+		c, err := f.tls.dial(f.server, admin)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+		defer cancel()
+		if tokens, err = c.CreateTask(ctx, spec, clients); err != nil {
+			return fmt.Errorf("creating task on %s: %w", f.server, err)
+		}
+		f.store = f.server
+	} else {
+		store, err := federation.OpenStore(f.store)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if tokens, err = store.CreateTask(spec, clients, time.Now()); err != nil {
+			return err
+		}
 	}
 	if f.tokensOut != "" && f.tokensOut != "-" {
 		b, _ := json.MarshalIndent(tokens, "", "  ")
@@ -387,6 +405,22 @@ func runTaskCreate(cmd *cobra.Command, _ []string) error {
 		return nil
 	}
 	return writeJSON("-", tokens)
+}
+
+// readAdminToken reads an admin token file ("" means no token).
+func readAdminToken(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("--admin-token-file %s is empty", file)
+	}
+	return tok, nil
 }
 
 // readToken returns the client's token from a file holding either the bare

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +23,10 @@ var irlFlags struct {
 
 // irlOutput is the JSON written by "fedirl irl".
 type irlOutput struct {
-	Spec   string     `json:"spec"`
-	Demos  string     `json:"demos"`
-	Config irl.Config `json:"config"`
+	Spec      string     `json:"spec"`
+	Demos     string     `json:"demos"`
+	Config    irl.Config `json:"config"`
+	SolverTol float64    `json:"solver_tol"`
 	irl.Result
 }
 
@@ -54,6 +56,9 @@ Probabilities of each non-terminal (s,a) must sum to 1; unknown keys are errors.
   {"states": [0, 1, 1, 2], "actions": [1, 0, 1]}
 with one state per action, optionally followed by the final state. No action
 may be taken in a terminal state; other keys on a line are ignored.
+A file ending in .npz is read as NumPy arrays instead: integer "states"
+(N×Ls) and "actions" (N×La), one trajectory per row, padded with -1:
+  np.savez("demos.npz", states=S, actions=A)
 
 The output JSON holds theta, iterations, converged, the learning curves
 loglik / objective / grad_norm (one entry per evaluated θ, the last at the
@@ -88,7 +93,12 @@ func runIRL(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	demos, err := irl.ReadTrajectoriesFile(irlFlags.demos, m)
+	var demos []irl.Trajectory
+	if strings.HasSuffix(strings.ToLower(irlFlags.demos), ".npz") {
+		demos, err = irl.ReadTrajectoriesNPZ(irlFlags.demos, m)
+	} else {
+		demos, err = irl.ReadTrajectoriesFile(irlFlags.demos, m)
+	}
 	if err != nil {
 		return err
 	}
@@ -99,6 +109,9 @@ func runIRL(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
+	if cfg, err = cfg.Resolve(); err != nil {
+		return err
+	}
 	bar := progress.New(cfg.MaxIter+1, "irl")
 	cfg.OnIteration = func(irl.Iteration) { bar.Add(1) }
 	res, err := irl.MaxEnt(cmd.Context(), m, phi, demos, cfg)
@@ -106,7 +119,7 @@ func runIRL(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(irlFlags.out, irlOutput{Spec: irlFlags.spec, Demos: irlFlags.demos, Config: cfg, Result: res})
+	return writeJSON(irlFlags.out, irlOutput{Spec: irlFlags.spec, Demos: irlFlags.demos, Config: cfg, SolverTol: irlFlags.tol, Result: res})
 }
 
 // readTheta reads θ from a JSON array or an object with a "theta" key.

@@ -198,3 +198,30 @@ func TestBoundsOnGridWorld(t *testing.T) {
 		}
 	}
 }
+
+// TestW2UpperBound: the Sinkhorn-based bound is never below the exact W2 and
+// close to it on small lattices.
+func TestW2UpperBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	l := ot.Lattice{Axes: []ot.Axis{ot.UniformAxis(3, 1), ot.UniformAxis(3, 1), ot.CategoricalAxis(2)}}
+	for range 5 {
+		a, b := make([]float64, l.Len()), make([]float64, l.Len())
+		for i := range a {
+			a[i], b[i] = rng.Float64(), rng.Float64()
+		}
+		floats.Scale(1/floats.Sum(a), a)
+		floats.Scale(1/floats.Sum(b), b)
+		w2sq, err := ExactW2Squared(l.CostMatrix(), a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := W2UpperBound(l, a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact := math.Sqrt(w2sq)
+		if up < exact-1e-9 || up > exact+0.01 {
+			t.Fatalf("upper bound %g vs exact W2 %g", up, exact)
+		}
+	}
+}

@@ -23,10 +23,17 @@ type stateGrid struct {
 	z []float64
 }
 
-func (g stateGrid) Dims() (c, r int)   { return g.n, g.n }
+// Dims returns the grid's columns and rows.
+func (g stateGrid) Dims() (c, r int) { return g.n, g.n }
+
+// Z returns the value of the cell drawn at column c, plot row r (grid row n-1-r).
 func (g stateGrid) Z(c, r int) float64 { return g.z[(g.n-1-r)*g.n+c] }
-func (g stateGrid) X(c int) float64    { return float64(c) }
-func (g stateGrid) Y(r int) float64    { return float64(r) }
+
+// X returns column c's coordinate.
+func (g stateGrid) X(c int) float64 { return float64(c) }
+
+// Y returns plot row r's coordinate.
+func (g stateGrid) Y(r int) float64 { return float64(r) }
 
 func gridTicks(n int, flip bool) plot.ConstantTicks {
 	var t []plot.Tick

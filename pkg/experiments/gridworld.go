@@ -228,7 +228,7 @@ func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
 
 // runCell runs one Table-1 cell: setup, local IRL with the full budget,
 // fusion, evaluation and bounds.
-func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBounds bool) (*Fit, error) {
+func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBounds bool, w2Limit int) (*Fit, error) {
 	st, err := c.buildSetup(e, seed)
 	if err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	}
 	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
 	if withBounds {
-		b, err := c.cellBounds(f, st)
+		b, err := c.cellBounds(f, st, w2Limit)
 		if err != nil {
 			return nil, fmt.Errorf("grid %d seed %d bounds: %w", e.GridSize, seed, err)
 		}
@@ -355,7 +355,7 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 		for s := range c.NumberOfSeeds {
 			cost := float64(e.NumberOfClients) * math.Pow(float64(e.GridSize), 3)
 			jobs = append(jobs, job{cost, func() error {
-				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0)
+				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0, StudyW2Limit)
 				st.Cells[k][s] = f
 				return err
 			}})
@@ -413,7 +413,7 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 }
 
 // Cell runs one Table-1 cell (grid size, seed) of the study with its bounds,
-// exactly as GridWorld does. The grid size's EnvConfig is taken from
+// exactly as GridWorld does (plus T1's Sinkhorn upper bound at any size). The grid size's EnvConfig is taken from
 // c.Environments when listed there, else the paper's client count is used.
 func (c Config) Cell(ctx context.Context, size int, seed uint64) (*Fit, error) {
 	if err := c.Validate(); err != nil {
@@ -425,7 +425,7 @@ func (c Config) Cell(ctx context.Context, size int, seed uint64) (*Fit, error) {
 			e = ec
 		}
 	}
-	return c.runCell(ctx, e, seed, true)
+	return c.runCell(ctx, e, seed, true, math.MaxInt)
 }
 
 // AblationSeedCount returns the number of seeds of Table 2.

@@ -198,3 +198,25 @@ func BenchmarkEvaluatePolicy20x20(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evaluations/s")
 }
+
+// FuzzLoadConfig: any file content yields a config or an error, never a panic,
+// and an accepted config validates.
+func FuzzLoadConfig(f *testing.F) {
+	f.Add([]byte("number_of_seeds: 3\n"))
+	f.Add([]byte("{\"irl\": {\"irl_iterations\": 5}}"))
+	f.Add([]byte("environments: [{grid_size: 4, number_of_clients: 2}]\n"))
+	f.Add([]byte("ablation: {weak_fractions: [0.1, 2]}\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(p, DefaultConfig())
+		if err == nil {
+			if err := c.Validate(); err != nil {
+				t.Fatalf("accepted config fails validation: %v", err)
+			}
+		}
+	})
+}

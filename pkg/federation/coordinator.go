@@ -94,6 +94,35 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 	return c.store.CreateTask(spec, clients, c.cfg.Now())
 }
 
+// CreateTaskAdmin is CreateTask for a remote operator: cred must carry the
+// admin token, and the call is refused when the coordinator has none.
+func (c *Coordinator) CreateTaskAdmin(ctx context.Context, cred Credentials, spec TaskSpec, clients []string) (map[string]string, error) {
+	if c.cfg.AdminToken == "" {
+		return nil, errorf(CodePermissionDenied, "this server has no admin token; create tasks offline with the store")
+	}
+	if !c.isAdmin(cred) {
+		return nil, errorf(CodeUnauthenticated, "creating a task requires the admin token")
+	}
+	if len(clients) > MaxClientsPerTask {
+		return nil, errorf(CodeInvalidArgument, "%d clients, limit %d", len(clients), MaxClientsPerTask)
+	}
+	tokens, err := c.store.CreateTask(spec, clients, c.cfg.Now())
+	if err != nil {
+		var fe *Error
+		if errors.As(err, &fe) {
+			return nil, fe
+		}
+		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	c.cfg.Logf("task %s created with %d clients", spec.ID, len(clients))
+	return tokens, nil
+}
+
+// isAdmin reports whether cred carries the admin token (constant time).
+func (c *Coordinator) isAdmin(cred Credentials) bool {
+	return c.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(HashToken(cred.Token)), []byte(HashToken(c.cfg.AdminToken))) == 1
+}
+
 func (c *Coordinator) loop() {
 	defer c.wg.Done()
 	t := time.NewTicker(c.cfg.Tick)
@@ -116,8 +145,8 @@ func readyToFuse(spec *TaskSpec, st taskState, n int, now time.Time) (bool, stri
 	if n >= spec.Quorum {
 		return true, "quorum"
 	}
-	if spec.DeadlineSeconds > 0 && n >= spec.MinClients &&
-		!now.Before(st.RoundOpened.Add(time.Duration(spec.DeadlineSeconds*float64(time.Second)))) {
+	if spec.DeadlineSeconds > 0 && n >= spec.MinClients && !st.FirstSubmission.IsZero() &&
+		!now.Before(st.FirstSubmission.Add(time.Duration(spec.DeadlineSeconds*float64(time.Second)))) {
 		return true, "deadline"
 	}
 	return false, ""
@@ -245,11 +274,6 @@ func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, cli
 	return info, nil
 }
 
-// errSubmit carries a refusal decided inside a batch transaction.
-type errSubmit struct{ e *Error }
-
-func (e errSubmit) Error() string { return e.e.Error() }
-
 // Submit validates and records a submission. An identical resubmission (same
 // client, task, round and content) is acknowledged with Duplicate set and
 // stores nothing; a different one for the same key is refused.
@@ -267,8 +291,12 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 	sub.Theta = slices.Clone(sub.Theta)
 	var res SubmitResult
 	var fuse bool
+	var refusal *Error
+	// A refusal is reported through refusal, not as the function's error: the
+	// function then wrote nothing, and an error would make bbolt re-run the
+	// rest of the batch.
 	err = c.store.db.Batch(func(tx *bolt.Tx) error {
-		res, fuse = SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum}, false
+		res, fuse, refusal = SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum}, false, nil
 		st, err := readState(tx, sub.TaskID)
 		if err != nil {
 			return err
@@ -279,8 +307,9 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 		}
 		if exists {
 			if !sameSubmission(&old, &sub) {
-				return errSubmit{errorf(CodeAlreadyExists, "client %s already submitted a different theta for task %s round %d",
-					sub.ClientID, sub.TaskID, sub.Round)}
+				refusal = errorf(CodeAlreadyExists, "client %s already submitted a different theta for task %s round %d",
+					sub.ClientID, sub.TaskID, sub.Round)
+				return nil
 			}
 			res.Duplicate = true
 			res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
@@ -289,25 +318,32 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 		}
 		switch {
 		case sub.Round > st.Round:
-			return errSubmit{errorf(CodeFailedPrecondition, "task %s round %d is not open yet (current round %d)", sub.TaskID, sub.Round, st.Round)}
+			refusal = errorf(CodeFailedPrecondition, "task %s round %d is not open yet (current round %d)", sub.TaskID, sub.Round, st.Round)
+			return nil
 		case sub.Round < st.Round || st.Done:
-			return errSubmit{errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)}
+			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)
+			return nil
 		}
 		sub.ReceivedAt = c.cfg.Now().UTC()
 		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), &sub); err != nil {
 			return err
 		}
 		res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+		if res.Submissions == 1 { // the round's deadline starts now
+			st.FirstSubmission = sub.ReceivedAt
+			if err := writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &st); err != nil {
+				return err
+			}
+		}
 		fuse, _ = readyToFuse(&rec.Spec, st, res.Submissions, c.cfg.Now())
 		res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
 		return nil
 	})
-	var es errSubmit
-	if errors.As(err, &es) {
-		return SubmitResult{}, es.e
-	}
 	if err != nil {
 		return SubmitResult{}, internal(err)
+	}
+	if refusal != nil {
+		return SubmitResult{}, refusal
 	}
 	if !res.Duplicate {
 		c.cfg.Logf("task %s round %d: accepted theta from %s (%d/%d)", sub.TaskID, sub.Round, sub.ClientID, res.Submissions, rec.Spec.Quorum)
@@ -403,7 +439,7 @@ func (c *Coordinator) maybeFuse(taskID string) {
 			st.Done = true
 		} else {
 			st.Round++
-			st.RoundOpened = c.cfg.Now().UTC()
+			st.FirstSubmission = time.Time{}
 		}
 		if err := writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st); err != nil {
 			return err
@@ -497,7 +533,7 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 // Status summarises every task. When an admin token is configured, cred
 // must carry it.
 func (c *Coordinator) Status(ctx context.Context, cred Credentials) ([]TaskStatus, error) {
-	if c.cfg.AdminToken != "" && subtle.ConstantTimeCompare([]byte(HashToken(cred.Token)), []byte(HashToken(c.cfg.AdminToken))) != 1 {
+	if c.cfg.AdminToken != "" && !c.isAdmin(cred) {
 		return nil, errorf(CodeUnauthenticated, "status requires the admin token")
 	}
 	var out []TaskStatus

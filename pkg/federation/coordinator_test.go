@@ -212,6 +212,18 @@ func TestDeadlineFusesWithMinClients(t *testing.T) {
 		t.Fatalf("fused: %+v, %v", fs, err)
 	}
 	approx.Slices(t, "theta", fs.Result.Theta, []float64{3}, 1e-12, 0)
+
+	// With a long deadline, min_clients submissions do not fuse early.
+	spec.ID, spec.DeadlineSeconds = "t2", 60
+	tok = f.create(t, spec, "a", "b", "c")
+	for _, c := range []string{"a", "b"} {
+		if _, err := f.coord.Submit(ctx, Credentials{Token: tok[c]}, sub("t2", c, 1, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fs, _ := f.coord.GetFused(ctx, Credentials{Token: tok["a"]}, "t2", "a", 1, 100*time.Millisecond); fs.Ready {
+		t.Fatal("fused before the deadline and below the quorum")
+	}
 }
 
 func TestCorruptRecordIsolated(t *testing.T) {

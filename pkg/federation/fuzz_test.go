@@ -148,6 +148,7 @@ func FuzzGRPCHandlers(f *testing.F) {
 		&pb.GetTaskRequest{TaskId: "t1", ClientId: "alice"},
 		&pb.GetFusedRequest{TaskId: "t1", ClientId: "alice", Round: 1, WaitMs: 1},
 		&pb.StatusRequest{},
+		&pb.CreateTaskRequest{Spec: &pb.TaskSpec{Id: "new", ThetaDim: 2, Quorum: 1}, Clients: []string{"x"}},
 	} {
 		b, _ := proto.Marshal(m)
 		f.Add(uint8(i), b, "Bearer "+tok["alice"])
@@ -157,7 +158,7 @@ func FuzzGRPCHandlers(f *testing.F) {
 		before := totalSubs(t, store)
 		var err error
 		submitted := false
-		switch which % 4 {
+		switch which % 5 {
 		case 0:
 			req := &pb.SubmitRequest{}
 			if proto.Unmarshal(raw, req) != nil {
@@ -184,15 +185,25 @@ func FuzzGRPCHandlers(f *testing.F) {
 				return
 			}
 			_, err = svc.Status(ctx, req)
+		case 4:
+			req := &pb.CreateTaskRequest{}
+			if proto.Unmarshal(raw, req) != nil {
+				return
+			}
+			var resp *pb.CreateTaskResponse
+			resp, err = svc.CreateTask(ctx, req)
+			if err == nil && (auth != "Bearer adm" || len(resp.Tokens) != len(req.Clients)) {
+				t.Fatalf("CreateTask answered %d tokens for %d clients with auth %q", len(resp.Tokens), len(req.Clients), auth)
+			}
 		}
 		if err != nil {
 			st, ok := status.FromError(err)
 			if !ok || st.Code() == codes.Unknown || st.Code() == codes.Internal || st.Message() == "" {
-				t.Fatalf("handler %d: unclassified error %v", which%4, err)
+				t.Fatalf("handler %d: unclassified error %v", which%5, err)
 			}
 		}
 		if after := totalSubs(t, store); !submitted && after != before {
-			t.Fatalf("handler %d changed the store without accepting a submission", which%4)
+			t.Fatalf("handler %d changed the store without accepting a submission", which%5)
 		}
 	})
 }

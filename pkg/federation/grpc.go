@@ -177,9 +177,6 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC()}
 }
 
-// clampInt32 converts a wire int32 to int; all wire counts are int32.
-func clampInt32(v int32) int { return int(v) }
-
 // GetTask implements pb.FederationServer.
 func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.GetTaskResponse, error) {
 	info, err := s.c.GetTask(ctx, credentialsFrom(ctx), req.GetTaskId(), req.GetClientId())
@@ -191,8 +188,8 @@ func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.
 
 // Submit implements pb.FederationServer.
 func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
-	sub := Submission{TaskID: req.GetTaskId(), Round: clampInt32(req.GetRound()), ClientID: req.GetClientId(),
-		Theta: req.GetTheta(), DemoCount: clampInt32(req.GetDemoCount()), Iterations: clampInt32(req.GetIterations()),
+	sub := Submission{TaskID: req.GetTaskId(), Round: int(req.GetRound()), ClientID: req.GetClientId(),
+		Theta: req.GetTheta(), DemoCount: int(req.GetDemoCount()), Iterations: int(req.GetIterations()),
 		GradNorm: req.GetGradNorm()}
 	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
 	if err != nil {
@@ -204,7 +201,7 @@ func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.Su
 
 // GetFused implements pb.FederationServer.
 func (s *grpcService) GetFused(ctx context.Context, req *pb.GetFusedRequest) (*pb.GetFusedResponse, error) {
-	fs, err := s.c.GetFused(ctx, credentialsFrom(ctx), req.GetTaskId(), req.GetClientId(), clampInt32(req.GetRound()),
+	fs, err := s.c.GetFused(ctx, credentialsFrom(ctx), req.GetTaskId(), req.GetClientId(), int(req.GetRound()),
 		time.Duration(req.GetWaitMs())*time.Millisecond)
 	if err != nil {
 		return nil, toStatus(err)
@@ -234,6 +231,15 @@ func (s *grpcService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 		resp.Tasks = append(resp.Tasks, ps)
 	}
 	return resp, nil
+}
+
+// CreateTask implements pb.FederationServer.
+func (s *grpcService) CreateTask(ctx context.Context, req *pb.CreateTaskRequest) (*pb.CreateTaskResponse, error) {
+	tokens, err := s.c.CreateTaskAdmin(ctx, credentialsFrom(ctx), specFromPB(req.GetSpec()), req.GetClients())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &pb.CreateTaskResponse{Tokens: tokens}, nil
 }
 
 // DialConfig configures a gRPC client connection. Zero values are documented defaults.
@@ -337,4 +343,14 @@ func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
 		out = append(out, ts)
 	}
 	return out, nil
+}
+
+// CreateTask asks the server to define a task (the connection's token must be
+// the server's admin token) and returns the client tokens it issued.
+func (g *GRPCClient) CreateTask(ctx context.Context, spec TaskSpec, clients []string) (map[string]string, error) {
+	r, err := g.rpc.CreateTask(g.ctx(ctx), &pb.CreateTaskRequest{Spec: specToPB(&spec), Clients: clients})
+	if err != nil {
+		return nil, fromStatus(ctx, err)
+	}
+	return r.GetTokens(), nil
 }

@@ -184,6 +184,28 @@ func TestGRPCRefusals(t *testing.T) {
 	if err != nil || len(sts) != 1 || sts[0].Quorum != 2 {
 		t.Errorf("admin status: %+v %v", sts, err)
 	}
+	// Remote task creation needs the admin token; the issued tokens work.
+	spec2 := testSpec("remote", 1, 1)
+	if _, err := alice.CreateTask(ctx, spec2, []string{"zed"}); CodeOf(err) != CodeUnauthenticated {
+		t.Errorf("CreateTask with a client token: %v", err)
+	}
+	admin := dial(t, addr, DialConfig{Token: "adm"})
+	toks, err := admin.CreateTask(ctx, spec2, []string{"zed"})
+	if err != nil || len(toks) != 1 {
+		t.Fatalf("admin CreateTask: %v %v", toks, err)
+	}
+	if _, err := admin.CreateTask(ctx, spec2, []string{"zed"}); CodeOf(err) != CodeAlreadyExists {
+		t.Errorf("second CreateTask: %v", err)
+	}
+	bad := spec2
+	bad.ID, bad.ThetaDim = "bad", 0
+	if _, err := admin.CreateTask(ctx, bad, []string{"zed"}); CodeOf(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "theta_dim 0") {
+		t.Errorf("invalid CreateTask: %v", err)
+	}
+	zed := dial(t, addr, DialConfig{Token: toks["zed"]})
+	if res, err := zed.Submit(ctx, sub("remote", "zed", 1, 0.5)); err != nil || res.Submissions != 1 {
+		t.Errorf("submit with a remotely issued token: %+v %v", res, err)
+	}
 	if _, err := DialGRPC("10.1.2.3:1", DialConfig{}); err == nil {
 		t.Error("plaintext dial to a non-loopback address allowed")
 	}

@@ -142,3 +142,57 @@ func BenchmarkLoad1000Clients64D(b *testing.B) {
 	b.ReportMetric(slices.Max(p50), "p50_ms")
 	b.ReportMetric(slices.Max(p99), "p99_ms")
 }
+
+// BenchmarkSubmitInProcess1000Clients64D is the same load without gRPC: 1,000
+// goroutines calling Coordinator.Submit through the InProcess transport, so
+// the difference to BenchmarkLoad1000Clients64D is the transport's cost.
+func BenchmarkSubmitInProcess1000Clients64D(b *testing.B) {
+	const n, dim = 1000, 64
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		store, err := OpenStore(filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &StandardFuser{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("client-%04d", i)
+		}
+		tok, err := coord.CreateTask(TaskSpec{ID: "load", ThetaDim: dim, Quorum: n}, ids)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		b.StartTimer()
+		t0 := time.Now()
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fed := InProcess{C: coord, Cred: Credentials{Token: tok[ids[i]]}}
+				_, errs[i] = fed.Submit(context.Background(), Submission{TaskID: "load", Round: 1, ClientID: ids[i], Theta: make([]float64, dim)})
+			}()
+		}
+		wg.Wait()
+		total += time.Since(t0)
+		b.StopTimer()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		if subs, _ := store.Submissions("load", 1); len(subs) != n {
+			b.Fatalf("%d stored, want %d", len(subs), n)
+		}
+		coord.Close()
+		store.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "submissions/s")
+}

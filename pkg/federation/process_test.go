@@ -194,6 +194,17 @@ func storedSpec(t *testing.T, path, id string) TaskSpec {
 	return spec
 }
 
+// exportClient writes grid-world client i of the 5×5 family at seed with
+// "fedirl gridworld export" and returns its MDP spec and demonstrations paths.
+func exportClient(t *testing.T, dir string, seed uint64, i int) (string, string) {
+	t.Helper()
+	out := filepath.Join(dir, fmt.Sprintf("export-%d-%d", seed, i))
+	if _, err := os.Stat(filepath.Join(out, "demos.jsonl")); err != nil {
+		runCLI(t, "gridworld", "export", "--size", "5", "--client", fmt.Sprint(i), "--seed", fmt.Sprint(seed), "--out", out)
+	}
+	return filepath.Join(out, "mdp.json"), filepath.Join(out, "demos.jsonl")
+}
+
 var irlFlags = []string{"--irl-iterations", "100", "--irl-learning-rate", "0.05", "--irl-temperature", "1"}
 
 // TestProcessFederationMatchesInProcess runs a 5×5 grid-world federation as a
@@ -207,8 +218,15 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			dir := t.TempDir()
 			store := filepath.Join(dir, "fed.db")
 			tokens := filepath.Join(dir, "tokens.json")
-			runCLI(t, append([]string{"server", "task", "create", "--store", store, "--id", "grid5", "--gridworld-size", "5",
-				"--seed", "7", "--clients", "c0,c1,c2", "--fusion", method, "--weighting", "demos", "--tokens-out", tokens}, irlFlags...)...)
+			// The mean run also exercises the multi-round option (2 rounds, warm start).
+			rounds := map[string]int{"barycentric": 1, "mean": 2}[method]
+			create := append([]string{"server", "task", "create", "--store", store, "--id", "grid5", "--gridworld-size", "5",
+				"--seed", "7", "--clients", "c0,c1,c2", "--fusion", method, "--weighting", "demos", "--tokens-out", tokens,
+				"--rounds", fmt.Sprint(rounds)}, irlFlags...)
+			if rounds > 1 {
+				create = append(create, "--warm-start")
+			}
+			runCLI(t, create...)
 			// The barycentric run uses the plaintext loopback mode; the mean
 			// run uses mutual TLS and an admin token for status.
 			serverSec, adminSec := []string{"--insecure"}, []string{"--insecure"}
@@ -231,7 +249,7 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			var clients []*proc
 			var local []LocalClient
 			for i := range 3 {
-				mdpPath, demosPath := writeGridClient(t, dir, 7, i, 10+5*i)
+				mdpPath, demosPath := exportClient(t, dir, 7, i)
 				id := fmt.Sprintf("c%d", i)
 				clients = append(clients, start(t, ctx, id, append([]string{"client", "--server", addr, "--task", "grid5",
 					"--id", id, "--token-file", tokens, "--mdp", mdpPath, "--demos", demosPath,
@@ -245,7 +263,26 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			for i, c := range clients {
 				c.wait(t, fmt.Sprintf("client c%d", i), 40*time.Second)
 			}
+			if method == "barycentric" { // a client with a wrong token is refused with a clear message
+				bad := filepath.Join(dir, "bad.token")
+				os.WriteFile(bad, []byte("not-the-token\n"), 0o600)
+				mdpPath, demosPath := exportClient(t, dir, 7, 0)
+				out, err := exec.Command(fedirlBinary(t), "client", "--server", addr, "--insecure", "--task", "grid5", "--id", "c0",
+					"--token-file", bad, "--mdp", mdpPath, "--demos", demosPath, "--quiet").CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "Unauthenticated: invalid token for client c0 on task grid5") {
+					t.Errorf("client with a wrong token: %v\n%s", err, out)
+				}
+			}
 			status := runCLI(t, append([]string{"server", "status", "--server", addr}, adminSec...)...)
+			if method == "mean" { // admin RPC: create a second task on the running server
+				remoteTokens := filepath.Join(dir, "remote-tokens.json")
+				runCLI(t, append([]string{"server", "task", "create", "--server", addr, "--id", "later", "--gridworld-size", "5",
+					"--clients", "d0,d1", "--tokens-out", remoteTokens}, adminSec...)...)
+				var toks map[string]string
+				if b, err := os.ReadFile(remoteTokens); err != nil || json.Unmarshal(b, &toks) != nil || len(toks) != 2 || len(toks["d1"]) != 64 {
+					t.Fatalf("remote task tokens: %v %v", toks, err)
+				}
+			}
 			srv.cmd.Process.Signal(syscall.SIGTERM)
 			srv.wait(t, "server shutdown", 10*time.Second)
 
@@ -254,23 +291,43 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 				t.Fatalf("status %s: %v", status, err)
 			}
 			ts := st.Tasks[0]
-			if !ts.Done || ts.TotalSubmissions != 3 || len(ts.Fused) != 1 || strings.Join(ts.ClientsSeen, ",") != "c0,c1,c2" {
+			if !ts.Done || ts.TotalSubmissions != 3*rounds || len(ts.Fused) != rounds || strings.Join(ts.ClientsSeen, ",") != "c0,c1,c2" {
 				t.Fatalf("status: %+v", ts)
 			}
 			want, _, err := RunInProcess(ctx, storedSpec(t, store, "grid5"), local, InProcessConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			approx.Slices(t, "server fused theta", ts.Fused[0].Theta, want[0].Theta, 0, 0)
-			approx.Slices(t, "weights", ts.Fused[0].Weights, []float64{10. / 45, 15. / 45, 20. / 45}, 1e-15, 0)
+			if len(want) != rounds {
+				t.Fatalf("in-process run fused %d rounds, want %d", len(want), rounds)
+			}
+			for r := range rounds {
+				approx.Slices(t, "server fused theta", ts.Fused[r].Theta, want[r].Theta, 0, 0)
+			}
+			var demoCounts []float64
+			total := 0.0
 			for i := range 3 {
 				rep := readReport(t, filepath.Join(dir, fmt.Sprintf("c%d.json", i)))
-				approx.Slices(t, "client final theta", rep.Final.Theta, want[0].Theta, 0, 0)
-				if rep.Rounds[0].Local.DemoCount != 10+5*i || rep.Rounds[0].Local.Iterations == 0 {
-					t.Errorf("client c%d metadata %+v", i, rep.Rounds[0].Local)
+				approx.Slices(t, "client final theta", rep.Final.Theta, want[rounds-1].Theta, 0, 0)
+				if len(rep.Rounds) != rounds {
+					t.Fatalf("client c%d ran %d rounds, want %d", i, len(rep.Rounds), rounds)
 				}
+				_, demosPath := exportClient(t, dir, 7, i)
+				lines, _ := os.ReadFile(demosPath)
+				n := bytes.Count(bytes.TrimSpace(lines), []byte("\n")) + 1
+				if rep.Rounds[0].Local.DemoCount != n || rep.Rounds[0].Local.Iterations != 100 {
+					t.Errorf("client c%d metadata %+v, want %d demos and 100 iterations", i, rep.Rounds[0].Local, n)
+				}
+				demoCounts = append(demoCounts, float64(n))
+				total += float64(n)
 			}
-			t.Logf("%s fused theta %v (marginal error %.3g, %d iterations)", method, want[0].Theta, want[0].MarginalError, want[0].Iterations)
+			for i := range demoCounts {
+				demoCounts[i] /= total
+			}
+			approx.Slices(t, "demo-count weights", ts.Fused[0].Weights, demoCounts, 1e-15, 0)
+			for r := range rounds {
+				t.Logf("%s round %d fused theta %v (marginal error %.3g, %d iterations)", method, r+1, want[r].Theta, want[r].MarginalError, want[r].Iterations)
+			}
 		})
 	}
 }
@@ -290,7 +347,7 @@ func TestProcessServerKilled(t *testing.T) {
 		"--fusion", "mean", "--tokens-out", tokens}, irlFlags...)...)
 	srv, addr := startServer(t, ctx, dir, store, "127.0.0.1:0")
 	client := func(i int, extra ...string) *proc {
-		mdpPath, demosPath := writeGridClient(t, dir, 3, i, 12)
+		mdpPath, demosPath := exportClient(t, dir, 3, i)
 		id := fmt.Sprintf("c%d", i)
 		args := append([]string{"client", "--server", addr, "--insecure", "--task", "fault", "--id", id,
 			"--token-file", tokens, "--mdp", mdpPath, "--demos", demosPath, "--out", filepath.Join(dir, id+".json")}, extra...)
@@ -340,7 +397,7 @@ func TestProcessServerKilled(t *testing.T) {
 		rep := readReport(t, filepath.Join(dir, sub.ClientID+".json"))
 		approx.Slices(t, "stored theta = client's theta", sub.Theta, rep.Rounds[0].Local.Theta, 0, 0)
 		approx.Slices(t, "client's fused theta", rep.Final.Theta, fused.Theta, 0, 0)
-		mdpPath, demosPath := writeGridClient(t, t.TempDir(), 3, i, 12)
+		mdpPath, demosPath := exportClient(t, dir, 3, i)
 		l, err := LoadMaxEntLearner(mdpPath, demosPath)
 		if err != nil {
 			t.Fatal(err)

@@ -44,9 +44,11 @@ type taskRecord struct {
 
 // taskState is the mutable round state of a task.
 type taskState struct {
-	Round       int       `json:"round"`
-	RoundOpened time.Time `json:"round_opened"`
-	Done        bool      `json:"done"`
+	Round int `json:"round"`
+	// FirstSubmission is when the current round's first submission was
+	// accepted: the round's deadline counts from it.
+	FirstSubmission time.Time `json:"first_submission,omitzero"`
+	Done            bool      `json:"done"`
 }
 
 // OpenStore opens (creating if needed) the store at path. It fails with a
@@ -111,11 +113,11 @@ func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[
 	if err != nil {
 		return nil, fmt.Errorf("task %s: encoding: %w", spec.ID, err)
 	}
-	stJSON, _ := json.Marshal(taskState{Round: 1, RoundOpened: now.UTC()})
+	stJSON, _ := json.Marshal(taskState{Round: 1})
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTasks)
 		if tb.Get([]byte(spec.ID)) != nil {
-			return fmt.Errorf("task %s already exists in %s", spec.ID, s.path)
+			return errorf(CodeAlreadyExists, "task %s already exists in %s", spec.ID, s.path)
 		}
 		if err := tb.Put([]byte(spec.ID), recJSON); err != nil {
 			return err

@@ -39,6 +39,9 @@ type FusionConfig struct {
 // TaskSpec defines one federation: environment family and probe, feature
 // dimension, IRL hyperparameters, fusion, quorum, deadline and rounds.
 //
+// A round is fused once Quorum submissions are in, or, DeadlineSeconds after
+// the round's first submission, once at least MinClients are in.
+//
 // Zero-value defaults (applied by Normalize): MinClients = Quorum,
 // Rounds = 1, MaxThetaNorm = 1e6, no deadline when DeadlineSeconds is 0.
 type TaskSpec struct {

@@ -117,6 +117,18 @@ func TestBackProjectRecoversSpan(t *testing.T) {
 		}
 		approx.Slices(t, "θ vs normal equations", got, want.RawVector().Data, 1e-10, 1e-10)
 	}
+	// The grid-world probe's own features: rewards in the span come back exactly.
+	p := probe5(t)
+	theta := []float64{-0.37, 0.81}
+	r := make([]float64, p.Lattice.Len())
+	for x := range r {
+		r[x] = p.Phi.At(x, 0)*theta[0] + p.Phi.At(x, 1)*theta[1]
+	}
+	got, err := BackProject(p.Phi, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "θ from the probe's Φθ", got, theta, 1e-13, 1e-13)
 	// Rank deficiency is an error, not garbage.
 	phi := mat.NewDense(4, 2, []float64{1, 2, 2, 4, 3, 6, 4, 8})
 	if _, err := BackProject(phi, []float64{1, 2, 3, 4}); err == nil {
@@ -174,6 +186,24 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 			t.Errorf("%s: barycenter differs from the client measure by %.2g", c.name, d)
 		}
 	}
+}
+
+// TestPaperScheduleMatchesIBP: on the 5×5 probe the paper's 50×10 schedule
+// reaches the same entropic barycenter as IBP run to convergence, so the
+// fused θ agree (an independent check of the solver the study uses).
+func TestPaperScheduleMatchesIBP(t *testing.T) {
+	p := probe5(t)
+	thetas := [][]float64{{-0.06, 0.025}, {-0.005, 0.003}, {0.0003, -0.0027}, {-0.03, 0.013}}
+	ibp, err := p.Fuse(thetas, nil, Options{Method: ot.IBP, Tol: 1e-13, MaxIter: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paper, err := p.Fuse(thetas, nil, Options{Method: ot.Paper, Tol: -1, MaxIter: 50, InnerIter: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("IBP θ %v, paper θ %v, paper marginal error %.2g", ibp.Theta, paper.Theta, paper.MarginalError)
+	approx.Slices(t, "paper vs IBP θ", paper.Theta, ibp.Theta, 1e-6, 1e-4)
 }
 
 // TestBarycentricZeroWeightIgnored: a zero-weight client has no influence.

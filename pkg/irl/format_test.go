@@ -268,3 +268,46 @@ func FuzzReadSpec(f *testing.F) {
 		ws.Occupancy(nil, ws.SoftPolicy(nil, v, 1))
 	})
 }
+
+// TestReadTrajectoriesNPZ reads fixtures written by testdata/make_npz.py.
+func TestReadTrajectoriesNPZ(t *testing.T) {
+	m, _ := tinyMDP(t)
+	want := []Trajectory{
+		{States: []int{0, 1, 2}, Actions: []int{1, 1}},
+		{States: []int{0, 0, 1, 2}, Actions: []int{0, 1, 1}},
+		{States: []int{1, 0}, Actions: []int{0}},
+	}
+	var wantBuf bytes.Buffer
+	if err := WriteTrajectories(&wantBuf, want); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"demos.npz", "demos_int32.npz"} {
+		got, err := ReadTrajectoriesNPZ(filepath.Join("testdata", name), m)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var gotBuf bytes.Buffer
+		if err := WriteTrajectories(&gotBuf, got); err != nil {
+			t.Fatal(err)
+		}
+		if gotBuf.String() != wantBuf.String() {
+			t.Fatalf("%s: got\n%s\nwant\n%s", name, gotBuf.String(), wantBuf.String())
+		}
+	}
+	cases := []struct{ file, want string }{
+		{"bad_float.npz", "field states: has dtype <f8, want little-endian int64 or int32"},
+		{"bad_missing.npz", "field actions: missing array"},
+		{"bad_1d.npz", "field states: has shape [4], want 2 dimensions"},
+		{"bad_rows.npz", "field states: has 2 rows but actions has 3"},
+		{"bad_gap.npz", "field actions[1][2]: value 1 after the -1 padding"},
+		{"bad_range.npz", "field row 2: states[1]: state 7 out of range [0,3)"},
+		{"make_npz.py", "not a readable .npz archive"},
+	}
+	for _, c := range cases {
+		path := filepath.Join("testdata", c.file)
+		_, err := ReadTrajectoriesNPZ(path, m)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: error = %v, want it to name the file and contain %q", c.file, err, c.want)
+		}
+	}
+}

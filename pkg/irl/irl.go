@@ -75,6 +75,9 @@
 //	with open("demos.jsonl", "w") as f:
 //	    for s, a in trajs: f.write(json.dumps({"states": s, "actions": a}) + "\n")
 //
+// NumPy users may instead save integer arrays "states" (N×Ls) and "actions"
+// (N×La) padded with -1 in an .npz archive (ReadTrajectoriesNPZ).
+//
 // Every malformed input gives a *FormatError naming the file, line and field.
 //
 // The package deliberately does not sample demonstrations from experts,
@@ -141,6 +144,10 @@ type Iteration struct {
 	// LogLik, Objective and GradNorm are evaluated at θ_Index.
 	LogLik, Objective, GradNorm float64
 }
+
+// Resolve returns c with its zero fields replaced by the defaults, or an
+// error naming an invalid setting.
+func (c Config) Resolve() (Config, error) { return c.withDefaults() }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.LearningRate == 0 {

@@ -3,6 +3,7 @@ package irl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -147,22 +148,36 @@ func TestRecovery(t *testing.T) {
 		n       int
 		opt     string
 		lr      float64
+		// strict asserts the 1% return criterion; otherwise the gap must be
+		// within 3 standard errors of the demonstrations' mean return, which
+		// is what it consists of once features match (high-variance episodes).
+		strict bool
 	}{
-		{"finite horizon adam", 20, 3, 3, 0, 0.95, 25, 200, OptimizerAdam, 0.05},
-		{"terminal gd", 15, 4, 3, 4, 0.9, 0, 600, OptimizerGD, 0.2},
+		{"finite horizon adam", 20, 3, 3, 0, 0.95, 25, 400, OptimizerAdam, 0.05, true},
+		{"terminal gd", 15, 4, 3, 4, 0.9, 0, 400, OptimizerGD, 0.2, false},
 	}
 	for ci, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := randomMDP(uint64(200+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
+		for seed := uint64(0); seed < 3; seed++ {
+			recoveryCase(t, fmt.Sprintf("%s/seed=%d", c.name, seed), 200+10*seed+uint64(ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon, c.n, c.opt, c.lr, c.strict)
+		}
+	}
+}
+
+// recoveryCase samples an expert for a random θ* on a random MDP made from
+// seed, learns θ̂ and checks feature matching and the return under θ*.
+func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, gamma float64, horizon, n int, opt string, lr float64, strict bool) {
+	t.Run(name, func(t *testing.T) {
+		{
+			m := randomMDP(seed, S, A, k, nTerm, gamma, horizon)
 			d := 5
-			phi := randomFeatures(uint64(200+ci), m.NumPairs(), d)
-			rng := rand.New(rand.NewPCG(uint64(200+ci), 0))
+			phi := randomFeatures(seed, m.NumPairs(), d)
+			rng := rand.New(rand.NewPCG(seed, 0))
 			thetaStar := make([]float64, d)
 			for j := range thetaStar {
 				thetaStar[j] = 2 * rng.NormFloat64()
 			}
 			const tau = 1
-			demos, expertPi := expertDemos(m, phi, thetaStar, tau, c.n, 200, uint64(ci))
+			demos, expertPi := expertDemos(m, phi, thetaStar, tau, n, 200, seed)
 			steps := 0
 			for _, tr := range demos {
 				steps += len(tr.Actions)
@@ -170,8 +185,8 @@ func TestRecovery(t *testing.T) {
 			if steps < 2000 {
 				t.Fatalf("only %d demonstration steps", steps)
 			}
-			res, err := MaxEnt(context.Background(), m, phi, demos, Config{Temperature: tau, LearningRate: c.lr,
-				Optimizer: c.opt, MaxIter: 5000, GradTol: 1e-6})
+			res, err := MaxEnt(context.Background(), m, phi, demos, Config{Temperature: tau, LearningRate: lr,
+				Optimizer: opt, MaxIter: 5000, GradTol: 1e-6})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,10 +210,27 @@ func TestRecovery(t *testing.T) {
 			learnedPi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, rHat, tau), tau)
 			jExpert := ws.Return(expertPi, rStar)
 			jLearned := ws.Return(learnedPi, rStar)
-			t.Logf("%d steps, %d iterations, θ* %.3f θ̂ %.3f, return expert %.5f learned %.5f", steps, res.Iterations, thetaStar, res.Theta, jExpert, jLearned)
-			approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 0, 0.01)
-		})
-	}
+			// Standard error of the demonstrations' mean discounted return under θ*.
+			var sum, sum2 float64
+			for _, tr := range demos {
+				g, disc := 0.0, 1.0
+				for t, a := range tr.Actions {
+					g += disc * rStar[tr.States[t]*m.NumActions+a]
+					disc *= m.Gamma
+				}
+				sum, sum2 = sum+g, sum2+g*g
+			}
+			nd := float64(len(demos))
+			se := math.Sqrt((sum2/nd - (sum/nd)*(sum/nd)) / nd)
+			t.Logf("%d steps in %d episodes, %d iterations, θ* %.3f θ̂ %.3f, return expert %.5f learned %.5f (gap %.2f%%, sampling SE %.2f%%)",
+				steps, len(demos), res.Iterations, thetaStar, res.Theta, jExpert, jLearned, 100*(jLearned-jExpert)/jExpert, 100*se/math.Abs(jExpert))
+			if strict {
+				approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 0, 0.01)
+			} else {
+				approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 3*se, 0)
+			}
+		}
+	})
 }
 
 // TestPaperSettingsAscend runs the appendix settings (τ=1e-3, η=5e-3, L2) and checks the objective improves.

@@ -43,14 +43,19 @@
 // paper's (1−γ)Σ_t γ^t P(s_t,a_t) whenever no terminal state is reachable and
 // the horizon is infinite, and is the normalized distribution of discounted
 // non-terminal visits otherwise. Infinite-horizon quantities are computed by
-// fixed-point iteration (forward propagation) to a sup-norm tolerance.
+// fixed-point iteration (forward propagation for visits) to a sup-norm
+// tolerance on the change of one plain sweep, with Anderson acceleration of
+// the iterates (Options.Anderson), which at γ = 0.99 cuts the sweeps needed
+// from thousands to about a hundred.
 //
 // # Why hand-written
 //
-// gonum has no sparse matrices or sparse solvers; these kernels are simple
-// CSR loops, split over goroutines by state ranges, allocation-free after a
-// Workspace is built, and deterministic: every state's update reads only the
-// previous iterate, so results do not depend on the number of goroutines.
+// gonum has no sparse matrices, sparse solvers or fixed-point accelerators;
+// these kernels are simple CSR loops, split over goroutines by state ranges,
+// allocation-free after a Workspace is built, and deterministic: every
+// state's update reads only the previous iterate and the acceleration's
+// reductions run serially, so results do not depend on the number of
+// goroutines.
 //
 // The package deliberately knows nothing of features, demonstrations or
 // learning (that is package irl) nor of any particular environment.

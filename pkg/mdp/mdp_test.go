@@ -463,3 +463,39 @@ func TestRolloutDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestAndersonMatchesPlain checks the accelerated iterations against plain
+// fixed-point iteration on values (hard and soft) and visits.
+func TestAndersonMatchesPlain(t *testing.T) {
+	cases := []struct {
+		S, A, k, nTerm int
+		gamma, tau     float64
+	}{
+		{200, 4, 5, 0, 0.99, 1e-3},
+		{200, 4, 5, 3, 0.99, 0},
+		{100, 3, 2, 0, 0.999, 0.5},
+		{100, 5, 3, 5, 0.95, 1},
+	}
+	for ci, c := range cases {
+		m := randomMDP(uint64(50+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
+		r := randomReward(uint64(50+ci), m.NumPairs())
+		plain := NewWorkspace(m, Options{Anderson: -1, Tol: 1e-11, MaxIter: 1 << 20})
+		fast := NewWorkspace(m, Options{Tol: 1e-11})
+		vp := plain.SoftValueIteration(nil, r, c.tau)
+		vf := fast.SoftValueIteration(nil, r, c.tau)
+		if !vp.Converged || !vf.Converged {
+			t.Fatalf("case %d: converged plain %v (%d sweeps) accelerated %v (%d sweeps)", ci, vp.Converged, vp.Iterations, vf.Converged, vf.Iterations)
+		}
+		bound := 2 * 1e-11 * c.gamma / (1 - c.gamma)
+		approx.Slices(t, "accelerated V", vf.V, vp.V, bound, 0)
+		pi := plain.SoftPolicy(nil, vp, max(c.tau, 0.1))
+		dp := plain.Visits(nil, pi, nil)
+		df := fast.Visits(nil, pi, nil)
+		approx.Slices(t, "accelerated visits", df, dp, bound, 0)
+		t.Logf("case %d: value sweeps plain %d accelerated %d; visit sweeps plain %d accelerated %d",
+			ci, vp.Iterations, vf.Iterations, plain.VisitIterations(), fast.VisitIterations())
+		if vf.Iterations > vp.Iterations {
+			t.Errorf("case %d: acceleration took more sweeps (%d) than plain iteration (%d)", ci, vf.Iterations, vp.Iterations)
+		}
+	}
+}

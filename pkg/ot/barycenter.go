@@ -82,6 +82,11 @@ type BarycenterOptions struct {
 	// sped convergence up and made it diverge at smaller ε, so it is off by
 	// default although the paper mentions "momentum updates".
 	Momentum float64
+	// LogDomain runs Debiased and Paper on log scalings with log-sum-exp
+	// kernels, which stays finite for small ε where the scaling form
+	// under- or overflows (slower: one exp per kernel entry). IBP with
+	// LogDomain is Stabilized.
+	LogDomain bool
 	// StepSize is Paper's mirror-descent step on the log-barycenter, in units
 	// of 1/ε; 0 means 0.25. Other methods ignore it.
 	StepSize float64
@@ -318,6 +323,10 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 	var r BarycenterResult
 	switch opt.Method {
 	case IBP:
+		if opt.LogDomain {
+			r = w.ibpLog(dst, opt)
+			break
+		}
 		r = w.ibp(dst, opt)
 	case Stabilized:
 		r = w.ibpLog(dst, opt)
@@ -331,7 +340,7 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 	r.Barycenter = dst
 	for _, v := range dst {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return r, fmt.Errorf("ot: %v barycenter became non-finite after %d iterations (ε = %g too small for the scaling domain? try the stabilized method)", opt.Method, r.Iterations, w.k.Eps())
+			return r, fmt.Errorf("ot: %v barycenter became non-finite after %d iterations (ε = %g too small for the scaling domain? use LogDomain or the stabilized method)", opt.Method, r.Iterations, w.k.Eps())
 		}
 	}
 	if math.IsNaN(r.MarginalError) {
@@ -444,6 +453,9 @@ func fill(x []float64, v float64) {
 // self-transport, updated by c ← sqrt(c ⊙ p / Kc). MarginalError includes
 // ‖c ⊙ Kc - p‖₁.
 func (w *Workspace) debiased(dst []float64, opt BarycenterOptions) BarycenterResult {
+	if opt.LogDomain {
+		return w.debiasedLog(dst, opt)
+	}
 	K := w.kk
 	for k := 0; k < K; k++ {
 		fill(w.b[k], 1)
@@ -490,6 +502,56 @@ func (w *Workspace) debiased(dst []float64, opt BarycenterOptions) BarycenterRes
 	return r
 }
 
+// debiasedLog is debiased on log scalings: f_k = log a_k, g_k = log b_k and
+// log c.
+func (w *Workspace) debiasedLog(dst []float64, opt BarycenterOptions) BarycenterResult {
+	K := w.kk
+	for k := 0; k < K; k++ {
+		fill(w.b[k], 0)
+	}
+	fill(w.c, 0)
+	fill(dst, 1/float64(w.n))
+	var r BarycenterResult
+	errC := 0.0
+	for it := 0; ; it++ {
+		errMax := errC
+		for k := 0; k < K; k++ {
+			w.k.LogApply(w.tmp, w.b[k])
+			if it > 0 {
+				errMax = math.Max(errMax, w.elementwise(ewLogMarginalErr, k))
+			}
+			if it < opt.MaxIter {
+				w.elementwise(ewLogDivMu, k)
+			}
+		}
+		if it > 0 {
+			r.MarginalError = errMax
+			if errMax < opt.Tol {
+				r.Converged = true
+				break
+			}
+		}
+		if it == opt.MaxIter {
+			break
+		}
+		fill(w.p, 0)
+		for k := 0; k < K; k++ {
+			w.k.LogApplyT(w.tmp, w.a[k])
+			w.elementwise(ewLogAccT, k) // p += α tmp; b = tmp
+		}
+		w.elementwise(ewAddC, 0) // p += log c
+		for k := 0; k < K; k++ {
+			w.elementwise(ewLogDivB, k)
+		}
+		w.elementwise(ewExpPTo, 0)
+		copy(dst, w.tmp)
+		w.k.LogApply(w.tmp, w.c)
+		errC = w.elementwise(ewLogDebias, w.kk)
+		r.Iterations = it + 1
+	}
+	return r
+}
+
 // paper runs the paper's schedule as we read it (appendix: ε = 0.5, 10
 // Sinkhorn iterations per barycenter step, 50 barycenter iterations; §Method:
 // "alternating optimization with momentum updates"). Each outer iteration
@@ -504,8 +566,15 @@ func (w *Workspace) debiased(dst []float64, opt BarycenterOptions) BarycenterRes
 // barycenter-side marginals are exact after each inner iteration).
 func (w *Workspace) paper(dst []float64, opt BarycenterOptions) BarycenterResult {
 	K := w.kk
+	lg := opt.LogDomain
+	opErr, opDivMu, opDivBar, opVel := ewErrMuB, ewDivMuB, ewDivBar, ewVelAccKv
+	init := 1.0
+	if lg {
+		opErr, opDivMu, opDivBar, opVel = ewLogErrMuB, ewLogDivMuB, ewLogDivBar, ewVelAccF
+		init = 0
+	}
 	for k := 0; k < K; k++ {
-		fill(w.a[k], 1)
+		fill(w.a[k], init)
 	}
 	fill(dst, 1/float64(w.n))
 	fill(w.p, -math.Log(float64(w.n)))
@@ -518,20 +587,28 @@ func (w *Workspace) paper(dst []float64, opt BarycenterOptions) BarycenterResult
 		w.elementwise(ewVelScale, 0) // m *= Momentum; the inner loop adds g
 		for k := 0; k < K; k++ {
 			for s := 0; s < opt.InnerIter; s++ {
-				w.k.ApplyT(w.tmp, w.a[k])
+				if lg {
+					w.k.LogApplyT(w.tmp, w.a[k])
+				} else {
+					w.k.ApplyT(w.tmp, w.a[k])
+				}
 				if s == 0 && it > 0 {
-					errMax = math.Max(errMax, w.elementwise(ewErrMuB, k))
+					errMax = math.Max(errMax, w.elementwise(opErr, k))
 				}
 				if it == opt.MaxIter {
 					break
 				}
-				w.elementwise(ewDivMuB, k) // v = μ / Kᵀu
-				w.k.Apply(w.tmp, w.b[k])
-				w.elementwise(ewDivBar, k) // u = p / K v
+				w.elementwise(opDivMu, k) // v = μ / Kᵀu
+				if lg {
+					w.k.LogApply(w.tmp, w.b[k])
+				} else {
+					w.k.Apply(w.tmp, w.b[k])
+				}
+				w.elementwise(opDivBar, k) // u = p / K v
 				if s == opt.InnerIter-1 {
 					// Gradient term α log u = α (log p - log K v), computed
 					// from K v so that an underflowing u stays exact.
-					w.elementwise(ewVelAccKv, k)
+					w.elementwise(opVel, k)
 				}
 			}
 		}

@@ -119,6 +119,7 @@ func TestBarycenterMethodsConverge(t *testing.T) {
 		{"paper-default", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000}, true},
 		{"paper-momentum-0.3", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000, Momentum: 0.3, StepSize: 0.15}, true},
 		{"paper-ibp-equivalent", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 100000, Momentum: -1, InnerIter: 1, StepSize: 1}, true},
+		{"paper-log", BarycenterOptions{Method: Paper, Tol: 1e-11, MaxIter: 5000, LogDomain: true}, true},
 		{"debiased", BarycenterOptions{Method: Debiased, Tol: 1e-10, MaxIter: 100000}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +135,78 @@ func TestBarycenterMethodsConverge(t *testing.T) {
 			if tc.same {
 				approx.Slices(t, "vs IBP", r.Barycenter, ref.Barycenter, 1e-9, 0)
 			}
+			if tc.opt.Method == Debiased {
+				o := tc.opt
+				o.LogDomain = true
+				rl, err := LatticeBarycenter(l, mus, w, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				approx.Slices(t, "debiased log vs scaling", rl.Barycenter, r.Barycenter, 1e-9, 0)
+			}
 		})
+	}
+}
+
+// TestBarycenterNoAllocs checks that a solve with a caller-provided dst
+// allocates nothing, on lattices large enough to use the worker pool.
+func TestBarycenterNoAllocs(t *testing.T) {
+	for _, tc := range []struct {
+		shape []int
+		m     Method
+	}{
+		{[]int{32, 32, 32}, IBP}, {[]int{32, 32, 32}, Debiased}, {[]int{32, 32, 32}, Paper},
+		{[]int{24, 24, 24}, Stabilized},
+	} {
+		l := UniformLattice(1, tc.shape...)
+		k, err := NewLatticeKernel(l, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mus := bumps(rand.New(rand.NewPCG(10, 1)), l, 3, 1e-3)
+		w := NewWorkspace(k, 3)
+		dst := make([]float64, l.Len())
+		opt := BarycenterOptions{Method: tc.m, MaxIter: 2, Tol: -1, InnerIter: 2}
+		if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(2, func() {
+			if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 0 {
+			t.Errorf("%v: %.1f allocations per solve", tc.m, allocs)
+		}
+	}
+}
+
+// TestBarycenterDeterministicAcrossWorkers checks that results are bitwise
+// identical whether the passes run on one worker or all of them.
+func TestBarycenterDeterministicAcrossWorkers(t *testing.T) {
+	l := UniformLattice(1, 16, 16, 24)
+	mus := bumps(rand.New(rand.NewPCG(12, 1)), l, 3, 1e-3)
+	run := func() [][]float64 {
+		var out [][]float64
+		for _, m := range []Method{IBP, Stabilized, Debiased, Paper} {
+			r, err := LatticeBarycenter(l, mus, []float64{0.2, 0.3, 0.5}, BarycenterOptions{Method: m, MaxIter: 5, Tol: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append(r.Barycenter, r.MarginalError))
+		}
+		return out
+	}
+	w := workers()
+	all := run()
+	nWorkers = 1
+	one := run()
+	nWorkers = w
+	for i := range all {
+		for j := range all[i] {
+			if all[i][j] != one[i][j] {
+				t.Fatalf("method %d entry %d: %v with %d workers, %v with 1", i, j, all[i][j], w, one[i][j])
+			}
+		}
 	}
 }

@@ -10,11 +10,16 @@
 // product of small per-axis kernels, so one kernel application costs
 // O(n·Σ n_k) time and O(n) memory. The kernels here are hand-written because no
 // Go library offers separable (Kronecker) lattice Sinkhorn: gonum supplies the
-// dense linear algebra, the vector primitives (floats.AddScaled, floats.Dot,
-// which use its assembly kernels) and the LP solver used for exact W2², and
-// this package arranges them into per-axis passes over a row-major tensor,
-// split across the available cores, with reusable workspaces so that solver
-// iterations allocate nothing.
+// dense linear algebra, vector primitives (floats.AddScaled, floats.Dot) and
+// the LP solver used for exact W2², and this package arranges per-axis passes
+// over a row-major tensor. Each scaling-domain pass contracts the leading axis
+// and rotates it to the end (so after d passes the layout is row-major again
+// and every pass is a band product over long contiguous rows), packs 64-column
+// slabs, and runs a small AVX2/FMA assembly kernel (band_amd64.s; gonum's
+// floats path elsewhere) that keeps 32 column sums in registers across the
+// Gaussian band. Kernel entries below the normal float64 range are dropped.
+// Passes and elementwise updates are split across all cores by a small worker
+// pool, and reusable workspaces make solver iterations allocation-free.
 //
 // Units: a lattice's cost is measured in the raw coordinates; option structs
 // measure ε by default in units of the lattice's CostUnit (the squared

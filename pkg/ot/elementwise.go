@@ -30,12 +30,19 @@ const (
 	ewLogStep               // p -= step·vel; max(p)
 	ewExpBar                // bar = exp(p - shift); Σ bar
 	ewNormalize             // bar *= scale; p -= shift
+	ewLogAccT               // p += α_k tmp; b_k = tmp
+	ewAddC                  // p += c
+	ewLogDebias             // Σ|exp(c + tmp) - exp(p)|; c = (c + p - tmp)/2
+	ewLogErrMuB             // Σ|exp(b_k + tmp) - μ_k|
+	ewLogDivMuB             // b_k = log μ_k - tmp
+	ewLogDivBar             // a_k = p - tmp
+	ewVelAccF               // vel += α_k a_k
 )
 
 // reduction ops and whether they take a maximum instead of a sum.
 func isReduction(op int) (bool, bool) {
 	switch op {
-	case ewMarginalErr, ewLogMarginalErr, ewDebias, ewErrMuB, ewExpBar:
+	case ewMarginalErr, ewLogMarginalErr, ewDebias, ewErrMuB, ewExpBar, ewLogDebias, ewLogErrMuB:
 		return true, false
 	case ewLogStep:
 		return true, true
@@ -205,6 +212,47 @@ func (j *ewJob) runRange(_, lo, hi int) {
 				s += bar[i]
 			}
 			j.partial[blk] = s
+		case ewLogAccT:
+			for i, t := range tmp {
+				p[i] += alpha * t
+				b[i] = t
+			}
+		case ewAddC:
+			c := w.c[i0:i1]
+			for i := range p {
+				p[i] += c[i]
+			}
+		case ewLogDebias:
+			c := w.c[i0:i1]
+			var s float64
+			for i, t := range tmp {
+				s += math.Abs(math.Exp(c[i]+t) - math.Exp(p[i]))
+				if math.IsInf(p[i], -1) {
+					c[i] = p[i]
+				} else {
+					c[i] = 0.5 * (c[i] + p[i] - t)
+				}
+			}
+			j.partial[blk] = s
+		case ewLogErrMuB:
+			var s float64
+			for i, t := range tmp {
+				s += math.Abs(math.Exp(b[i]+t) - mu[i])
+			}
+			j.partial[blk] = s
+		case ewLogDivMuB:
+			for i, t := range tmp {
+				b[i] = logDiv(mu[i], t)
+			}
+		case ewLogDivBar:
+			for i, t := range tmp {
+				a[i] = p[i] - t
+			}
+		case ewVelAccF:
+			vel := w.vel[i0:i1]
+			for i, v := range a {
+				vel[i] += alpha * v
+			}
 		case ewNormalize:
 			bar := w.bar[i0:i1]
 			for i := range bar {

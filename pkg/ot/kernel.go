@@ -277,6 +277,10 @@ func sameSlice(a, b []float64) bool {
 	return len(a) > 0 && len(b) > 0 && &a[0] == &b[0]
 }
 
+// packSlabs makes rotating passes copy each nk×rotBlock input slab into
+// contiguous scratch before the band products (GEMM-style packing).
+var packSlabs = true
+
 // rotBlock is the number of columns a rotating pass handles at a time (a
 // multiple of the assembly kernel's 32).
 const rotBlock = 64
@@ -301,17 +305,26 @@ func (r *rotPass) runRange(c, lo, hi int) {
 	for b := lo; b < hi; b++ {
 		q0 := b * rotBlock
 		w := min(rotBlock, post-q0)
-		// Pack the nk×w slab contiguously: rows of src are post apart, which
-		// for large post all map to the same cache sets.
-		for j := 0; j < nk; j++ {
-			copy(pk[j*w:(j+1)*w], r.src[j*post+q0:j*post+q0+w])
-		}
-		for i := 0; i < nk; i++ {
-			a, e := r.lo[i], r.hi[i]
-			if a >= e {
-				a, e = 0, 0
+		if packSlabs {
+			// Pack the nk×w slab contiguously (rows of src are post apart).
+			for j := 0; j < nk; j++ {
+				copy(pk[j*w:(j+1)*w], r.src[j*post+q0:j*post+q0+w])
 			}
-			bandCols(tmp[i*w:(i+1)*w], pk[a*w:nk*w], w, r.m[i*nk+a:i*nk+e])
+			for i := 0; i < nk; i++ {
+				a, e := r.lo[i], r.hi[i]
+				if a >= e {
+					a, e = 0, 0
+				}
+				bandCols(tmp[i*w:(i+1)*w], pk[a*w:nk*w], w, r.m[i*nk+a:i*nk+e])
+			}
+		} else {
+			for i := 0; i < nk; i++ {
+				a, e := r.lo[i], r.hi[i]
+				if a >= e {
+					a, e = 0, 0
+				}
+				bandCols(tmp[i*w:(i+1)*w], r.src[a*post+q0:], post, r.m[i*nk+a:i*nk+e])
+			}
 		}
 		for q := 0; q < w; q++ {
 			o := r.dst[(q0+q)*nk : (q0+q+1)*nk]

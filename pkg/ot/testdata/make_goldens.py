@@ -88,6 +88,12 @@ for name, axes in lattices.items():
             ("stabilized", w, lambda: ot.bregman.barycenter(A, M, reg, w, method="sinkhorn_log", numItermax=ITERS, stopThr=1e-16, warn=False)),
             ("debiased", w, lambda: ot.bregman.barycenter_debiased(A, M, reg, w, numItermax=ITERS, stopThr=1e-16, warn=False)),
         ):
+            if method == "debiased" and reg > 1:
+                # Debiased Sinkhorn converges slowly here (marginal error
+                # ~1e-6 after 2e4 iterations, ~1e-8 after 8e4 on the 3-axis and
+                # mixed lattices): a golden after a fixed iteration count would
+                # only test identical iterates, not the fixed point.
+                continue
             bar = fn()
             cases.append({"kind": "barycenter", "lattice": name, "axes": axes, "method": method,
                           "eps": reg, "measures": A.T.tolist(), "weights": ww.tolist(),

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -29,56 +30,66 @@ func TestBackwardMatchesFiniteDifferences(t *testing.T) {
 		n      int
 	}{
 		{"tanh 4-64-64-2", []int{4, 64, 64, 2}, Tanh, Identity, 7},
+		{"tanh 4-64-64-2 batch 20", []int{4, 64, 64, 2}, Tanh, Identity, 20},
+		{"tanh 3-16-9-1 batch 33", []int{3, 16, 9, 1}, Tanh, Identity, 33},
 		{"tanh 3-5-1", []int{3, 5, 1}, Tanh, Identity, 1},
 		{"relu 6-8-8-3 tanh out", []int{6, 8, 8, 3}, ReLU, Tanh, 5},
 		{"linear 2-3", []int{2, 3}, Identity, Identity, 4},
 	}
+	saved := useFMA
+	defer func() { useFMA = saved }()
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, 2))
-			m := NewMLP(tc.sizes, tc.hidden, tc.out)
-			m.InitOrthogonal(rng, math.Sqrt2, 1)
-			for i := range m.Params { // nonzero biases too
-				m.Params[i] += 0.1 * rng.NormFloat64()
+		for _, fma := range []bool{true, false} {
+			if fma && !saved {
+				continue
 			}
-			x := make([]float64, tc.n*m.In())
-			for i := range x {
-				x[i] = rng.NormFloat64()
-			}
-			c := make([]float64, tc.n*m.Out())
-			for i := range c {
-				c[i] = rng.NormFloat64()
-			}
-			ws := m.NewWorkspace(tc.n)
-			m.Forward(ws, x, tc.n)
-			grad := make([]float64, len(m.Params))
-			dIn := make([]float64, len(x))
-			m.Backward(ws, c, grad, dIn)
+			useFMA = fma
+			t.Run(fmt.Sprintf("%s fma=%v", tc.name, fma), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, 2))
+				m := NewMLP(tc.sizes, tc.hidden, tc.out)
+				m.InitOrthogonal(rng, math.Sqrt2, 1)
+				for i := range m.Params { // nonzero biases too
+					m.Params[i] += 0.1 * rng.NormFloat64()
+				}
+				x := make([]float64, tc.n*m.In())
+				for i := range x {
+					x[i] = rng.NormFloat64()
+				}
+				c := make([]float64, tc.n*m.Out())
+				for i := range c {
+					c[i] = rng.NormFloat64()
+				}
+				ws := m.NewWorkspace(tc.n)
+				m.Forward(ws, x, tc.n)
+				grad := make([]float64, len(m.Params))
+				dIn := make([]float64, len(x))
+				m.Backward(ws, c, grad, dIn)
 
-			const h = 1e-6
-			fd := make([]float64, len(m.Params))
-			for i := range m.Params {
-				p := m.Params[i]
-				m.Params[i] = p + h
-				lp := lossOf(m, x, tc.n, c)
-				m.Params[i] = p - h
-				lm := lossOf(m, x, tc.n, c)
-				m.Params[i] = p
-				fd[i] = (lp - lm) / (2 * h)
-			}
-			approx.Slices(t, "dLoss/dParams", grad, fd, 1e-6, 1e-5)
-			fdx := make([]float64, len(x))
-			for i := range x {
-				v := x[i]
-				x[i] = v + h
-				lp := lossOf(m, x, tc.n, c)
-				x[i] = v - h
-				lm := lossOf(m, x, tc.n, c)
-				x[i] = v
-				fdx[i] = (lp - lm) / (2 * h)
-			}
-			approx.Slices(t, "dLoss/dInput", dIn, fdx, 1e-6, 1e-5)
-		})
+				const h = 1e-6
+				fd := make([]float64, len(m.Params))
+				for i := range m.Params {
+					p := m.Params[i]
+					m.Params[i] = p + h
+					lp := lossOf(m, x, tc.n, c)
+					m.Params[i] = p - h
+					lm := lossOf(m, x, tc.n, c)
+					m.Params[i] = p
+					fd[i] = (lp - lm) / (2 * h)
+				}
+				approx.Slices(t, "dLoss/dParams", grad, fd, 1e-6, 1e-5)
+				fdx := make([]float64, len(x))
+				for i := range x {
+					v := x[i]
+					x[i] = v + h
+					lp := lossOf(m, x, tc.n, c)
+					x[i] = v - h
+					lm := lossOf(m, x, tc.n, c)
+					x[i] = v
+					fdx[i] = (lp - lm) / (2 * h)
+				}
+				approx.Slices(t, "dLoss/dInput", dIn, fdx, 1e-6, 1e-5)
+			})
+		}
 	}
 }
 

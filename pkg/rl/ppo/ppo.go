@@ -42,7 +42,8 @@ type EnvMaker func(i int) (envs.Env, error)
 
 // RewardFunc is a learned reward r(s, a): obs is the raw observation before
 // the step and action the action applied to the environment (clipped to a
-// Box; a Discrete action as its index). Implementations must not retain or
+// Box; a Discrete action as its index). It is called from one goroutine, once
+// per environment step in a fixed order; implementations must not retain or
 // modify the slices.
 type RewardFunc func(obs, action []float64) float64
 
@@ -94,11 +95,11 @@ type CurvePoint struct {
 
 // Trainer runs PPO. It is not safe for concurrent use.
 type Trainer struct {
-	cfg  Config
-	opts Options
-	envs []envs.Env
-	make EnvMaker
-	pol  *Policy
+	cfg   Config
+	opts  Options
+	envs  []envs.Env
+	maker EnvMaker
+	pol   *Policy
 
 	obsDim, actDim, outDim int
 	discrete               bool
@@ -164,7 +165,7 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
-	t := &Trainer{cfg: cfg, opts: opts, make: makeEnv}
+	t := &Trainer{cfg: cfg, opts: opts, maker: makeEnv}
 	for i := 0; i < cfg.NEnvs; i++ {
 		e, err := makeEnv(i)
 		if err != nil {
@@ -254,7 +255,7 @@ func (t *Trainer) Learn(ctx context.Context, total int) error {
 		t.resetAll()
 		t.started = true
 		if t.opts.EvalEvery > 0 {
-			e, err := t.make(t.cfg.NEnvs)
+			e, err := t.maker(t.cfg.NEnvs)
 			if err != nil {
 				return fmt.Errorf("ppo: making evaluation environment: %w", err)
 			}
@@ -595,4 +596,17 @@ func (t *Trainer) criticJob() {
 	}
 	p.Critic.Backward(t.cws, t.dV[:m], t.gCritic, nil)
 	t.vLoss = loss * inv
+}
+
+// Train is NewTrainer followed by Learn for cfg.TotalSteps steps; it returns
+// the trained policy and its learning curve.
+func Train(ctx context.Context, cfg Config, makeEnv EnvMaker, opts Options) (*Policy, []CurvePoint, error) {
+	t, err := NewTrainer(cfg, makeEnv, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := t.Learn(ctx, 0); err != nil {
+		return nil, nil, err
+	}
+	return t.Policy(), t.Curve(), nil
 }
