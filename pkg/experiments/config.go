@@ -155,13 +155,13 @@ func DefaultConfig() Config {
 }
 
 // QuickConfig is a reduced study for smoke tests (CI): every table row and
-// figure, but 2 seeds, 4 clients on 20×20 and 5 on 10×10 (each with as
+// figure, but 2 seeds, 3 clients on 20×20 and 5 on 10×10 (each with as
 // many held-out environments), 5 ablation clients and 50 evaluation episodes
 // per (policy, environment).
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.NumberOfSeeds = 2
-	c.Environments[0].NumberOfClients = 4
+	c.Environments[0].NumberOfClients = 3
 	c.Environments[1].NumberOfClients = 5
 	c.Evaluation.EvaluationEpisodes = 50
 	c.Ablation.NumberOfClients = 5

@@ -143,7 +143,6 @@ func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
 	live := make([]float64, len(st.clients))
 	for i, env := range st.clients {
 		pol := env.GreedyPolicy(c.Expert.TrueReward)
-		var n int
 		d, n := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, i), pol, c.Expert.EpisodesPerClient)
 		st.demos = append(st.demos, d)
 		live[i] = float64(n)

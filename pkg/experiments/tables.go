@@ -256,12 +256,10 @@ func marshal(v any) []byte {
 // Table1JSON returns Table 1 with the per-cell raw results (θ's, per-env
 // success rates, fusion diagnostics and bounds).
 func (s *Study) Table1JSON() []byte {
-	cells := make([][]*Fit, len(s.Cells))
-	copy(cells, s.Cells)
 	return marshal(struct {
 		Rows  []Table1Row `json:"rows"`
 		Cells [][]*Fit    `json:"cells"`
-	}{s.Table1(), cells})
+	}{s.Table1(), s.Cells})
 }
 
 // Table2JSON returns Table 2 with the raw per-seed results.

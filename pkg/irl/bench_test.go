@@ -139,7 +139,9 @@ func BenchmarkGradientStepCold(b *testing.B) {
 				theta[j] = 0.1 * float64(j%3-1)
 			}
 			grad := make([]float64, c.d)
+			o.Eval(grad, theta) // allocate the buffers; warm start is off, so every op is a cold solve
 			b.ReportAllocs()
+			b.ResetTimer()
 			cpu0 := processCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)

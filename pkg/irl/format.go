@@ -19,10 +19,14 @@ import (
 // FormatError describes malformed input: the file, the line (0 if not
 // known), the field (e.g. "states[3]" or "transitions[17][3]") and what is wrong.
 type FormatError struct {
-	File  string
-	Line  int
+	// File is the input's name.
+	File string
+	// Line is the 1-based line, 0 when not known.
+	Line int
+	// Field names the offending key or array entry, "" when not specific.
 	Field string
-	Msg   string
+	// Msg says what is wrong.
+	Msg string
 }
 
 // Error formats the error as "file:line: field F: msg", omitting unknown parts.
@@ -171,26 +175,33 @@ func WriteTrajectoriesFile(path string, demos []Trajectory) error {
 // Spec is the JSON description of an MDP with its features; see the package
 // comment for the layout. Use NewSpec to make one from Go values.
 type Spec struct {
-	States  int      `json:"states"`
-	Actions int      `json:"actions"`
-	Gamma   *float64 `json:"gamma"`
-	Horizon int      `json:"horizon,omitempty"`
+	// States and Actions are S and A.
+	States  int `json:"states"`
+	Actions int `json:"actions"`
+	// Gamma is the discount γ (required; a pointer so that a missing key is an error).
+	Gamma *float64 `json:"gamma"`
+	// Horizon is the episode cap (0 = infinite).
+	Horizon int `json:"horizon,omitempty"`
 	// Init is the initial distribution; empty means uniform over non-terminal states.
 	Init []float64 `json:"init,omitempty"`
 	// Terminal lists terminal states.
 	Terminal []int `json:"terminal,omitempty"`
 	// Transitions lists [s, a, s2, p] rows; alternatively give CSR.
 	Transitions [][]float64 `json:"transitions,omitempty"`
-	CSR         *CSR        `json:"csr,omitempty"`
+	// CSR is the compressed-sparse-row alternative to Transitions.
+	CSR *CSR `json:"csr,omitempty"`
 	// Features has states*actions rows of d numbers (row s*actions+a).
 	Features [][]float64 `json:"features"`
 }
 
 // CSR is the compressed-sparse-row form of the transitions (as in mdp.MDP).
 type CSR struct {
-	RowPtr []int     `json:"row_ptr"`
-	Next   []int     `json:"next"`
-	Prob   []float64 `json:"prob"`
+	// RowPtr has states*actions+1 entries; row k = s*actions+a spans [RowPtr[k], RowPtr[k+1]).
+	RowPtr []int `json:"row_ptr"`
+	// Next holds the successor states of all rows.
+	Next []int `json:"next"`
+	// Prob holds the matching probabilities.
+	Prob []float64 `json:"prob"`
 }
 
 // maxPairs bounds states*actions so a malformed spec cannot request huge allocations.

@@ -311,3 +311,32 @@ func TestReadTrajectoriesNPZ(t *testing.T) {
 		}
 	}
 }
+
+func FuzzReadTrajectoriesNPZ(f *testing.F) {
+	for _, name := range []string{"demos.npz", "demos_int32.npz", "bad_gap.npz", "bad_1d.npz"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	path := filepath.Join(f.TempDir(), "fuzz.npz")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		demos, err := ReadTrajectoriesNPZ(path, nil)
+		if err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) || fe.File != path {
+				t.Fatalf("error %v is not a FormatError naming the file", err)
+			}
+			return
+		}
+		for i, tr := range demos {
+			if err := checkTrajectory(0, 0, nil, tr); err != nil {
+				t.Fatalf("accepted trajectory %d is invalid: %v", i, err)
+			}
+		}
+	})
+}

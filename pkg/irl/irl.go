@@ -98,7 +98,9 @@ import (
 // Trajectory is one demonstration: the visited states and the actions taken.
 // len(States) is len(Actions) or len(Actions)+1 (final state included).
 type Trajectory struct {
-	States  []int `json:"states"`
+	// States are the visited state indices.
+	States []int `json:"states"`
+	// Actions are the action indices taken, Actions[t] in States[t].
 	Actions []int `json:"actions"`
 }
 
@@ -123,9 +125,11 @@ type Config struct {
 	GradTol float64 `json:"grad_tol"`
 	// Optimizer is "gd" (default, plain gradient ascent) or "adam".
 	Optimizer string `json:"optimizer"`
-	// Beta1, Beta2 and Epsilon are Adam's constants (defaults 0.9, 0.999, 1e-8).
-	Beta1   float64 `json:"beta1"`
-	Beta2   float64 `json:"beta2"`
+	// Beta1 is Adam's first-moment decay (default 0.9).
+	Beta1 float64 `json:"beta1"`
+	// Beta2 is Adam's second-moment decay (default 0.999).
+	Beta2 float64 `json:"beta2"`
+	// Epsilon is Adam's denominator offset (default 1e-8).
 	Epsilon float64 `json:"epsilon"`
 	// Theta0 is the starting θ (default zeros); it is copied, not modified.
 	Theta0 []float64 `json:"theta0,omitempty"`
@@ -141,8 +145,12 @@ type Config struct {
 type Iteration struct {
 	// Index counts evaluations from 0 (θ_Index is the θ evaluated).
 	Index int
-	// LogLik, Objective and GradNorm are evaluated at θ_Index.
-	LogLik, Objective, GradNorm float64
+	// LogLik is the log-likelihood at θ_Index.
+	LogLik float64
+	// Objective is LogLik − (λ/2)‖θ‖² at θ_Index.
+	Objective float64
+	// GradNorm is ‖∇Objective‖₂ at θ_Index.
+	GradNorm float64
 }
 
 // Resolve returns c with its zero fields replaced by the defaults, or an
@@ -199,14 +207,21 @@ type Result struct {
 	Iterations int `json:"iterations"`
 	// Converged reports whether ‖∇‖₂ ≤ GradTol was reached.
 	Converged bool `json:"converged"`
-	// LogLik, Objective and GradNorm hold the values at θ_0..θ_Iterations
-	// (length Iterations+1; the last entry is at Theta).
-	LogLik    []float64 `json:"loglik"`
+	// LogLik holds the log-likelihood at θ_0..θ_Iterations (length
+	// Iterations+1; the last entry is at Theta).
+	LogLik []float64 `json:"loglik"`
+	// Objective holds LogLik − (λ/2)‖θ‖² at the same points.
 	Objective []float64 `json:"objective"`
-	GradNorm  []float64 `json:"grad_norm"`
-	// EmpiricalFeatures is μ_D; ExpectedFeatures is μ_π at Theta.
+	// GradNorm holds ‖∇Objective‖₂ at the same points.
+	GradNorm []float64 `json:"grad_norm"`
+	// ValueSweeps counts the soft Bellman sweeps over all evaluations.
+	ValueSweeps int `json:"value_sweeps"`
+	// VisitSweeps counts the visit-propagation sweeps over all evaluations.
+	VisitSweeps int `json:"visit_sweeps"`
+	// EmpiricalFeatures is μ_D.
 	EmpiricalFeatures []float64 `json:"empirical_features"`
-	ExpectedFeatures  []float64 `json:"expected_features"`
+	// ExpectedFeatures is μ_π at Theta.
+	ExpectedFeatures []float64 `json:"expected_features"`
 }
 
 // Objective evaluates the MaxEnt IRL objective and its gradient for one MDP,
@@ -441,6 +456,8 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 	res := Result{EmpiricalFeatures: append([]float64(nil), o.muD...)}
 	for it := 0; ; it++ {
 		obj, ll := o.Eval(grad, theta)
+		res.ValueSweeps += o.vals.Iterations
+		res.VisitSweeps += o.ws.VisitIterations()
 		gn := floats.Norm(grad, 2)
 		res.LogLik = append(res.LogLik, ll)
 		res.Objective = append(res.Objective, obj)

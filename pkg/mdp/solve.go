@@ -218,6 +218,7 @@ func (v *Values) Start() []float64 { return v.V[:v.NumStates] }
 // Policy is a stochastic policy, stationary (Steps = 1) or time-indexed
 // (Steps = T); Prob[(t*S+s)*A+a] = π_t(a|s).
 type Policy struct {
+	// NumStates and NumActions are S and A of the MDP.
 	NumStates, NumActions int
 	// Steps is the number of time slices (1 = stationary).
 	Steps int

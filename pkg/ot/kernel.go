@@ -326,11 +326,28 @@ func (r *rotPass) runRange(c, lo, hi int) {
 				bandCols(tmp[i*w:(i+1)*w], r.src[a*post+q0:], post, r.m[i*nk+a:i*nk+e])
 			}
 		}
-		for q := 0; q < w; q++ {
-			o := r.dst[(q0+q)*nk : (q0+q+1)*nk]
-			for i := range o {
-				o[i] = tmp[i*w+q]
-			}
+		transposeInto(r.dst[q0*nk:(q0+w)*nk], tmp[:nk*w], nk, w)
+	}
+}
+
+// transposeInto sets dst[q·nk + i] = src[i·w + q] (src is nk×w, dst w×nk),
+// four columns at a time so that each source read is one cache line.
+func transposeInto(dst, src []float64, nk, w int) {
+	q := 0
+	for ; q+3 < w; q += 4 {
+		o0 := dst[q*nk : (q+1)*nk]
+		o1 := dst[(q+1)*nk : (q+2)*nk]
+		o2 := dst[(q+2)*nk : (q+3)*nk]
+		o3 := dst[(q+3)*nk : (q+4)*nk]
+		for i := range o0 {
+			t := src[i*w+q : i*w+q+4 : i*w+q+4]
+			o0[i], o1[i], o2[i], o3[i] = t[0], t[1], t[2], t[3]
+		}
+	}
+	for ; q < w; q++ {
+		o := dst[q*nk : (q+1)*nk]
+		for i := range o {
+			o[i] = src[i*w+q]
 		}
 	}
 }
