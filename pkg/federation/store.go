@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Store is the server's embedded database: one bbolt file holding task
@@ -56,7 +57,7 @@ type taskState struct {
 func OpenStore(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
 		}
 		return nil, fmt.Errorf("opening store %s: %w", path, err)

@@ -1,10 +1,15 @@
 package irl
 
 import (
+	"archive/zip"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-
-	"github.com/sbinet/npyio/npz"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
@@ -28,54 +33,33 @@ func ReadTrajectoriesNPZ(path string, m *mdp.MDP) ([]Trajectory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening demonstrations: %w", err)
 	}
-	r, err := npz.NewReader(f, st.Size())
+	return DecodeTrajectoriesNPZ(f, st.Size(), path, m)
+}
+
+// DecodeTrajectoriesNPZ reads an .npz archive of size bytes from r; name is
+// used in errors. See ReadTrajectoriesNPZ for the layout.
+func DecodeTrajectoriesNPZ(r io.ReaderAt, size int64, path string, m *mdp.MDP) ([]Trajectory, error) {
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, &FormatError{File: path, Msg: fmt.Sprintf("not a readable .npz archive: %v", err)}
 	}
-	defer r.Close()
 	bad := func(field, format string, args ...any) error {
 		return &FormatError{File: path, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	read := func(name string) ([]int64, int, int, error) {
-		h := r.Header(name + ".npy")
-		if h == nil {
-			h = r.Header(name)
+		var zf *zip.File
+		for _, f := range zr.File {
+			if f.Name == name+".npy" || f.Name == name {
+				zf = f
+				break
+			}
 		}
-		if h == nil {
+		if zf == nil {
 			return nil, 0, 0, bad(name, "missing array")
 		}
-		key := name
-		if r.Header(name+".npy") != nil {
-			key = name + ".npy"
-		}
-		shape := h.Descr.Shape
-		if len(shape) != 2 {
-			return nil, 0, 0, bad(name, "has shape %v, want 2 dimensions (trajectories × steps)", shape)
-		}
-		if h.Descr.Fortran {
-			return nil, 0, 0, bad(name, "is stored in Fortran order; save a C-ordered array")
-		}
-		rows, cols := shape[0], shape[1]
-		var data []int64
-		switch h.Descr.Type {
-		case "<i8", "|i8":
-			if err := r.Read(key, &data); err != nil {
-				return nil, 0, 0, bad(name, "%v", err)
-			}
-		case "<i4", "|i4":
-			var d32 []int32
-			if err := r.Read(key, &d32); err != nil {
-				return nil, 0, 0, bad(name, "%v", err)
-			}
-			data = make([]int64, len(d32))
-			for i, v := range d32 {
-				data[i] = int64(v)
-			}
-		default:
-			return nil, 0, 0, bad(name, "has dtype %s, want little-endian int64 or int32", h.Descr.Type)
-		}
-		if len(data) != rows*cols {
-			return nil, 0, 0, bad(name, "holds %d values, want %d×%d", len(data), rows, cols)
+		data, rows, cols, err := readNPYInts(zf)
+		if err != nil {
+			return nil, 0, 0, bad(name, "%v", err)
 		}
 		return data, rows, cols, nil
 	}
@@ -137,4 +121,94 @@ func ReadTrajectoriesNPZ(path string, m *mdp.MDP) ([]Trajectory, error) {
 		}
 	}
 	return demos, nil
+}
+
+// maxNPYBytes bounds the size of one array so a corrupt archive cannot request huge allocations.
+const maxNPYBytes = 1 << 31
+
+var (
+	npyDescr   = regexp.MustCompile(`'descr'\s*:\s*'([^']*)'`)
+	npyFortran = regexp.MustCompile(`'fortran_order'\s*:\s*(True|False)`)
+	npyShape   = regexp.MustCompile(`'shape'\s*:\s*\(([^)]*)\)`)
+)
+
+// readNPYInts decodes a 2-D little-endian int64 or int32 .npy array from a
+// zip entry. It is hand-written rather than using github.com/sbinet/npyio
+// because that parser panics or loops on corrupt headers (found by fuzzing)
+// and user files must only ever produce errors.
+func readNPYInts(zf *zip.File) (data []int64, rows, cols int, err error) {
+	if zf.UncompressedSize64 > maxNPYBytes {
+		return nil, 0, 0, fmt.Errorf("array of %d bytes is too large", zf.UncompressedSize64)
+	}
+	rc, err := zf.Open()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("cannot open: %v", err)
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(io.LimitReader(rc, maxNPYBytes+1))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("cannot read: %v", err)
+	}
+	if len(raw) < 10 || string(raw[:6]) != "\x93NUMPY" {
+		return nil, 0, 0, errors.New("not a .npy array (bad magic)")
+	}
+	var hl, off int
+	switch raw[6] {
+	case 1:
+		hl, off = int(binary.LittleEndian.Uint16(raw[8:10])), 10
+	case 2, 3:
+		if len(raw) < 12 {
+			return nil, 0, 0, errors.New("truncated .npy header")
+		}
+		hl, off = int(binary.LittleEndian.Uint32(raw[8:12])), 12
+	default:
+		return nil, 0, 0, fmt.Errorf("unsupported .npy version %d", raw[6])
+	}
+	if hl > len(raw)-off {
+		return nil, 0, 0, errors.New("truncated .npy header")
+	}
+	hdr, body := string(raw[off:off+hl]), raw[off+hl:]
+	d, f, sh := npyDescr.FindStringSubmatch(hdr), npyFortran.FindStringSubmatch(hdr), npyShape.FindStringSubmatch(hdr)
+	if d == nil || f == nil || sh == nil {
+		return nil, 0, 0, fmt.Errorf("malformed .npy header %q", hdr)
+	}
+	if f[1] == "True" {
+		return nil, 0, 0, errors.New("is stored in Fortran order; save a C-ordered array")
+	}
+	var shape []int
+	for _, tok := range strings.Split(sh[1], ",") {
+		if tok = strings.TrimSpace(tok); tok == "" {
+			continue
+		}
+		v, err := strconv.Atoi(tok)
+		if err != nil || v < 0 {
+			return nil, 0, 0, fmt.Errorf("bad shape entry %q", tok)
+		}
+		shape = append(shape, v)
+	}
+	if len(shape) != 2 {
+		return nil, 0, 0, fmt.Errorf("has shape %v, want 2 dimensions (trajectories × steps)", shape)
+	}
+	rows, cols = shape[0], shape[1]
+	size := 0
+	switch d[1] {
+	case "<i8":
+		size = 8
+	case "<i4":
+		size = 4
+	default:
+		return nil, 0, 0, fmt.Errorf("has dtype %s, want little-endian int64 or int32", d[1])
+	}
+	if cols > 0 && rows > len(body)/size/cols || rows*cols*size != len(body) {
+		return nil, 0, 0, fmt.Errorf("holds %d data bytes, want %d×%d values of %d bytes", len(body), rows, cols, size)
+	}
+	data = make([]int64, rows*cols)
+	for i := range data {
+		if size == 8 {
+			data[i] = int64(binary.LittleEndian.Uint64(body[8*i:]))
+		} else {
+			data[i] = int64(int32(binary.LittleEndian.Uint32(body[4*i:])))
+		}
+	}
+	return data, rows, cols, nil
 }

@@ -207,7 +207,7 @@ func TestTanh4(t *testing.T) {
 	for x := -45.0; x <= 45; x += 0.000377 {
 		xs = append(xs, x)
 	}
-	xs = append(xs, 0, -0.0, 1e-300, -1e-12, 0.0199999, -0.02, 0.02000001, 19.99, 20, 20.01, 700, -700, math.Inf(1), math.Inf(-1))
+	xs = append(xs, 0, math.Copysign(0, -1), 1e-300, -1e-12, 0.0199999, -0.02, 0.02000001, 19.99, 20, 20.01, 700, -700, math.Inf(1), math.Inf(-1))
 	for len(xs)%4 != 0 {
 		xs = append(xs, 0.5)
 	}

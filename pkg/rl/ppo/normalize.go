@@ -74,11 +74,3 @@ func (r *RunningMeanStd) Normalize(dst, x []float64, n int, eps, clip float64) [
 	}
 	return dst
 }
-
-func (r *RunningMeanStd) clone() *RunningMeanStd {
-	c := NewRunningMeanStd(len(r.Mean))
-	copy(c.Mean, r.Mean)
-	copy(c.Var, r.Var)
-	c.Count = r.Count
-	return c
-}
