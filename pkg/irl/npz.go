@@ -36,7 +36,7 @@ func ReadTrajectoriesNPZ(path string, m *mdp.MDP) ([]Trajectory, error) {
 	return DecodeTrajectoriesNPZ(f, st.Size(), path, m)
 }
 
-// DecodeTrajectoriesNPZ reads an .npz archive of size bytes from r; name is
+// DecodeTrajectoriesNPZ reads an .npz archive of size bytes from r; path is
 // used in errors. See ReadTrajectoriesNPZ for the layout.
 func DecodeTrajectoriesNPZ(r io.ReaderAt, size int64, path string, m *mdp.MDP) ([]Trajectory, error) {
 	zr, err := zip.NewReader(r, size)
@@ -134,8 +134,9 @@ var (
 
 // readNPYInts decodes a 2-D little-endian int64 or int32 .npy array from a
 // zip entry. It is hand-written rather than using github.com/sbinet/npyio
-// because that parser panics or loops on corrupt headers (found by fuzzing)
-// and user files must only ever produce errors.
+// because its v0.6.0 header parser panics on corrupt input (a header without
+// a newline gives "slice bounds out of range [:-1]") and its element loop
+// ignores io.EOF, while user files must only ever produce errors.
 func readNPYInts(zf *zip.File) (data []int64, rows, cols int, err error) {
 	if zf.UncompressedSize64 > maxNPYBytes {
 		return nil, 0, 0, fmt.Errorf("array of %d bytes is too large", zf.UncompressedSize64)
