@@ -128,6 +128,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 				fd[j] = (fp - fm) / (2 * c.h)
 			}
 			scale := floats.Norm(grad, math.Inf(1))
+			t.Logf("max |analytic − finite difference| / ‖∇‖∞ = %.2g", approx.MaxAbsDiff(grad, fd)/scale)
 			for j := range grad {
 				if math.Abs(grad[j]-fd[j]) > 1e-6*scale {
 					t.Fatalf("grad[%d] = %.12g, finite difference %.12g (|diff| %.3g > 1e-6 * %.3g)", j, grad[j], fd[j], math.Abs(grad[j]-fd[j]), scale)

@@ -386,7 +386,7 @@ func TestOccupancy(t *testing.T) {
 }
 
 func TestWorkersDeterministic(t *testing.T) {
-	m := randomMDP(40, 1500, 4, 5, 10, 0.95, 0)
+	m := randomMDP(40, 6000, 4, 5, 10, 0.95, 0)
 	r := randomReward(40, m.NumPairs())
 	var vs [][]float64
 	var ds [][]float64
