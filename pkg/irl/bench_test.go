@@ -4,64 +4,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
-
-// benchRandomMDP returns an S-state, A-action MDP with k successors per pair near the source state.
-func benchRandomMDP(S, A, k int, gamma float64) *mdp.MDP {
-	rng := rand.New(rand.NewPCG(1, 2))
-	b := mdp.NewBuilder(S, A)
-	b.Gamma = gamma
-	for s := 0; s < S; s++ {
-		for a := 0; a < A; a++ {
-			for i := 0; i < k; i++ {
-				b.AddTransition(s, a, (s+rng.IntN(200)-100+S)%S, 1/float64(k))
-			}
-		}
-	}
-	m, err := b.Build()
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// benchGrid returns an n×n slippery grid world (success 0.9, walls bounce)
-// whose far corner is a terminal goal, starting in the opposite corner.
-func benchGrid(n int, gamma float64) *mdp.MDP {
-	S := n * n
-	b := mdp.NewBuilder(S, 4)
-	b.Gamma = gamma
-	b.SetTerminal(S - 1)
-	dx := [4]int{1, -1, 0, 0}
-	dy := [4]int{0, 0, 1, -1}
-	for s := 0; s < S; s++ {
-		x, y := s%n, s/n
-		for a := 0; a < 4; a++ {
-			for d := 0; d < 4; d++ {
-				p := 0.1 / 3
-				if d == a {
-					p = 0.9
-				}
-				nx, ny := x+dx[d], y+dy[d]
-				if nx < 0 || nx >= n || ny < 0 || ny >= n {
-					nx, ny = x, y
-				}
-				b.AddTransition(s, a, ny*n+nx, p)
-			}
-		}
-	}
-	b.Init = make([]float64, S)
-	b.Init[0] = 1
-	m, err := b.Build()
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
 
 // benchProblem returns features and demonstrations for m: d random features and
 // nDemo uniform-random-policy episodes of at most 50 steps.
@@ -84,8 +33,8 @@ var benchCases = []struct {
 	m    func() *mdp.MDP
 	d    int
 }{
-	{"10000x5", func() *mdp.MDP { return benchRandomMDP(10000, 5, 10, 0.99) }, 64},
-	{"Grid20x20", func() *mdp.MDP { return benchGrid(20, 0.99) }, 16},
+	{"10000x5", func() *mdp.MDP { return mdptest.BandedMDP(10000, 5, 10, 0.99) }, 64},
+	{"Grid20x20", func() *mdp.MDP { return mdptest.SlipperyGrid(20, 0.99) }, 16},
 }
 
 // BenchmarkGradientStep times one MaxEnt IRL step as MaxEnt runs it: reward
@@ -109,14 +58,14 @@ func BenchmarkGradientStep(b *testing.B) {
 			b.ReportAllocs()
 			sweeps, visitSweeps := 0, 0
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := mdptest.ProcessCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 				floats.AddScaled(theta, 5e-3, grad)
 				sweeps += o.vals.Iterations
 				visitSweeps += o.ws.VisitIterations()
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(sweeps)/float64(b.N), "value-sweeps/step")
 			b.ReportMetric(float64(visitSweeps)/float64(b.N), "visit-sweeps/step")
 		})
@@ -142,11 +91,11 @@ func BenchmarkGradientStepCold(b *testing.B) {
 			o.Eval(grad, theta) // allocate the buffers; warm start is off, so every op is a cold solve
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := mdptest.ProcessCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(o.vals.Iterations), "value-sweeps")
 			b.ReportMetric(float64(o.ws.VisitIterations()), "visit-sweeps")
 		})

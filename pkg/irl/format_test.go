@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
@@ -166,7 +168,7 @@ func assertSameMDP(t *testing.T, a, b *mdp.MDP) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	m := randomMDP(400, 9, 3, 3, 2, 0.87, 4)
+	m := mdptest.RandomMDP(400, 9, 3, 3, 2, 0.87, 4)
 	phi := randomFeatures(400, m.NumPairs(), 3)
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "spec.json")

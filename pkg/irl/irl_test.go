@@ -8,49 +8,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
-
-// randomMDP returns an MDP with k random successors per pair, nTerm terminal states and a random Init.
-func randomMDP(seed uint64, S, A, k, nTerm int, gamma float64, horizon int) *mdp.MDP {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	b := mdp.NewBuilder(S, A)
-	b.Gamma, b.Horizon = gamma, horizon
-	for t := 0; t < nTerm; t++ {
-		b.SetTerminal(S - 1 - t)
-	}
-	for s := 0; s < S; s++ {
-		for a := 0; a < A; a++ {
-			w := make([]float64, k)
-			sum := 0.0
-			for i := range w {
-				w[i] = rng.Float64() + 0.05
-				sum += w[i]
-			}
-			for i := range w {
-				b.AddTransition(s, a, rng.IntN(S), w[i]/sum)
-			}
-		}
-	}
-	b.Init = make([]float64, S)
-	sum := 0.0
-	for s := 0; s < S-nTerm; s++ {
-		b.Init[s] = rng.Float64()
-		sum += b.Init[s]
-	}
-	for s := range b.Init {
-		b.Init[s] /= sum
-	}
-	m, err := b.Build()
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
 
 // randomFeatures returns an (S*A)×d matrix with entries uniform in [0,1).
 func randomFeatures(seed uint64, n, d int) *mat.Dense {
@@ -96,7 +61,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 	}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := randomMDP(uint64(100+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
+			m := mdptest.RandomMDP(uint64(100+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
 			d := 4
 			phi := randomFeatures(uint64(100+ci), m.NumPairs(), d)
 			rng := rand.New(rand.NewPCG(uint64(ci), 0))
@@ -169,7 +134,7 @@ func TestRecovery(t *testing.T) {
 func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, gamma float64, horizon, n int, opt string, lr float64, strict bool) {
 	t.Run(name, func(t *testing.T) {
 		{
-			m := randomMDP(seed, S, A, k, nTerm, gamma, horizon)
+			m := mdptest.RandomMDP(seed, S, A, k, nTerm, gamma, horizon)
 			d := 5
 			phi := randomFeatures(seed, m.NumPairs(), d)
 			rng := rand.New(rand.NewPCG(seed, 0))
@@ -236,7 +201,7 @@ func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, ga
 
 // TestPaperSettingsAscend runs the appendix settings (τ=1e-3, η=5e-3, L2) and checks the objective improves.
 func TestPaperSettingsAscend(t *testing.T) {
-	m := randomMDP(300, 30, 4, 3, 1, 0.95, 0)
+	m := mdptest.RandomMDP(300, 30, 4, 3, 1, 0.95, 0)
 	phi := randomFeatures(300, m.NumPairs(), 6)
 	thetaStar := []float64{1, -1, 0.5, 0, 2, -0.5}
 	demos, _ := expertDemos(m, phi, thetaStar, 1e-3, 50, 100, 3)
@@ -253,7 +218,7 @@ func TestPaperSettingsAscend(t *testing.T) {
 }
 
 func TestWarmStartContinues(t *testing.T) {
-	m := randomMDP(301, 12, 3, 2, 0, 0.9, 0)
+	m := mdptest.RandomMDP(301, 12, 3, 2, 0, 0.9, 0)
 	phi := randomFeatures(301, m.NumPairs(), 3)
 	demos, _ := expertDemos(m, phi, []float64{1, -2, 0.5}, 1, 30, 40, 4)
 	cfg := Config{Temperature: 1, LearningRate: 0.05, GradTol: -1, MaxIter: 20}
@@ -270,7 +235,7 @@ func TestWarmStartContinues(t *testing.T) {
 }
 
 func TestMaxEntCancel(t *testing.T) {
-	m := randomMDP(302, 8, 2, 2, 0, 0.9, 0)
+	m := mdptest.RandomMDP(302, 8, 2, 2, 0, 0.9, 0)
 	phi := randomFeatures(302, m.NumPairs(), 2)
 	demos, _ := expertDemos(m, phi, []float64{1, -1}, 1, 5, 20, 5)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -285,7 +250,7 @@ func TestMaxEntCancel(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	m := randomMDP(303, 4, 2, 2, 0, 0.9, 0)
+	m := mdptest.RandomMDP(303, 4, 2, 2, 0, 0.9, 0)
 	phi := randomFeatures(303, m.NumPairs(), 2)
 	demos := []Trajectory{{States: []int{0, 1}, Actions: []int{1}}}
 	cases := []struct {

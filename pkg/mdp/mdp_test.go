@@ -1,4 +1,4 @@
-package mdp
+package mdp_test
 
 import (
 	"math"
@@ -6,47 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 )
-
-// randomMDP returns an MDP with k random successors per pair, nTerm terminal states and a random Init.
-func randomMDP(seed uint64, S, A, k, nTerm int, gamma float64, horizon int) *MDP {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	b := NewBuilder(S, A)
-	b.Gamma, b.Horizon = gamma, horizon
-	for t := 0; t < nTerm; t++ {
-		b.SetTerminal(S - 1 - t)
-	}
-	for s := 0; s < S; s++ {
-		for a := 0; a < A; a++ {
-			w := make([]float64, k)
-			sum := 0.0
-			for i := range w {
-				w[i] = rng.Float64() + 0.05
-				sum += w[i]
-			}
-			for i := range w {
-				b.AddTransition(s, a, rng.IntN(S), w[i]/sum)
-			}
-		}
-	}
-	b.Init = make([]float64, S)
-	sum := 0.0
-	for s := 0; s < S-nTerm; s++ {
-		b.Init[s] = rng.Float64()
-		sum += b.Init[s]
-	}
-	for s := range b.Init {
-		b.Init[s] /= sum
-	}
-	m, err := b.Build()
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
 
 func randomReward(seed uint64, n int) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -60,26 +26,26 @@ func randomReward(seed uint64, n int) []float64 {
 func TestBuilderErrors(t *testing.T) {
 	cases := []struct {
 		name  string
-		build func(b *Builder)
+		build func(b *mdp.Builder)
 		want  string
 	}{
-		{"sum below one", func(b *Builder) {
+		{"sum below one", func(b *mdp.Builder) {
 			b.AddTransition(0, 0, 1, 1)
 			b.AddTransition(0, 1, 1, 1)
 			b.AddTransition(1, 0, 0, 0.5)
 			b.AddTransition(1, 1, 0, 1)
 		}, "state 1 action 0: transition probabilities sum to 0.5"},
-		{"missing row", func(b *Builder) {
+		{"missing row", func(b *mdp.Builder) {
 			b.AddTransition(0, 0, 1, 1)
 			b.AddTransition(1, 0, 0, 1)
 			b.AddTransition(1, 1, 0, 1)
 		}, "state 0 action 1: transition probabilities sum to 0"},
-		{"bad state", func(b *Builder) { b.AddTransition(2, 0, 0, 1) }, "state 2 out of range"},
-		{"bad action", func(b *Builder) { b.AddTransition(0, -1, 0, 1) }, "action -1 out of range"},
-		{"bad next", func(b *Builder) { b.AddTransition(0, 0, 5, 1) }, "next state 5 out of range"},
-		{"bad prob", func(b *Builder) { b.AddTransition(0, 0, 1, 1.5) }, "probability 1.5 not in [0,1]"},
-		{"nan prob", func(b *Builder) { b.AddTransition(0, 0, 1, math.NaN()) }, "probability NaN"},
-		{"bad gamma", func(b *Builder) {
+		{"bad state", func(b *mdp.Builder) { b.AddTransition(2, 0, 0, 1) }, "state 2 out of range"},
+		{"bad action", func(b *mdp.Builder) { b.AddTransition(0, -1, 0, 1) }, "action -1 out of range"},
+		{"bad next", func(b *mdp.Builder) { b.AddTransition(0, 0, 5, 1) }, "next state 5 out of range"},
+		{"bad prob", func(b *mdp.Builder) { b.AddTransition(0, 0, 1, 1.5) }, "probability 1.5 not in [0,1]"},
+		{"nan prob", func(b *mdp.Builder) { b.AddTransition(0, 0, 1, math.NaN()) }, "probability NaN"},
+		{"bad gamma", func(b *mdp.Builder) {
 			b.Gamma = 1
 			for s := 0; s < 2; s++ {
 				for a := 0; a < 2; a++ {
@@ -87,11 +53,11 @@ func TestBuilderErrors(t *testing.T) {
 				}
 			}
 		}, "gamma = 1 needs a finite horizon"},
-		{"bad terminal", func(b *Builder) { b.SetTerminal(7) }, "terminal state 7 out of range"},
+		{"bad terminal", func(b *mdp.Builder) { b.SetTerminal(7) }, "terminal state 7 out of range"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := NewBuilder(2, 2)
+			b := mdp.NewBuilder(2, 2)
 			b.Gamma = 0.9
 			c.build(b)
 			_, err := b.Build()
@@ -103,7 +69,7 @@ func TestBuilderErrors(t *testing.T) {
 }
 
 func TestBuilderMergesAndNormalizes(t *testing.T) {
-	b := NewBuilder(2, 1)
+	b := mdp.NewBuilder(2, 1)
 	b.Gamma = 0.5
 	b.AddTransition(0, 0, 1, 0.25)
 	b.AddTransition(0, 0, 0, 0.5)
@@ -122,7 +88,7 @@ func TestBuilderMergesAndNormalizes(t *testing.T) {
 }
 
 // densePolicyValue solves (I − γ P_π) V = r_π densely for a stationary policy (terminal rows V = 0).
-func densePolicyValue(m *MDP, r []float64, pi []float64) []float64 {
+func densePolicyValue(m *mdp.MDP, r []float64, pi []float64) []float64 {
 	S, A := m.NumStates, m.NumActions
 	lhs := mat.NewDense(S, S, nil)
 	rhs := mat.NewVecDense(S, nil)
@@ -159,9 +125,9 @@ func TestValueIterationBruteForce(t *testing.T) {
 		{4, 2, 1, 0, 0.99},
 	}
 	for ci, c := range cases {
-		m := randomMDP(uint64(ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
+		m := mdptest.RandomMDP(uint64(ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
 		r := randomReward(uint64(ci), m.NumPairs())
-		ws := NewWorkspace(m, Options{Tol: 1e-13})
+		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
 		v := ws.ValueIteration(nil, r)
 		if !v.Converged {
 			t.Fatalf("case %d: not converged, residual %g", ci, v.Residual)
@@ -193,7 +159,7 @@ func TestValueIterationBruteForce(t *testing.T) {
 }
 
 // expectimax computes the optimal finite-horizon value by plain recursion.
-func expectimax(m *MDP, r []float64, s, stepsLeft int, disc float64) float64 {
+func expectimax(m *mdp.MDP, r []float64, s, stepsLeft int, disc float64) float64 {
 	if stepsLeft == 0 || m.IsTerminal(s) {
 		return 0
 	}
@@ -211,9 +177,9 @@ func expectimax(m *MDP, r []float64, s, stepsLeft int, disc float64) float64 {
 
 func TestFiniteHorizonValueIteration(t *testing.T) {
 	for ci, T := range []int{1, 2, 5} {
-		m := randomMDP(uint64(10+ci), 4, 2, 2, 1, 0.9, T)
+		m := mdptest.RandomMDP(uint64(10+ci), 4, 2, 2, 1, 0.9, T)
 		r := randomReward(uint64(10+ci), m.NumPairs())
-		ws := NewWorkspace(m, Options{})
+		ws := mdp.NewWorkspace(m, mdp.Options{})
 		v := ws.ValueIteration(nil, r)
 		for tt := 0; tt <= T; tt++ {
 			for s := 0; s < m.NumStates; s++ {
@@ -229,9 +195,9 @@ func TestSoftValueIsEntropyRegularizedReturn(t *testing.T) {
 		tau     float64
 		horizon int
 	}{{1, 0}, {0.3, 0}, {1e-3, 0}, {0.5, 6}} {
-		m := randomMDP(uint64(20+ci), 8, 3, 3, 1, 0.9, c.horizon)
+		m := mdptest.RandomMDP(uint64(20+ci), 8, 3, 3, 1, 0.9, c.horizon)
 		r := randomReward(uint64(20+ci), m.NumPairs())
-		ws := NewWorkspace(m, Options{Tol: 1e-13})
+		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
 		v := ws.SoftValueIteration(nil, r, c.tau)
 		pi := ws.SoftPolicy(nil, v, c.tau)
 		if c.horizon > 0 {
@@ -271,7 +237,7 @@ func TestSoftValueIsEntropyRegularizedReturn(t *testing.T) {
 }
 
 // denseVisits solves d_s = init + γ P_π^T d_s and returns d(s,a) = d_s(s)π(a|s).
-func denseVisits(m *MDP, pi []float64) []float64 {
+func denseVisits(m *mdp.MDP, pi []float64) []float64 {
 	S, A := m.NumStates, m.NumActions
 	lhs := mat.NewDense(S, S, nil)
 	for s := 0; s < S; s++ {
@@ -303,7 +269,7 @@ func denseVisits(m *MDP, pi []float64) []float64 {
 }
 
 // monteCarloVisits estimates d(s,a) and its standard error from n rollouts.
-func monteCarloVisits(m *MDP, pi *Policy, n int, seed uint64) (mean, se []float64) {
+func monteCarloVisits(m *mdp.MDP, pi *mdp.Policy, n int, seed uint64) (mean, se []float64) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	SA := m.NumPairs()
 	sum, sum2, cur := make([]float64, SA), make([]float64, SA), make([]float64, SA)
@@ -347,9 +313,9 @@ func TestOccupancy(t *testing.T) {
 	}
 	for ci, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := randomMDP(uint64(30+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
+			m := mdptest.RandomMDP(uint64(30+ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon)
 			r := randomReward(uint64(30+ci), m.NumPairs())
-			ws := NewWorkspace(m, Options{Tol: 1e-13})
+			ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
 			v := ws.SoftValueIteration(nil, r, c.tau)
 			pi := ws.SoftPolicy(nil, v, c.tau)
 			d := ws.Visits(nil, pi, nil)
@@ -386,12 +352,12 @@ func TestOccupancy(t *testing.T) {
 }
 
 func TestWorkersDeterministic(t *testing.T) {
-	m := randomMDP(40, 6000, 4, 5, 10, 0.95, 0)
+	m := mdptest.RandomMDP(40, 6000, 4, 5, 10, 0.95, 0)
 	r := randomReward(40, m.NumPairs())
 	var vs [][]float64
 	var ds [][]float64
 	for _, w := range []int{1, 2, 3} {
-		ws := NewWorkspace(m, Options{Workers: w})
+		ws := mdp.NewWorkspace(m, mdp.Options{Workers: w})
 		if w > 1 && ws.Workers() != w {
 			t.Fatalf("workers = %d, want %d", ws.Workers(), w)
 		}
@@ -416,10 +382,10 @@ func TestWorkersDeterministic(t *testing.T) {
 }
 
 func TestWarmStartAgrees(t *testing.T) {
-	m := randomMDP(41, 50, 3, 3, 2, 0.95, 0)
+	m := mdptest.RandomMDP(41, 50, 3, 3, 2, 0.95, 0)
 	r := randomReward(41, m.NumPairs())
-	cold := NewWorkspace(m, Options{Tol: 1e-12})
-	warm := NewWorkspace(m, Options{Tol: 1e-12, WarmStart: true})
+	cold := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-12})
+	warm := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-12, WarmStart: true})
 	vw := warm.SoftValueIteration(nil, r, 0.5)
 	for i := range r {
 		r[i] += 0.01
@@ -433,9 +399,9 @@ func TestWarmStartAgrees(t *testing.T) {
 }
 
 func TestSweepAllocatesNothing(t *testing.T) {
-	m := randomMDP(42, 3000, 5, 4, 0, 0.9, 0)
+	m := mdptest.RandomMDP(42, 3000, 5, 4, 0, 0.9, 0)
 	r := randomReward(42, m.NumPairs())
-	ws := NewWorkspace(m, Options{MaxIter: 1, Workers: 2})
+	ws := mdp.NewWorkspace(m, mdp.Options{MaxIter: 1, Workers: 2})
 	v := ws.SoftValueIteration(nil, r, 0.1)
 	pi := ws.SoftPolicy(nil, v, 0.1)
 	d := ws.Visits(nil, pi, nil)
@@ -450,8 +416,8 @@ func TestSweepAllocatesNothing(t *testing.T) {
 }
 
 func TestRolloutDeterministic(t *testing.T) {
-	m := randomMDP(43, 10, 2, 2, 1, 0.9, 0)
-	pi := NewPolicy(m)
+	m := mdptest.RandomMDP(43, 10, 2, 2, 1, 0.9, 0)
+	pi := mdp.NewPolicy(m)
 	a1, b1 := m.Rollout(rand.New(rand.NewPCG(7, 7)), pi, 50)
 	a2, b2 := m.Rollout(rand.New(rand.NewPCG(7, 7)), pi, 50)
 	if len(a1) != len(b1)+1 || len(a1) != len(a2) {
@@ -477,10 +443,10 @@ func TestAndersonMatchesPlain(t *testing.T) {
 		{100, 5, 3, 5, 0.95, 1},
 	}
 	for ci, c := range cases {
-		m := randomMDP(uint64(50+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
+		m := mdptest.RandomMDP(uint64(50+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
 		r := randomReward(uint64(50+ci), m.NumPairs())
-		plain := NewWorkspace(m, Options{Anderson: -1, Tol: 1e-11, MaxIter: 1 << 20})
-		fast := NewWorkspace(m, Options{Tol: 1e-11})
+		plain := mdp.NewWorkspace(m, mdp.Options{Anderson: -1, Tol: 1e-11, MaxIter: 1 << 20})
+		fast := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-11})
 		vp := plain.SoftValueIteration(nil, r, c.tau)
 		vf := fast.SoftValueIteration(nil, r, c.tau)
 		if !vp.Converged || !vf.Converged {

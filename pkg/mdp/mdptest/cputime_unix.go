@@ -1,15 +1,15 @@
 //go:build unix
 
-package irl
+package mdptest
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time (user+system) used by this process so far;
+// ProcessCPU returns the CPU time (user+system) this process has used so far;
 // benchmarks report it per op because wall time is inflated on a shared machine.
-func processCPU() time.Duration {
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package mdptest
+
+import "time"
+
+// ProcessCPU is not measured on this platform and returns 0.
+func ProcessCPU() time.Duration { return 0 }
