@@ -63,23 +63,22 @@ type Workspace struct {
 	d              []float64 // S*A
 
 	// per-call arguments of the range kernels
-	r          []float64
-	tau        float64
-	pi         *Policy
-	t          int
-	vIn, vOut  []float64
-	qOut       []float64
-	base       []float64 // nil means 0
-	yIn, yOut  []float64
-	xIn, xOut  []float64
-	softFn     rangeFn
-	evalFn     rangeFn
-	pushFn     rangeFn
-	pullFn     rangeFn
-	softPolFn  rangeFn
-	polTarget  *Policy
-	polValues  *Values
-	polStepOff int
+	r         []float64
+	tau       float64
+	pi        *Policy
+	t         int
+	vIn, vOut []float64
+	qOut      []float64
+	base      []float64 // nil means 0
+	yIn, yOut []float64
+	xIn, xOut []float64
+	softFn    rangeFn
+	evalFn    rangeFn
+	pushFn    rangeFn
+	pullFn    rangeFn
+	softPolFn rangeFn
+	polTarget *Policy
+	polValues *Values
 }
 
 // NewWorkspace validates m and returns a Workspace for it. It panics if m is

@@ -206,7 +206,6 @@ type Workspace struct {
 	n     int
 	mu    [][]float64 // normalized measures (or their logs)
 	a, b  [][]float64 // scalings (or log scalings)
-	extra [][]float64 // per-measure scratch for Paper (momentum of potentials)
 	alpha []float64
 	p     []float64 // log barycenter accumulator
 	tmp   []float64
