@@ -11,9 +11,14 @@
 // GOMAXPROCS is. See README-gridworld.md in this directory for the protocol
 // and every choice the paper leaves open.
 //
+// The federation step of every study cell runs through
+// federation.RunInProcess, the same Coordinator and RunClient as the
+// networked server and clients; only the transport differs.
+//
 // The package deliberately contains no algorithms of its own: environments
 // come from envs/gridworld, features from features, IRL from irl, dynamic
-// programming from mdp, fusion from fusion and transport from ot. It does not
+// programming from mdp, fusion from fusion, transport from ot and the
+// federation protocol from federation. It does not
 // parse flags (cmd/fedirl does).
 package experiments
 
@@ -127,7 +132,8 @@ type Config struct {
 	Barycenter    BarycenterConfig `yaml:"barycenter" json:"barycenter"`
 	Evaluation    EvaluationConfig `yaml:"evaluation" json:"evaluation"`
 	Ablation      AblationConfig   `yaml:"ablation" json:"ablation"`
-	// Workers is the number of goroutines (results do not depend on it); 0 means 2.
+	// Workers is the number of cells run at once (results do not depend on
+	// it); 0 means 2. Within a cell the clients learn concurrently.
 	Workers int `yaml:"workers" json:"workers"`
 }
 

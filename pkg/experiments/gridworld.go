@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -67,14 +68,6 @@ type Fit struct {
 	probeSpec        gridworld.Spec
 }
 
-// cellSpec describes one unit of work.
-type cellSpec struct {
-	env      EnvConfig
-	seed     uint64
-	weakFrac float64 // ablation only
-	ablation bool
-}
-
 func (c Config) family(e EnvConfig) gridworld.Family {
 	f := gridworld.DefaultFamily(e.GridSize)
 	if e.Obstacles > 0 {
@@ -97,6 +90,15 @@ func heldOutCount(e EnvConfig) int {
 	return e.NumberOfClients
 }
 
+// studyClients returns the cell's clients with the full IRL budget.
+func (c Config) studyClients(st *setup) []*studyClient {
+	out := make([]*studyClient, len(st.clients))
+	for i, env := range st.clients {
+		out[i] = &studyClient{env: env, demos: st.demos[i], cfg: c.IRL, budget: c.IRL.IRLIterations, demoSteps: st.demoSteps[i]}
+	}
+	return out
+}
+
 // setup builds the client, held-out and probe environments of a cell, the
 // experts' demonstrations and the fusion weights.
 type setup struct {
@@ -104,6 +106,7 @@ type setup struct {
 	probeSpec        gridworld.Spec
 	probe            fusion.Probe
 	demos            [][]irl.Trajectory
+	demoSteps        []int     // steps taken before termination, per client's demonstrations
 	weights          []float64 // nil = uniform
 }
 
@@ -145,40 +148,13 @@ func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
 		pol := env.GreedyPolicy(c.Expert.TrueReward)
 		d, n := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, i), pol, c.Expert.EpisodesPerClient)
 		st.demos = append(st.demos, d)
+		st.demoSteps = append(st.demoSteps, n)
 		live[i] = float64(n)
 	}
 	if c.Barycenter.Weights == "demonstrations" {
 		st.weights = live
 	}
 	return st, nil
-}
-
-// fuse runs the three fusions and fills f.Fused, f.Bary and f.DebiasedInfo.
-func (c Config) fuse(f *Fit, st *setup) error {
-	var err error
-	if f.Fused[Mean], err = fusion.Mean(f.Local, st.weights); err != nil {
-		return err
-	}
-	method, err := c.barycenterMethod()
-	if err != nil {
-		return err
-	}
-	opt := c.fusionOptions(method)
-	br, err := st.probe.Fuse(f.Local, st.weights, opt)
-	if err != nil {
-		return err
-	}
-	f.Fused[Barycenter] = br.Theta
-	f.Bary = FusionInfo{br.Sigma, br.Z, br.MarginalError, br.Iterations}
-	opt = c.fusionOptions(ot.Debiased)
-	dr, err := st.probe.Fuse(f.Local, st.weights, opt)
-	if err != nil {
-		return err
-	}
-	f.Fused[Debiased] = dr.Theta
-	f.DebiasedInfo = FusionInfo{dr.Sigma, dr.Z, dr.MarginalError, dr.Iterations}
-	f.Fused[Expert] = append([]float64(nil), c.Expert.TrueReward...)
-	return nil
 }
 
 // fusionOptions returns the fusion options of the configured barycenter for
@@ -233,15 +209,11 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 		return nil, err
 	}
 	f := &Fit{GridSize: e.GridSize, Seed: seed, clients: st.clients, heldOut: st.heldOut, probe: st.probe, probeSpec: st.probeSpec}
-	for i, env := range st.clients {
-		res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, c.IRL.IRLIterations)
-		if err != nil {
-			return nil, fmt.Errorf("grid %d seed %d client %d: %w", e.GridSize, seed, i, err)
-		}
-		f.Local = append(f.Local, res.Theta)
+	clients := c.studyClients(st)
+	for range clients {
 		f.Budgets = append(f.Budgets, c.IRL.IRLIterations)
 	}
-	if err := c.fuse(f, st); err != nil {
+	if err := c.federate(ctx, fmt.Sprintf("grid%d-seed%d", e.GridSize, seed), f, st, clients); err != nil {
 		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
 	}
 	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
@@ -267,14 +239,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		return nil, err
 	}
 	K := a.NumberOfClients
-	full := make([][]float64, K)
-	for i, env := range st.clients {
-		res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, c.IRL.IRLIterations)
-		if err != nil {
-			return nil, fmt.Errorf("ablation seed %d client %d: %w", seed, i, err)
-		}
-		full[i] = res.Theta
-	}
+	full := c.studyClients(st) // learned once, shared by every p
 	var out []*Fit
 	for pi, p := range a.WeakFractions {
 		rng := stream(seed, a.GridSize, purposeWeak, pi)
@@ -289,18 +254,13 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 			budgets[i] = max(1, int(math.Round(fct*float64(c.IRL.IRLIterations))))
 		}
 		f := &Fit{GridSize: a.GridSize, Seed: seed, Budgets: budgets}
-		for i, env := range st.clients {
-			if budgets[i] == c.IRL.IRLIterations {
-				f.Local = append(f.Local, full[i])
-				continue
+		clients := slices.Clone(full)
+		for i, b := range budgets {
+			if b != c.IRL.IRLIterations {
+				clients[i] = &studyClient{env: full[i].env, demos: full[i].demos, cfg: c.IRL, budget: b, demoSteps: full[i].demoSteps}
 			}
-			res, err := env.LocalIRL(ctx, st.demos[i], c.IRL, budgets[i])
-			if err != nil {
-				return nil, fmt.Errorf("ablation seed %d p %v client %d: %w", seed, p, i, err)
-			}
-			f.Local = append(f.Local, res.Theta)
 		}
-		if err := c.fuse(f, st); err != nil {
+		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients); err != nil {
 			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
 		}
 		c.evaluate(f, st, []Method{Mean, Barycenter, Debiased})

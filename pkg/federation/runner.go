@@ -19,11 +19,21 @@ type LocalClient struct {
 type InProcessConfig struct {
 	// StorePath is the bbolt file to use; "" means a temporary file removed afterwards.
 	StorePath string
+	// NoSync skips the fsync after each commit of the temporary store (bbolt
+	// Options.NoSync). It applies only when StorePath is "": the file is
+	// deleted when RunInProcess returns, so durability buys nothing, and
+	// simulations that run many small federations (the grid-world study)
+	// need not wait for the disk. A StorePath store is always fsynced.
+	NoSync bool
 	// Fuser fuses each round; nil means &StandardFuser{}.
 	Fuser Fuser
 	// Client is the template client configuration (TaskID and ClientID are set per client).
 	Client ClientConfig
 }
+
+// noSync reports whether the store is opened without fsync: only a
+// temporary store, and only when asked.
+func (c InProcessConfig) noSync() bool { return c.NoSync && c.StorePath == "" }
 
 // RunInProcess runs a whole federation in one process through the same
 // Coordinator and RunClient that the networked server and client use, with
@@ -43,7 +53,7 @@ func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg
 	if cfg.Fuser == nil {
 		cfg.Fuser = &StandardFuser{}
 	}
-	store, err := OpenStore(path)
+	store, err := openStore(path, cfg.noSync())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,7 +17,8 @@ import (
 // definitions (with SHA-256 hashes of client tokens), round state, every
 // accepted submission and every fused result. Every write is one bbolt
 // transaction, fsynced before it returns, so an acknowledged submission
-// survives a crash or kill -9.
+// survives a crash or kill -9 (except the throwaway temporary store of an
+// in-process run with InProcessConfig.NoSync, which is never fsynced).
 //
 // Layout: bucket "tasks" (id -> task record), "state" (id -> round state),
 // "subs" (one nested bucket per task; "RRRRRRRRRR/client" -> submission) and
@@ -54,8 +55,13 @@ type taskState struct {
 
 // OpenStore opens (creating if needed) the store at path. It fails with a
 // clear error after a second if another process (a running server) holds it.
-func OpenStore(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+func OpenStore(path string) (*Store, error) { return openStore(path, false) }
+
+// openStore is OpenStore; noSync skips the fsync after each commit (bbolt
+// Options.NoSync), which is only for throwaway stores (see
+// InProcessConfig.NoSync): a crash may then lose or corrupt the file.
+func openStore(path string, noSync bool) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: noSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)

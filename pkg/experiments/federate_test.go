@@ -1,0 +1,183 @@
+package experiments
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+// directFuse is the reference the federated study must reproduce bit for
+// bit: every client's MaxEnt IRL called directly, then pkg/fusion called
+// directly with the study's weights and options (the study's code before it
+// ran through federation.RunInProcess).
+func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]float64, fused [NumMethods][]float64, bary, deb FusionInfo) {
+	t.Helper()
+	for i, env := range st.clients {
+		res, err := env.LocalIRL(context.Background(), st.demos[i], c.IRL, budgets[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		local = append(local, res.Theta)
+	}
+	var err error
+	if fused[Mean], err = fusion.Mean(local, st.weights); err != nil {
+		t.Fatal(err)
+	}
+	method, err := c.barycenterMethod()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		col    Method
+		method ot.Method
+		info   *FusionInfo
+	}{{Barycenter, method, &bary}, {Debiased, ot.Debiased, &deb}} {
+		r, err := st.probe.Fuse(local, st.weights, c.fusionOptions(m.method))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused[m.col] = r.Theta
+		*m.info = FusionInfo{r.Sigma, r.Z, r.MarginalError, r.Iterations}
+	}
+	fused[Expert] = c.Expert.TrueReward
+	return local, fused, bary, deb
+}
+
+func sameBits(t *testing.T, name string, got, want []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: length %d, want %d", name, len(got), len(want))
+	}
+	for i := range got {
+		if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+			t.Fatalf("%s[%d] = %v, direct fusion gives %v", name, i, got[i], want[i])
+		}
+	}
+}
+
+// TestFederatedStudyMatchesDirectFusion checks that the study's federation
+// step (Coordinator + RunClient over the InProcess transport) gives exactly
+// the θ_i, fused θ and diagnostics of calling pkg/irl and pkg/fusion
+// directly, with uniform and demonstration weights (ten clients: 0.1 does not
+// sum to exactly 1, the case the fuser's single normalization is for), a
+// fixed map-back scale, another barycenter solver, and weak clients.
+func TestFederatedStudyMatchesDirectFusion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		clients int
+		mod     func(*Config)
+		weak    map[int]int // client -> budget
+	}{
+		{"uniform-paper", 3, func(*Config) {}, nil},
+		{"uniform-ten-clients", 10, func(*Config) {}, nil},
+		{"demonstrations", 10, func(c *Config) { c.Barycenter.Weights = "demonstrations" }, nil},
+		{"scale-and-shift-ibp", 3, func(c *Config) { c.Barycenter.Scale, c.Barycenter.Shift, c.Barycenter.Method = 7, 0.5, "ibp" }, nil},
+		{"weak-clients", 4, func(*Config) {}, map[int]int{1: 2, 3: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyConfig()
+			c.Barycenter.BarycenterIterations = 3
+			tc.mod(&c)
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			c = c.Resolved()
+			st, err := c.buildSetup(EnvConfig{GridSize: 5, NumberOfClients: tc.clients}, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients := c.studyClients(st)
+			budgets := make([]int, tc.clients)
+			for i := range budgets {
+				budgets[i] = c.IRL.IRLIterations
+				if b, ok := tc.weak[i]; ok {
+					budgets[i] = b
+					clients[i].budget = b
+				}
+			}
+			f := &Fit{}
+			if err := c.federate(context.Background(), "test", f, st, clients); err != nil {
+				t.Fatal(err)
+			}
+			local, fused, bary, deb := directFuse(t, c, st, budgets)
+			for i := range local {
+				sameBits(t, "local theta", f.Local[i], local[i])
+			}
+			for _, m := range []Method{Mean, Barycenter, Debiased, Expert} {
+				sameBits(t, m.String(), f.Fused[m], fused[m])
+			}
+			if f.Bary != bary || f.DebiasedInfo != deb {
+				t.Errorf("diagnostics %+v %+v, direct fusion gives %+v %+v", f.Bary, f.DebiasedInfo, bary, deb)
+			}
+		})
+	}
+}
+
+// TestStudyClientLearnsOnce checks that a client's θ_i is learned once and
+// reused (a second Learn returns the same θ, as a copy), that it refuses a
+// warm start and a task of another dimension.
+func TestStudyClientLearnsOnce(t *testing.T) {
+	c := tinyConfig().Resolved()
+	st, err := c.buildSetup(EnvConfig{GridSize: 5, NumberOfClients: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.studyClients(st)[0]
+	spec := federation.TaskSpec{ID: "t", ThetaDim: 2}
+	a, err := l.Learn(context.Background(), spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Theta[0] = math.Inf(1) // must not reach the cache
+	// A cancelled context would make a second MaxEnt run fail: success
+	// shows the cached result is returned.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b, err := l.Learn(ctx, spec, nil)
+	if err != nil {
+		t.Fatalf("second Learn ran IRL again: %v", err)
+	}
+	if math.IsInf(b.Theta[0], 0) || b.DemoCount != st.demoSteps[0] || b.Iterations != c.IRL.IRLIterations {
+		t.Fatalf("second Learn: %+v", b)
+	}
+	if _, err := l.Learn(context.Background(), spec, []float64{0, 0}); err == nil {
+		t.Error("warm start accepted")
+	}
+	if _, err := l.Learn(context.Background(), federation.TaskSpec{ID: "t", ThetaDim: 3}, nil); err == nil {
+		t.Error("theta_dim 3 accepted for 2 features")
+	}
+}
+
+// TestStudyFuserChecksWeights checks that the fuser refuses coordinator
+// weights that are not the study's, and shows why it fuses with the raw
+// weights: normalizing ten uniform weights twice is not the identity.
+func TestStudyFuserChecksWeights(t *testing.T) {
+	once, _ := fusion.Weights(nil, 10)
+	twice, _ := fusion.Weights(once, 10)
+	differs := false
+	for i := range once {
+		differs = differs || once[i] != twice[i]
+	}
+	if !differs { // Σ 0.1 over ten terms is 0.9999999999999999 in IEEE double
+		t.Error("normalizing 10 uniform weights twice was exact; the single-normalization check lost its reason")
+	}
+	f := &studyFuser{raw: []float64{1, 3}, diag: map[string]FusionInfo{}}
+	spec := federation.TaskSpec{ID: "t", ThetaDim: 1, Fusion: federation.FusionConfig{Method: "mean"}}
+	thetas := [][]float64{{1}, {2}}
+	out, err := f.Fuse(context.Background(), spec, thetas, []float64{0.25, 0.75})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "mean", out.Theta, []float64{1.75})
+	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{0.5, 0.5}); err == nil {
+		t.Error("uniform coordinator weights accepted for demonstration weights")
+	}
+	spec.Fusion.Method = "median"
+	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{0.25, 0.75}); err == nil {
+		t.Error("unknown method accepted")
+	}
+}

@@ -1,0 +1,96 @@
+package federation
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+)
+
+// TestRunInProcessNoSync checks that NoSync applies only to the temporary
+// store, opens it without fsync, and changes no result: every variant fuses
+// the independent weighted mean of the clients' θ_i (demo-count weights).
+func TestRunInProcessNoSync(t *testing.T) {
+	dir := t.TempDir()
+	clients := []LocalClient{
+		{"a", fixedLearner{Delta: []float64{1, 2}, Demos: 1}},
+		{"b", fixedLearner{Delta: []float64{3, -2}, Demos: 3}},
+	}
+	want := []float64{(1*1 + 3*3) / 4.0, (1*2 + 3*-2) / 4.0}
+	for _, tc := range []struct {
+		name       string
+		cfg        InProcessConfig
+		wantNoSync bool
+	}{
+		{"temp-synced", InProcessConfig{}, false},
+		{"temp-nosync", InProcessConfig{NoSync: true}, true},
+		{"path-ignores-nosync", InProcessConfig{NoSync: true, StorePath: filepath.Join(dir, "kept.db")}, false},
+		{"path-synced", InProcessConfig{StorePath: filepath.Join(dir, "kept2.db")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.noSync(); got != tc.wantNoSync {
+				t.Fatalf("noSync() = %v, want %v", got, tc.wantNoSync)
+			}
+			path := filepath.Join(t.TempDir(), "probe.db")
+			s, err := openStore(path, tc.cfg.noSync())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.db.NoSync != tc.wantNoSync {
+				t.Errorf("bbolt NoSync = %v, want %v", s.db.NoSync, tc.wantNoSync)
+			}
+			s.Close()
+			spec := testSpec("nosync", 2, 2)
+			spec.Fusion.Weighting = "demos"
+			tc.cfg.Fuser = &meanFuser{}
+			fused, reps, err := RunInProcess(context.Background(), spec, clients, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fused) != 1 || len(reps) != 2 {
+				t.Fatalf("%d fused rounds, %d reports", len(fused), len(reps))
+			}
+			approx.Slices(t, "fused theta", fused[0].Theta, want, 1e-15, 0)
+			if tc.cfg.StorePath != "" { // a named store keeps the run
+				s, err := OpenStore(tc.cfg.StorePath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				c, err := NewCoordinator(s, CoordinatorConfig{Fuser: &meanFuser{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				st, err := c.Status(context.Background(), Credentials{})
+				if err != nil || len(st) != 1 || !st[0].Done || st[0].TotalSubmissions != 2 {
+					t.Fatalf("reopened store: %+v, %v", st, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunInProcess measures one whole in-process federation (store,
+// task, ten clients, one fused round) with and without fsync on the
+// temporary store.
+func BenchmarkRunInProcess(b *testing.B) {
+	var clients []LocalClient
+	for i := range 10 {
+		clients = append(clients, LocalClient{fmt.Sprintf("c%02d", i), fixedLearner{Delta: []float64{float64(i), 1}, Demos: 1}})
+	}
+	for _, noSync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("nosync=%v", noSync), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := RunInProcess(context.Background(), testSpec("bench", 2, 10), clients,
+					InProcessConfig{Fuser: &meanFuser{}, NoSync: noSync}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "federations/s")
+		})
+	}
+}
