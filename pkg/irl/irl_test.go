@@ -114,24 +114,23 @@ func TestRecovery(t *testing.T) {
 		n       int
 		opt     string
 		lr      float64
-		// strict asserts the 1% return criterion; otherwise the gap must be
-		// within 3 standard errors of the demonstrations' mean return, which
-		// is what it consists of once features match (high-variance episodes).
-		strict bool
 	}{
-		{"finite horizon adam", 20, 3, 3, 0, 0.95, 25, 400, OptimizerAdam, 0.05, true},
-		{"terminal gd", 15, 4, 3, 4, 0.9, 0, 400, OptimizerGD, 0.2, false},
+		{"finite horizon adam", 20, 3, 3, 0, 0.95, 25, 400, OptimizerAdam, 0.05},
+		// Episodes that end in terminal states have heavy-tailed returns: with
+		// 400 episodes the demonstrations' own sampling error (1.8–3.2%) exceeds
+		// the 1% criterion, so this case samples 25,600 (SE ≈ 0.2–0.4%).
+		{"terminal gd", 15, 4, 3, 4, 0.9, 0, 25600, OptimizerGD, 0.2},
 	}
 	for ci, c := range cases {
 		for seed := uint64(0); seed < 3; seed++ {
-			recoveryCase(t, fmt.Sprintf("%s/seed=%d", c.name, seed), 200+10*seed+uint64(ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon, c.n, c.opt, c.lr, c.strict)
+			recoveryCase(t, fmt.Sprintf("%s/seed=%d", c.name, seed), 200+10*seed+uint64(ci), c.S, c.A, c.k, c.nTerm, c.gamma, c.horizon, c.n, c.opt, c.lr)
 		}
 	}
 }
 
 // recoveryCase samples an expert for a random θ* on a random MDP made from
 // seed, learns θ̂ and checks feature matching and the return under θ*.
-func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, gamma float64, horizon, n int, opt string, lr float64, strict bool) {
+func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, gamma float64, horizon, n int, opt string, lr float64) {
 	t.Run(name, func(t *testing.T) {
 		{
 			m := mdptest.RandomMDP(seed, S, A, k, nTerm, gamma, horizon)
@@ -190,11 +189,7 @@ func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, ga
 			se := math.Sqrt((sum2/nd - (sum/nd)*(sum/nd)) / nd)
 			t.Logf("%d steps in %d episodes, %d iterations, θ* %.3f θ̂ %.3f, return expert %.5f learned %.5f (gap %.2f%%, sampling SE %.2f%%)",
 				steps, len(demos), res.Iterations, thetaStar, res.Theta, jExpert, jLearned, 100*(jLearned-jExpert)/jExpert, 100*se/math.Abs(jExpert))
-			if strict {
-				approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 0, 0.01)
-			} else {
-				approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 3*se, 0)
-			}
+			approx.Equal(t, "return of learned policy under θ*", jLearned, jExpert, 0, 0.01)
 		}
 	})
 }
