@@ -60,9 +60,20 @@ func (a *Adam) Step(params, grad []float64) {
 	step := lr / bc1
 	sq := math.Sqrt(bc2)
 	m, v := a.m, a.v
-	for i, g := range grad {
-		m[i] = b1*m[i] + (1-b1)*g
-		v[i] = b2*v[i] + (1-b2)*g*g
+	i0 := 0
+	if useFMA {
+		i0 = len(grad) &^ 3
+		if i0 > 0 {
+			k := [7]float64{b1, 1 - b1, b2, 1 - b2, step, sq, eps}
+			adamStep(i0, &params[0], &grad[0], &m[0], &v[0], &k)
+		}
+	}
+	for i := i0; i < len(grad); i++ {
+		g := grad[i]
+		// The conversions forbid fused multiply-adds, so that this loop and
+		// adamStep round identically.
+		m[i] = float64(b1*m[i]) + float64((1-b1)*g)
+		v[i] = float64(b2*v[i]) + float64((1-b2)*g*g)
 		params[i] -= step * m[i] / (math.Sqrt(v[i])/sq + eps)
 	}
 }

@@ -8,9 +8,14 @@
 // millions of times: a fixed memory layout and workspaces reused across calls
 // keep the hot path free of allocations. Matrix products go to gonum's BLAS,
 // or, on amd64 CPUs with AVX2 and FMA, to a 4×8 assembly micro-kernel
-// (gemm_amd64.s) with a vectorised tanh (tanh_amd64.s), about twice as fast
-// for these sizes. Results are deterministic on a given kind of CPU; the FMA
-// and portable paths agree to rounding (about 1e-15 relative), not bit for bit.
+// (gemm_amd64.s; 4×16 with AVX-512) with a vectorised tanh (tanh_amd64.s),
+// about twice as fast for these sizes. Results are deterministic on a given
+// kind of CPU; the FMA and portable paths agree to rounding (about 1e-15
+// relative), not bit for bit. On the FMA path, the AVX-512 kernels and the
+// kernels without fused multiply-adds (simd_amd64.s: Adam, the tanh
+// derivative, bias gradients, narrow products and the dot products that
+// replace gonum's) perform the same IEEE operations in the same order as the
+// code they replace, so AVX-512 or not changes no bit.
 //
 // It deliberately supports only dense layers with elementwise activations; it
 // has no convolutions, no automatic differentiation and no GPU support.
@@ -247,12 +252,7 @@ func (m *MLP) Forward(ws *Workspace, x []float64, n int) []float64 {
 		}
 		// y = x Wᵀ + b
 		if useFMA && n >= 16 && out >= 8 {
-			wt := ws.wt[l][:in*out]
-			for o := 0; o < out; o++ {
-				for k, v := range w[o*in : (o+1)*in] {
-					wt[k*out+o] = v
-				}
-			}
+			wt := transpose(ws.wt[l][:in*out], w, out, in)
 			gemmAcc(n, out, in, cur, in, 1, wt, out, y, out)
 		} else if in <= smallIn {
 			for i := 0; i < n; i++ {
@@ -267,6 +267,8 @@ func (m *MLP) Forward(ws *Workspace, x []float64, n int) []float64 {
 					yi[o] = s
 				}
 			}
+		} else if useFMA {
+			gemmNT(n, out, in, cur, in, w, in, y, out) // = the Dgemm below, faster
 		} else {
 			blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, n, out, in, 1, cur, in, w, in, 1, y, out)
 		}
@@ -280,9 +282,14 @@ func applyAct(a Activation, y []float64) {
 	switch a {
 	case Tanh:
 		i := 0
+		if useFMA && useAVX512 {
+			i = len(y) &^ 15
+			tanh16(y[:i])
+		}
 		if useFMA {
-			i = len(y) &^ 3
-			tanh4(y[:i])
+			j := len(y) &^ 3
+			tanh4(y[i:j])
+			i = j
 		}
 		for ; i < len(y); i++ {
 			y[i] = tanh(y[i])
@@ -313,6 +320,34 @@ func tanh(x float64) float64 {
 	return (e - 1) / (e + 1)
 }
 
+// transpose writes the transpose of w (rows×cols, row-major) to dst and
+// returns it, in 4×4 blocks so that neither reads nor writes stride far.
+func transpose(dst, w []float64, rows, cols int) []float64 {
+	r4, c4 := rows&^3, cols&^3
+	for i := 0; i < r4; i += 4 {
+		w0 := w[i*cols : (i+1)*cols]
+		w1 := w[(i+1)*cols : (i+2)*cols]
+		w2 := w[(i+2)*cols : (i+3)*cols]
+		w3 := w[(i+3)*cols : (i+4)*cols]
+		for k := 0; k < c4; k += 4 {
+			for kk := k; kk < k+4; kk++ {
+				d := dst[kk*rows+i : kk*rows+i+4]
+				d[0], d[1], d[2], d[3] = w0[kk], w1[kk], w2[kk], w3[kk]
+			}
+		}
+		for k := c4; k < cols; k++ {
+			d := dst[k*rows+i : k*rows+i+4]
+			d[0], d[1], d[2], d[3] = w0[k], w1[k], w2[k], w3[k]
+		}
+	}
+	for i := r4; i < rows; i++ {
+		for k, v := range w[i*cols : (i+1)*cols] {
+			dst[k*rows+i] = v
+		}
+	}
+	return dst
+}
+
 // smallIn is the input width up to which dense layers use plain loops
 // instead of BLAS, whose per-call overhead dominates for short rows.
 const smallIn = 8
@@ -338,8 +373,16 @@ func (m *MLP) Backward(ws *Workspace, dOut []float64, grad, dIn []float64) {
 		// Derivative through the activation, in place on d.
 		switch m.Acts[l] {
 		case Tanh:
-			for i, v := range y {
-				d[i] *= 1 - v*v
+			i0 := 0
+			if useFMA {
+				i0 = len(y) &^ 3
+				if i0 > 0 {
+					tanhGrad(i0, &d[0], &y[0])
+				}
+			}
+			for i := i0; i < len(y); i++ {
+				v := y[i]
+				d[i] *= 1 - float64(v*v) // unfused, as tanhGrad
 			}
 		case ReLU:
 			for i, v := range y {
@@ -380,10 +423,20 @@ func (m *MLP) Backward(ws *Workspace, dOut []float64, grad, dIn []float64) {
 		} else {
 			impl.Dgemm(blas.Trans, blas.NoTrans, out, in, n, 1, d, out, x, in, 1, gw, in)
 		}
+		// db += Σ_rows d, each entry summed over the rows in order.
+		j0 := 0
+		if useFMA && n > 0 {
+			// 1·d is exact, so axpyRows sums exactly as the loop below.
+			j0 = out &^ 3
+			if j0 > 0 {
+				one := 1.0
+				axpyRows(n, &one, 0, &d[0], out, &gb[0], j0)
+			}
+		}
 		for i := 0; i < n; i++ {
-			row := d[i*out : (i+1)*out]
+			row := d[i*out+j0 : (i+1)*out]
 			for j, v := range row {
-				gb[j] += v
+				gb[j0+j] += v
 			}
 		}
 		if l == 0 && dIn == nil {

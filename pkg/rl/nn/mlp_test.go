@@ -219,4 +219,24 @@ func TestTanh4(t *testing.T) {
 			t.Fatalf("tanh4(%g) = %.17g, math.Tanh %.17g", x, got[i], want)
 		}
 	}
+	// The AVX-512 version must agree with tanh4 bit for bit.
+	if useAVX512 {
+		wide := append([]float64(nil), xs[:len(xs)&^15]...)
+		tanh16(wide)
+		for i, v := range wide {
+			if v != got[i] {
+				t.Fatalf("tanh16(%g) = %.17g, tanh4 %.17g", xs[i], v, got[i])
+			}
+		}
+	}
+	// The two-vector loop and the single-vector tail must agree bit for bit.
+	for i := 0; i+4 <= len(xs); i += 4 {
+		one := append([]float64(nil), xs[i:i+4]...)
+		tanh4(one)
+		for j, v := range one {
+			if v != got[i+j] {
+				t.Fatalf("tanh4(%g): %.17g alone, %.17g in a long slice", xs[i+j], v, got[i+j])
+			}
+		}
+	}
 }

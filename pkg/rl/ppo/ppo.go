@@ -108,9 +108,13 @@ type Trainer struct {
 	resetRng  []*rand.Rand
 	shuffle   *rand.Rand
 
-	// Rollout buffer, row t*NEnvs+i for step t of copy i.
+	// Rollout buffer, row t*NEnvs+i for step t of copy i. bufBoot marks
+	// rows whose episode was truncated; bufTerm holds their normalised final
+	// observation, whose value is added to bufRew once the rollout is done.
 	bufObs, bufAct                                    []float64
 	bufLogp, bufVal, bufRew, bufStart, bufAdv, bufRet []float64
+	bufTerm                                           []float64
+	bufBoot                                           []bool
 
 	rawObs, normObs, termObs []float64
 	envAct                   []float64
@@ -137,7 +141,8 @@ type Trainer struct {
 	clipRange float64
 	mbN       int
 
-	work chan struct{}
+	// The second worker runs jobs in the order sent and answers every jobSync on done.
+	work chan job
 	done chan struct{}
 
 	steps, episodes int
@@ -193,6 +198,8 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	n, T, B := cfg.NEnvs, cfg.NEnvs*cfg.NSteps, cfg.BatchSize
 	B = min(B, T)
 	t.bufObs = make([]float64, T*t.obsDim)
+	t.bufTerm = make([]float64, T*t.obsDim)
+	t.bufBoot = make([]bool, T)
 	t.bufAct = make([]float64, T*t.actDim)
 	for _, p := range []*[]float64{&t.bufLogp, &t.bufVal, &t.bufRew, &t.bufStart, &t.bufAdv, &t.bufRet} {
 		*p = make([]float64, T)
@@ -264,15 +271,25 @@ func (t *Trainer) Learn(ctx context.Context, total int) error {
 		}
 	}
 	if t.opts.Workers > 1 {
-		t.work = make(chan struct{})
+		t.work = make(chan job, 16)
 		t.done = make(chan struct{})
 		go func() {
-			for range t.work {
-				t.criticJob()
-				t.done <- struct{}{}
+			for j := range t.work {
+				switch j.kind {
+				case jobCritic:
+					if j.step {
+						t.stepCritic(j.scale)
+					}
+					t.criticJob()
+				case jobValues:
+					t.rolloutValues(j.lo, j.hi)
+				}
+				if j.kind != jobValues {
+					t.done <- struct{}{}
+				}
 			}
 		}()
-		defer close(t.work)
+		defer func() { close(t.work); t.work = nil }()
 	}
 	for t.steps < total {
 		if err := ctx.Err(); err != nil {
@@ -295,6 +312,24 @@ func (t *Trainer) Learn(ctx context.Context, total int) error {
 	}
 	return nil
 }
+
+// job is a piece of work for the second worker.
+type job struct {
+	kind   int
+	lo, hi int // jobValues: the rollout steps [lo, hi)
+	// jobCritic: first apply the previous minibatch's critic update, its
+	// gradient scaled by scale (see update).
+	step  bool
+	scale float64
+}
+
+// Job kinds. jobValues does not answer on done: a later job of another kind
+// (processed after it) does.
+const (
+	jobCritic = iota // stepCritic if asked, then criticJob
+	jobValues        // rolloutValues
+	jobSync          // nothing: answer on done
+)
 
 func mean(x []float64) float64 {
 	if len(x) == 0 {
@@ -320,13 +355,17 @@ func (t *Trainer) resetAll() {
 }
 
 // collect fills the rollout buffer with NSteps steps of every copy and computes GAE.
+// The critic's values do not influence the rollout, so with two workers the
+// second one computes them, a chunk of steps at a time, while the first
+// steps the environments.
 func (t *Trainer) collect() {
 	n, d, ad, od := t.cfg.NEnvs, t.obsDim, t.actDim, t.outDim
 	gamma := t.cfg.Gamma
 	p := t.pol
+	chunk := max(1, 64/n) // steps per value job
+	sent := 0             // steps handed to the value job so far
 	for step := 0; step < t.cfg.NSteps; step++ {
 		out := p.Actor.Forward(t.rollA, t.normObs, n)
-		vals := p.Critic.Forward(t.rollC, t.normObs, n)
 		base := step * n
 		copy(t.bufObs[base*d:(base+n)*d], t.normObs)
 		for i, e := range t.envs {
@@ -347,7 +386,6 @@ func (t *Trainer) collect() {
 				}
 				t.bufLogp[row] = gaussLogProb(o, p.LogStd, a)
 			}
-			t.bufVal[row] = vals[i]
 			t.bufStart[row] = b2f(t.epStart[i])
 			obsI := t.rawObs[i*d : (i+1)*d]
 			learned := 0.0
@@ -393,16 +431,48 @@ func (t *Trainer) collect() {
 			}
 		}
 		for i := range t.envs {
+			row := base + i
+			t.bufBoot[row] = t.needBoot[i]
 			if t.needBoot[i] {
-				x := p.normalizeObs(t.termObs[i*d:(i+1)*d], t.termObs[i*d:(i+1)*d], 1)
-				t.stepRew[i] += gamma * p.Critic.Forward(t.termC, x, 1)[0]
+				p.normalizeObs(t.bufTerm[row*d:(row+1)*d], t.termObs[i*d:(i+1)*d], 1)
 			}
-			t.bufRew[base+i] = t.stepRew[i]
+			t.bufRew[row] = t.stepRew[i]
 		}
 		p.normalizeObs(t.normObs, t.rawObs, n)
+		if t.work != nil && step+1-sent >= chunk {
+			t.work <- job{kind: jobValues, lo: sent, hi: step + 1}
+			sent = step + 1
+		}
+	}
+	if t.work != nil {
+		if sent < t.cfg.NSteps {
+			t.work <- job{kind: jobValues, lo: sent, hi: t.cfg.NSteps}
+		}
+		t.work <- job{kind: jobSync}
+		<-t.done
+	} else {
+		t.rolloutValues(0, t.cfg.NSteps)
 	}
 	last := p.Critic.Forward(t.rollC, t.normObs, n)
 	computeGAE(t.bufAdv, t.bufRet, t.bufRew, t.bufVal, t.bufStart, last, t.epStart, n, gamma, t.cfg.GAELambda)
+}
+
+// rolloutValues fills bufVal for rollout steps [lo, hi) and adds the
+// discounted value of the final observation to the reward of truncated rows.
+// It only reads rows that collect has finished writing and the critic, which
+// does not change during a rollout.
+func (t *Trainer) rolloutValues(lo, hi int) {
+	n, d := t.cfg.NEnvs, t.obsDim
+	c := t.pol.Critic
+	for s := lo; s < hi; s++ {
+		base := s * n
+		copy(t.bufVal[base:base+n], c.Forward(t.rollC, t.bufObs[base*d:(base+n)*d], n))
+		for row := base; row < base+n; row++ {
+			if t.bufBoot[row] {
+				t.bufRew[row] += t.cfg.Gamma * c.Forward(t.termC, t.bufTerm[row*d:(row+1)*d], 1)[0]
+			}
+		}
+	}
 }
 
 func b2f(b bool) float64 {
@@ -467,6 +537,7 @@ func (t *Trainer) update(total int) CurvePoint {
 	B := min(cfg.BatchSize, T)
 	var sums [5]float64
 	nmb := 0
+	pending, scale := false, 1.0 // a critic step waiting for the worker's next job
 	d, ad := t.obsDim, t.actDim
 	for ep := 0; ep < cfg.NEpochs; ep++ {
 		for i := range t.perm {
@@ -485,18 +556,33 @@ func (t *Trainer) update(total int) CurvePoint {
 			}
 			t.mbN = m
 			if t.work != nil {
-				t.work <- struct{}{}
+				// The worker first finishes the previous minibatch's
+				// critic step, then computes this one's critic gradient:
+				// one hand-off per minibatch.
+				t.work <- job{kind: jobCritic, step: pending, scale: scale}
 				t.actorJob()
 				<-t.done
 			} else {
 				t.actorJob()
 				t.criticJob()
 			}
-			nn.ClipGradNorm(cfg.MaxGradNorm, t.gActor, t.gLogStd, t.gCritic)
+			// Global gradient-norm clipping, as nn.ClipGradNorm (the same
+			// sum and scale factor).
+			norm := nn.ClipGradNorm(0, t.gActor, t.gLogStd, t.gCritic)
+			scale = 1.0
+			if c := cfg.MaxGradNorm / (norm + 1e-6); cfg.MaxGradNorm > 0 && c < 1 {
+				scale = c
+				scaleGrad(t.gActor, c)
+				scaleGrad(t.gLogStd, c)
+			}
 			t.adamA.Step(t.pol.Actor.Params, t.gActor)
-			t.adamC.Step(t.pol.Critic.Params, t.gCritic)
 			if len(t.gLogStd) > 0 {
 				t.adamL.Step(t.pol.LogStd, t.gLogStd)
+			}
+			if t.work != nil {
+				pending = true
+			} else {
+				t.stepCritic(scale)
 			}
 			for k := 0; k < 4; k++ {
 				sums[k] += t.aStats[k]
@@ -505,11 +591,30 @@ func (t *Trainer) update(total int) CurvePoint {
 			nmb++
 		}
 	}
+	if pending { // the worker is idle
+		t.stepCritic(scale)
+	}
 	f := 1 / float64(nmb)
 	return CurvePoint{Steps: t.steps, Episodes: t.episodes,
 		MeanTrueReturn: mean(t.recentTrue), MeanLearnedReturn: mean(t.recentLearned),
 		PolicyLoss: sums[0] * f, Entropy: sums[1] * f, ApproxKL: sums[2] * f, ClipFraction: sums[3] * f,
 		ValueLoss: sums[4] * f, LearningRate: lr, ClipRange: t.clipRange}
+}
+
+// scaleGrad multiplies g by c < 1, as nn.ClipGradNorm does.
+func scaleGrad(g []float64, c float64) {
+	for i := range g {
+		g[i] *= c
+	}
+}
+
+// stepCritic scales the critic's gradient by the clipping factor scale
+// (1: unclipped) and takes its Adam step.
+func (t *Trainer) stepCritic(scale float64) {
+	if scale != 1 {
+		scaleGrad(t.gCritic, scale)
+	}
+	t.adamC.Step(t.pol.Critic.Params, t.gCritic)
 }
 
 // actorJob computes the policy and entropy losses of the current minibatch

@@ -329,7 +329,7 @@ func TestDeterminism(t *testing.T) {
 		if err := tr.Learn(context.Background(), 1000); err != nil {
 			t.Fatal(err)
 		}
-		return tr.Curve(), append(append([]float64(nil), tr.pol.Actor.Params...), tr.pol.LogStd...)
+		return tr.Curve(), append(append(append([]float64(nil), tr.pol.Actor.Params...), tr.pol.LogStd...), tr.pol.Critic.Params...)
 	}
 	for _, discrete := range []bool{false, true} {
 		c1, p1 := run(7, 1, discrete)
