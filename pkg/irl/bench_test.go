@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 
 	"gonum.org/v1/gonum/floats"
@@ -58,14 +60,14 @@ func BenchmarkGradientStep(b *testing.B) {
 			b.ReportAllocs()
 			sweeps, visitSweeps := 0, 0
 			b.ResetTimer()
-			cpu0 := mdptest.ProcessCPU()
+			cpu0 := cpuclock.ProcessCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 				floats.AddScaled(theta, 5e-3, grad)
 				sweeps += o.vals.Iterations
 				visitSweeps += o.ws.VisitIterations()
 			}
-			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(sweeps)/float64(b.N), "value-sweeps/step")
 			b.ReportMetric(float64(visitSweeps)/float64(b.N), "visit-sweeps/step")
 		})
@@ -91,11 +93,11 @@ func BenchmarkGradientStepCold(b *testing.B) {
 			o.Eval(grad, theta) // allocate the buffers; warm start is off, so every op is a cold solve
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := mdptest.ProcessCPU()
+			cpu0 := cpuclock.ProcessCPU()
 			for b.Loop() {
 				o.Eval(grad, theta)
 			}
-			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(o.vals.Iterations), "value-sweeps")
 			b.ReportMetric(float64(o.ws.VisitIterations()), "visit-sweeps")
 		})

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 )
@@ -38,11 +40,11 @@ func BenchmarkSoftSweep(b *testing.B) {
 				v := ws.SoftValueIteration(nil, r, 1e-3)
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu0 := mdptest.ProcessCPU()
+				cpu0 := cpuclock.ProcessCPU()
 				for b.Loop() {
 					v = ws.SoftValueIteration(v, r, 1e-3)
 				}
-				b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(len(m.Next))*float64(b.N)/b.Elapsed().Seconds(), "transitions/s")
 				b.ReportMetric(float64(ws.Workers()), "goroutines")
 			})
@@ -61,11 +63,11 @@ func BenchmarkVisitsSweep(b *testing.B) {
 			d := ws.Visits(nil, pi, nil)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := mdptest.ProcessCPU()
+			cpu0 := cpuclock.ProcessCPU()
 			for b.Loop() {
 				d = ws.Visits(d, pi, nil)
 			}
-			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
@@ -81,11 +83,11 @@ func BenchmarkSoftValueIteration(b *testing.B) {
 			v := ws.SoftValueIteration(nil, r, 1e-3) // allocate; every op below is a cold solve
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := mdptest.ProcessCPU()
+			cpu0 := cpuclock.ProcessCPU()
 			for b.Loop() {
 				v = ws.SoftValueIteration(v, r, 1e-3)
 			}
-			b.ReportMetric(float64(mdptest.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(v.Iterations), "sweeps")
 		})
 	}

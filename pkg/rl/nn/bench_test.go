@@ -3,20 +3,10 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// cpuTime returns the user+system CPU time consumed by the process so far;
-// on a shared machine it measures work better than wall time does.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+)
 
 // BenchmarkForwardBackward_4x64x64x2_Batch64 times one PPO minibatch pass of
 // stable-baselines3's default actor (forward and backward over 64 rows), with
@@ -46,14 +36,14 @@ func BenchmarkForwardBackward_4x64x64x2_Batch64(b *testing.B) {
 			ws := m.NewWorkspace(n)
 			g := make([]float64, len(m.Params))
 			b.ReportAllocs()
-			c0 := cpuTime()
+			c0 := cpuclock.ProcessCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				m.Forward(ws, x, n)
 				m.Backward(ws, d, g, nil)
 			}
 			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
-			b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((cpuclock.ProcessCPU()-c0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

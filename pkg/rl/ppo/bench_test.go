@@ -2,20 +2,10 @@ package ppo
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
-)
 
-// cpuTime returns the user+system CPU time consumed by the process so far;
-// on a shared machine it measures work better than wall time does.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+)
 
 // benchmarkTrain measures PPO training throughput (environment steps per
 // second including the updates) with stable-baselines3's default settings:
@@ -33,7 +23,7 @@ func benchmarkTrain(b *testing.B, env string, workers int) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	c0 := cpuTime()
+	c0 := cpuclock.ProcessCPU()
 	b.ResetTimer()
 	start := tr.Steps()
 	for i := 0; i < b.N; i++ {
@@ -42,7 +32,7 @@ func benchmarkTrain(b *testing.B, env string, workers int) {
 		}
 	}
 	b.ReportMetric(float64(tr.Steps()-start)/b.Elapsed().Seconds(), "steps/s")
-	b.ReportMetric(float64(tr.Steps()-start)/(cpuTime()-c0).Seconds(), "steps/cpu-s")
+	b.ReportMetric(float64(tr.Steps()-start)/(cpuclock.ProcessCPU()-c0).Seconds(), "steps/cpu-s")
 }
 
 func BenchmarkTrain_CartPole_SB3Defaults(b *testing.B)         { benchmarkTrain(b, "CartPole-v1", 2) }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package mdptest
+package cpuclock
 
 import "time"
 
