@@ -10,8 +10,9 @@ import (
 // benchmarkTrain measures PPO training throughput (environment steps per
 // second including the updates) with stable-baselines3's default settings:
 // steps/s is wall-clock, steps/cpu-s divides by the CPU time the process used
-// (the fairer figure on a shared machine; with 2 workers on 2 free cores the
-// wall-clock rate approaches 1.5–2× it).
+// (the fairer figure on a shared machine). With 2 workers the wall-clock rate
+// is higher only by the overlapped critic work: about 1.35× on the project's
+// 2-vCPU machine, whose two vCPUs share one physical core.
 func benchmarkTrain(b *testing.B, env string, workers int) {
 	cfg, _ := Preset("sb3")
 	tr, err := NewTrainer(cfg, classicMaker(b, env), Options{Seed: 1, Workers: workers})
