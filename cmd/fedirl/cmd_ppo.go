@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -316,7 +318,7 @@ func newPPOEvalCmd() *cobra.Command {
 				return fmt.Errorf("policy %s does not fit %s (observation %d vs %d, action %d vs %d)", policy, env, p.ObsDim, o.Dim(), p.Action.Dim(), a.Dim())
 			}
 			rets := ppo.Evaluate(p, e, episodes, seed, !stochastic, 0)
-			m, s := meanStd(rets)
+			m, s := stat.PopMeanStdDev(rets, nil)
 			fmt.Fprintf(os.Stderr, "%s: mean return %.2f ± %.2f over %d episodes\n", env, m, s, episodes)
 			return writeJSON(out, map[string]any{"env": env, "client": client, "policy": policy, "deterministic": !stochastic,
 				"seed": seed, "returns": rets, "mean": m, "std": s})
@@ -331,19 +333,6 @@ func newPPOEvalCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "JSON output file (empty or -: stdout)")
 	_ = cmd.MarkFlagRequired("policy")
 	return cmd
-}
-
-func meanStd(x []float64) (float64, float64) {
-	m := 0.0
-	for _, v := range x {
-		m += v
-	}
-	m /= float64(len(x))
-	s := 0.0
-	for _, v := range x {
-		s += (v - m) * (v - m)
-	}
-	return m, math.Sqrt(s / float64(len(x)))
 }
 
 // studyTargets are the learning targets: return threshold and step budget per environment.
