@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -77,19 +76,13 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 // TaskSpec cannot express (federation.StandardFuser has no Z, rebuilds the
 // probe from JSON and does not report σ and Z).
 //
-// Weights: pkg/fusion normalizes the weights it is given. The coordinator
-// hands the fuser already normalized α_i (federation.Weights), and
-// normalizing them a second time is not exact in floating point (ten weights
-// of 0.1 do not sum to exactly 1), which would move the fused θ by an ulp
-// from fusing the study's weights once. The fuser therefore checks that the
-// coordinator's α equals fusion.Weights(raw) bit for bit (raw: nil for
-// uniform, each client's demonstration steps for "demonstrations") and
-// fuses with raw, so pkg/fusion normalizes exactly once, as in the
-// networked server's weighting but without the double rounding.
+// Weights: the coordinator hands the fuser the round's unnormalized weights
+// (nil for uniform, each client's demonstration steps for "demonstrations",
+// which studyClient reports as its DemoCount) and pkg/fusion normalizes them
+// once, exactly as fusing the study's weights directly would.
 type studyFuser struct {
 	probe fusion.Probe
-	scale float64   // Z of the map back; 0 = Σ α_i Z_i
-	raw   []float64 // the study's unnormalized weights; nil = uniform
+	scale float64 // Z of the map back; 0 = Σ α_i Z_i
 
 	mu   sync.Mutex
 	diag map[string]FusionInfo // task id -> barycentric diagnostics
@@ -97,21 +90,9 @@ type studyFuser struct {
 
 // Fuse implements federation.Fuser.
 func (f *studyFuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]float64, weights []float64) (federation.FuseOutput, error) {
-	alpha, err := fusion.Weights(f.raw, len(thetas))
-	if err != nil {
-		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
-	}
-	if len(weights) != len(alpha) {
-		return federation.FuseOutput{}, fmt.Errorf("task %s: %d coordinator weights for %d clients", spec.ID, len(weights), len(alpha))
-	}
-	for i := range alpha {
-		if math.Float64bits(alpha[i]) != math.Float64bits(weights[i]) {
-			return federation.FuseOutput{}, fmt.Errorf("task %s: coordinator weight %d is %v, the study's is %v", spec.ID, i, weights[i], alpha[i])
-		}
-	}
 	switch spec.Fusion.Method {
 	case "mean":
-		th, err := fusion.Mean(thetas, f.raw)
+		th, err := fusion.Mean(thetas, weights)
 		return federation.FuseOutput{Theta: th}, err
 	case "barycentric":
 		method, err := ot.ParseMethod(spec.Fusion.Solver)
@@ -120,7 +101,7 @@ func (f *studyFuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas 
 		}
 		opt := fusion.Options{Sigma: spec.Fusion.Sigma, Z: f.scale, Eps: spec.Fusion.Epsilon, Method: method,
 			MaxIter: spec.Fusion.MaxIter, InnerIter: spec.Fusion.InnerIter, Tol: spec.Fusion.Tol}
-		res, err := f.probe.Fuse(thetas, f.raw, opt)
+		res, err := f.probe.Fuse(thetas, weights, opt)
 		if err != nil {
 			return federation.FuseOutput{}, err
 		}
@@ -179,7 +160,7 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 	if err != nil {
 		return err
 	}
-	fuser := &studyFuser{probe: st.probe, scale: c.Barycenter.Scale, raw: st.weights, diag: map[string]FusionInfo{}}
+	fuser := &studyFuser{probe: st.probe, scale: c.Barycenter.Scale, diag: map[string]FusionInfo{}}
 	local := make([]federation.LocalClient, len(clients))
 	for i, cl := range clients {
 		local[i] = federation.LocalClient{ID: clientID(i), Learner: cl}

@@ -152,32 +152,24 @@ func TestStudyClientLearnsOnce(t *testing.T) {
 	}
 }
 
-// TestStudyFuserChecksWeights checks that the fuser refuses coordinator
-// weights that are not the study's, and shows why it fuses with the raw
-// weights: normalizing ten uniform weights twice is not the identity.
-func TestStudyFuserChecksWeights(t *testing.T) {
-	once, _ := fusion.Weights(nil, 10)
-	twice, _ := fusion.Weights(once, 10)
-	differs := false
-	for i := range once {
-		differs = differs || once[i] != twice[i]
-	}
-	if !differs { // Σ 0.1 over ten terms is 0.9999999999999999 in IEEE double
-		t.Error("normalizing 10 uniform weights twice was exact; the single-normalization check lost its reason")
-	}
-	f := &studyFuser{raw: []float64{1, 3}, diag: map[string]FusionInfo{}}
+// TestStudyFuserFusesGivenWeights checks that the study's fuser fuses with
+// the raw weights the coordinator hands it (normalized once, by pkg/fusion)
+// and refuses an unknown method.
+func TestStudyFuserFusesGivenWeights(t *testing.T) {
+	f := &studyFuser{diag: map[string]FusionInfo{}}
 	spec := federation.TaskSpec{ID: "t", ThetaDim: 1, Fusion: federation.FusionConfig{Method: "mean"}}
 	thetas := [][]float64{{1}, {2}}
-	out, err := f.Fuse(context.Background(), spec, thetas, []float64{0.25, 0.75})
+	out, err := f.Fuse(context.Background(), spec, thetas, []float64{1, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameBits(t, "mean", out.Theta, []float64{1.75})
-	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{0.5, 0.5}); err == nil {
-		t.Error("uniform coordinator weights accepted for demonstration weights")
+	if out, err = f.Fuse(context.Background(), spec, thetas, nil); err != nil {
+		t.Fatal(err)
 	}
+	sameBits(t, "uniform mean", out.Theta, []float64{1.5})
 	spec.Fusion.Method = "median"
-	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{0.25, 0.75}); err == nil {
+	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{1, 3}); err == nil {
 		t.Error("unknown method accepted")
 	}
 }

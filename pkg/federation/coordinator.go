@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fedirl/fedirl/pkg/fusion"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -367,25 +368,22 @@ func sameSubmission(a, b *Submission) bool {
 	return true
 }
 
-// Weights returns the fusion weights of a round's submissions under a
-// weighting policy ("uniform" or "demos"); they sum to one.
-func Weights(weighting string, subs []Submission) []float64 {
+// RawWeights returns the unnormalized fusion weights of a round's
+// submissions under a weighting policy: each submission's demonstration count
+// for "demos", and nil (uniform) for "uniform" or when no submission reports
+// demonstrations. pkg/fusion normalizes them, exactly once.
+func RawWeights(weighting string, subs []Submission) []float64 {
+	if weighting != "demos" {
+		return nil
+	}
 	w := make([]float64, len(subs))
 	total := 0.0
-	if weighting == "demos" {
-		for i, s := range subs {
-			w[i] = float64(s.DemoCount)
-			total += w[i]
-		}
+	for i, s := range subs {
+		w[i] = float64(s.DemoCount)
+		total += w[i]
 	}
 	if total <= 0 {
-		for i := range w {
-			w[i] = 1
-		}
-		total = float64(len(w))
-	}
-	for i := range w {
-		w[i] /= total
+		return nil
 	}
 	return w
 }
@@ -421,8 +419,12 @@ func (c *Coordinator) maybeFuse(taskID string) {
 		for i := range subs {
 			thetas[i], clients[i] = subs[i].Theta, subs[i].ClientID
 		}
-		weights := Weights(rec.Spec.Fusion.Weighting, subs)
-		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, weights)
+		raw := RawWeights(rec.Spec.Fusion.Weighting, subs)
+		alpha, err := fusion.Weights(raw, len(subs))
+		if err != nil {
+			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
+		}
+		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, raw)
 		if err != nil {
 			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
 		}
@@ -430,7 +432,7 @@ func (c *Coordinator) maybeFuse(taskID string) {
 			return fmt.Errorf("fusing task %s round %d: fuser returned bad theta: %s", taskID, st.Round, e.Msg)
 		}
 		fr := FusedResult{TaskID: taskID, Round: st.Round, Theta: out.Theta, Method: rec.Spec.Fusion.Method,
-			Clients: clients, Weights: weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
+			Clients: clients, Weights: alpha, MarginalError: out.MarginalError, Iterations: out.Iterations,
 			Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
 		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(st.Round), &fr); err != nil {
 			return err

@@ -3,11 +3,13 @@ package federation
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -18,11 +20,12 @@ func TestQuorumFusesWeightedMean(t *testing.T) {
 		weighting string
 		demos     []int
 		want      []float64 // hand-computed weighted means of the thetas below
-		weights   []float64
+		weights   []float64 // normalized α recorded in the provenance
+		raw       []float64 // what the fuser must receive (alice, bob, carol)
 	}{
 		// thetas: alice (1,2), bob (3,-2), carol (5,6); provenance sorted by id.
-		{"uniform", "uniform", []int{10, 10, 10}, []float64{3, 2}, []float64{1. / 3, 1. / 3, 1. / 3}},
-		{"demos", "demos", []int{1, 2, 1}, []float64{(1 + 6 + 5) / 4., (2 - 4 + 6) / 4.}, []float64{0.25, 0.5, 0.25}},
+		{"uniform", "uniform", []int{10, 10, 10}, []float64{3, 2}, []float64{1. / 3, 1. / 3, 1. / 3}, nil},
+		{"demos", "demos", []int{1, 2, 1}, []float64{(1 + 6 + 5) / 4., (2 - 4 + 6) / 4.}, []float64{0.25, 0.5, 0.25}, []float64{1, 2, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, CoordinatorConfig{})
@@ -47,6 +50,9 @@ func TestQuorumFusesWeightedMean(t *testing.T) {
 			}
 			approx.Slices(t, "theta", fs.Result.Theta, tc.want, 1e-12, 0)
 			approx.Slices(t, "weights", fs.Result.Weights, tc.weights, 1e-12, 0)
+			if got := *f.fuser.last.Load(); (got == nil) != (tc.raw == nil) || !slices.Equal(got, tc.raw) {
+				t.Errorf("fuser received weights %v, want the raw %v", got, tc.raw)
+			}
 			if got := strings.Join(fs.Result.Clients, ","); got != "alice,bob,carol" || fs.Result.Trigger != "quorum" || fs.Result.Method != "mean" {
 				t.Errorf("provenance: clients %s trigger %s method %s", got, fs.Result.Trigger, fs.Result.Method)
 			}
@@ -272,4 +278,36 @@ func TestMultiRoundWarmStart(t *testing.T) {
 		}
 	}
 	approx.Slices(t, "client final", reps[1].Final.Theta, fused[2].Theta, 0, 0)
+}
+
+func TestRawWeights(t *testing.T) {
+	subs := func(demos ...int) []Submission {
+		out := make([]Submission, len(demos))
+		for i, d := range demos {
+			out[i].DemoCount = d
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		weighting string
+		subs      []Submission
+		want      []float64
+	}{
+		{"uniform ignores demos", "uniform", subs(1, 5), nil},
+		{"demos", "demos", subs(1, 5, 0), []float64{1, 5, 0}},
+		{"no demos reported falls back to uniform", "demos", subs(0, 0), nil},
+	} {
+		got := RawWeights(tc.weighting, tc.subs)
+		if (got == nil) != (tc.want == nil) || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: RawWeights = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Why the fuser gets raw weights: normalizing already normalized weights
+	// again is not exact (ten weights of 0.1 sum to 0.9999999999999999).
+	once, _ := fusion.Weights(nil, 10)
+	twice, _ := fusion.Weights(once, 10)
+	if slices.Equal(once, twice) {
+		t.Error("normalizing 10 uniform weights twice was exact; passing raw weights lost its reason")
+	}
 }

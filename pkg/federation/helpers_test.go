@@ -9,22 +9,36 @@ import (
 	"time"
 )
 
-// meanFuser is an independent weighted mean used to check the coordinator's
+// meanFuser is an independent weighted mean (normalizing the raw weights
+// itself) used to check the coordinator's
 // bookkeeping without pkg/fusion.
 type meanFuser struct {
 	calls atomic.Int64
 	fail  atomic.Bool
+	last  atomic.Pointer[[]float64] // the weights of the latest call, as received
 }
 
 func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error) {
 	m.calls.Add(1)
+	m.last.Store(&weights)
 	if m.fail.Load() {
 		return FuseOutput{}, errors.New("fuser deliberately failing")
 	}
+	sum := float64(len(thetas))
+	if weights != nil {
+		sum = 0
+		for _, w := range weights {
+			sum += w
+		}
+	}
 	out := make([]float64, spec.ThetaDim)
 	for i, th := range thetas {
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
 		for k, v := range th {
-			out[k] += weights[i] * v
+			out[k] += w / sum * v
 		}
 	}
 	return FuseOutput{Theta: out, MarginalError: 0, Iterations: 1}, nil

@@ -156,8 +156,10 @@ type FuseOutput struct {
 	Iterations    int
 }
 
-// Fuser fuses the submitted θ_i of one round with the given weights (which
-// sum to one, in the same order as thetas).
+// Fuser fuses the submitted θ_i of one round with the given unnormalized
+// weights (in the order of thetas; nil means uniform). Pass them to pkg/fusion
+// as they are: it normalizes them once, and normalizing twice is not exact in
+// floating point. The normalized α are recorded in the FusedResult.
 type Fuser interface {
 	Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error)
 }
