@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -130,15 +129,11 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 				obs = e.Reset(seed)
 			}
 
-			var w io.Writer = os.Stdout
-			if out != "" && out != "-" {
-				f, err := os.Create(out)
-				if err != nil {
-					return fmt.Errorf("creating --out %s: %w", out, err)
-				}
-				defer f.Close()
-				w = f
+			w, closeOut, err := createOutput(out)
+			if err != nil {
+				return fmt.Errorf("--out: %w", err)
 			}
+			defer closeOut() // on error paths; the success path reports the close error below
 			bw := bufio.NewWriter(w)
 			enc := json.NewEncoder(bw)
 			if err := enc.Encode(envRolloutStep{Step: 0, Obs: obs, State: e.State(nil)}); err != nil {
@@ -158,6 +153,9 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 			}
 			if err := bw.Flush(); err != nil {
 				return fmt.Errorf("writing output: %w", err)
+			}
+			if err := closeOut(); err != nil {
+				return err
 			}
 			if done < len(actions) {
 				fmt.Fprintf(os.Stderr, "fedirl env rollout: episode ended at step %d; %d remaining actions ignored\n", done, len(actions)-done)
