@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -95,12 +96,7 @@ func Reward(dst []float64, phi *mat.Dense, theta []float64) []float64 {
 		dst = make([]float64, n)
 	}
 	for i := range n {
-		row := phi.RawRowView(i)
-		v := 0.0
-		for k, t := range theta {
-			v += row[k] * t
-		}
-		dst[i] = v
+		dst[i] = floats.Dot(phi.RawRowView(i), theta)
 	}
 	return dst
 }

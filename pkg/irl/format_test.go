@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 
 	"gonum.org/v1/gonum/mat"
@@ -266,7 +267,7 @@ func FuzzReadSpec(f *testing.F) {
 		}
 		ws := mdp.NewWorkspace(m, mdp.Options{MaxIter: 50})
 		defer ws.Close()
-		v := ws.SoftValueIteration(nil, LinearReward(make([]float64, m.NumPairs()), phi, make([]float64, phi.RawMatrix().Cols)), 1)
+		v := ws.SoftValueIteration(nil, features.Reward(make([]float64, m.NumPairs()), phi, make([]float64, phi.RawMatrix().Cols)), 1)
 		ws.Occupancy(nil, ws.SoftPolicy(nil, v, 1))
 	})
 }

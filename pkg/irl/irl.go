@@ -92,6 +92,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
 
@@ -297,7 +298,7 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 	if len(theta) != o.d || len(grad) != o.d {
 		panic(fmt.Sprintf("irl: theta and grad have lengths %d and %d, want %d", len(theta), len(grad), o.d))
 	}
-	LinearReward(o.reward, o.phi, theta)
+	features.Reward(o.reward, o.phi, theta)
 	o.vals = o.ws.SoftValueIteration(o.vals, o.reward, o.tau)
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
@@ -309,18 +310,6 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 		grad[j] = o.muD[j] - o.muPi[j] - o.l2*theta[j]
 	}
 	return objective, logLik
-}
-
-// LinearReward sets dst (length S*A) to Φθ and returns it.
-func LinearReward(dst []float64, phi *mat.Dense, theta []float64) []float64 {
-	raw := phi.RawMatrix()
-	if len(dst) != raw.Rows || len(theta) != raw.Cols {
-		panic("irl: LinearReward dimension mismatch")
-	}
-	for k := range dst {
-		dst[k] = floats.Dot(raw.Data[k*raw.Stride:k*raw.Stride+raw.Cols], theta)
-	}
-	return dst
 }
 
 // FeatureCounts sets dst (length d) to Φᵀw for a weight vector w over pairs

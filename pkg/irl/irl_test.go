@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 
 	"gonum.org/v1/gonum/floats"
@@ -31,7 +32,7 @@ func randomFeatures(seed uint64, n, d int) *mat.Dense {
 func expertDemos(m *mdp.MDP, phi *mat.Dense, theta []float64, tau float64, n, maxSteps int, seed uint64) ([]Trajectory, *mdp.Policy) {
 	ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
 	defer ws.Close()
-	r := LinearReward(make([]float64, m.NumPairs()), phi, theta)
+	r := features.Reward(make([]float64, m.NumPairs()), phi, theta)
 	pi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, r, tau), tau)
 	rng := rand.New(rand.NewPCG(seed, 9))
 	demos := make([]Trajectory, 0, n)
@@ -170,8 +171,8 @@ func recoveryCase(t *testing.T, name string, seed uint64, S, A, k, nTerm int, ga
 			// Return under θ* of the learned soft policy vs the expert's.
 			ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-12})
 			defer ws.Close()
-			rStar := LinearReward(make([]float64, m.NumPairs()), phi, thetaStar)
-			rHat := LinearReward(make([]float64, m.NumPairs()), phi, res.Theta)
+			rStar := features.Reward(make([]float64, m.NumPairs()), phi, thetaStar)
+			rHat := features.Reward(make([]float64, m.NumPairs()), phi, res.Theta)
 			learnedPi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, rHat, tau), tau)
 			jExpert := ws.Return(expertPi, rStar)
 			jLearned := ws.Return(learnedPi, rStar)
