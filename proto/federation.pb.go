@@ -25,193 +25,9 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// IRLConfig holds the local MaxEnt IRL hyperparameters every client uses.
-type IRLConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Iterations    int32                  `protobuf:"varint,1,opt,name=iterations,proto3" json:"iterations,omitempty"`
-	LearningRate  float64                `protobuf:"fixed64,2,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
-	L2            float64                `protobuf:"fixed64,3,opt,name=l2,proto3" json:"l2,omitempty"`
-	Temperature   float64                `protobuf:"fixed64,4,opt,name=temperature,proto3" json:"temperature,omitempty"`
-	GradTol       float64                `protobuf:"fixed64,5,opt,name=grad_tol,json=gradTol,proto3" json:"grad_tol,omitempty"`
-	Optimizer     string                 `protobuf:"bytes,6,opt,name=optimizer,proto3" json:"optimizer,omitempty"` // "gd" or "adam"
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *IRLConfig) Reset() {
-	*x = IRLConfig{}
-	mi := &file_federation_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *IRLConfig) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*IRLConfig) ProtoMessage() {}
-
-func (x *IRLConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use IRLConfig.ProtoReflect.Descriptor instead.
-func (*IRLConfig) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *IRLConfig) GetIterations() int32 {
-	if x != nil {
-		return x.Iterations
-	}
-	return 0
-}
-
-func (x *IRLConfig) GetLearningRate() float64 {
-	if x != nil {
-		return x.LearningRate
-	}
-	return 0
-}
-
-func (x *IRLConfig) GetL2() float64 {
-	if x != nil {
-		return x.L2
-	}
-	return 0
-}
-
-func (x *IRLConfig) GetTemperature() float64 {
-	if x != nil {
-		return x.Temperature
-	}
-	return 0
-}
-
-func (x *IRLConfig) GetGradTol() float64 {
-	if x != nil {
-		return x.GradTol
-	}
-	return 0
-}
-
-func (x *IRLConfig) GetOptimizer() string {
-	if x != nil {
-		return x.Optimizer
-	}
-	return ""
-}
-
-// FusionConfig selects the server-side fusion method and its parameters.
-type FusionConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Method        string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`       // "mean" or "barycentric"
-	Weighting     string                 `protobuf:"bytes,2,opt,name=weighting,proto3" json:"weighting,omitempty"` // "uniform" or "demos"
-	Solver        string                 `protobuf:"bytes,3,opt,name=solver,proto3" json:"solver,omitempty"`       // barycenter solver: ibp, stabilized, debiased, paper
-	Epsilon       float64                `protobuf:"fixed64,4,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
-	MaxIter       int32                  `protobuf:"varint,5,opt,name=max_iter,json=maxIter,proto3" json:"max_iter,omitempty"`
-	InnerIter     int32                  `protobuf:"varint,6,opt,name=inner_iter,json=innerIter,proto3" json:"inner_iter,omitempty"`
-	Tol           float64                `protobuf:"fixed64,7,opt,name=tol,proto3" json:"tol,omitempty"`
-	Sigma         float64                `protobuf:"fixed64,8,opt,name=sigma,proto3" json:"sigma,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *FusionConfig) Reset() {
-	*x = FusionConfig{}
-	mi := &file_federation_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *FusionConfig) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*FusionConfig) ProtoMessage() {}
-
-func (x *FusionConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use FusionConfig.ProtoReflect.Descriptor instead.
-func (*FusionConfig) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *FusionConfig) GetMethod() string {
-	if x != nil {
-		return x.Method
-	}
-	return ""
-}
-
-func (x *FusionConfig) GetWeighting() string {
-	if x != nil {
-		return x.Weighting
-	}
-	return ""
-}
-
-func (x *FusionConfig) GetSolver() string {
-	if x != nil {
-		return x.Solver
-	}
-	return ""
-}
-
-func (x *FusionConfig) GetEpsilon() float64 {
-	if x != nil {
-		return x.Epsilon
-	}
-	return 0
-}
-
-func (x *FusionConfig) GetMaxIter() int32 {
-	if x != nil {
-		return x.MaxIter
-	}
-	return 0
-}
-
-func (x *FusionConfig) GetInnerIter() int32 {
-	if x != nil {
-		return x.InnerIter
-	}
-	return 0
-}
-
-func (x *FusionConfig) GetTol() float64 {
-	if x != nil {
-		return x.Tol
-	}
-	return 0
-}
-
-func (x *FusionConfig) GetSigma() float64 {
-	if x != nil {
-		return x.Sigma
-	}
-	return 0
-}
-
-// TaskSpec defines one federation.
+// TaskSpec defines one federation. The server stores and forwards probe, irl
+// and fusion without reading them; the task family named by env_family owns
+// their schema and validates them when the task is created.
 type TaskSpec struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -220,8 +36,8 @@ type TaskSpec struct {
 	Probe           []byte                 `protobuf:"bytes,4,opt,name=probe,proto3" json:"probe,omitempty"` // JSON probe spec (environment family specific)
 	ThetaDim        int32                  `protobuf:"varint,5,opt,name=theta_dim,json=thetaDim,proto3" json:"theta_dim,omitempty"`
 	FeatureNames    []string               `protobuf:"bytes,6,rep,name=feature_names,json=featureNames,proto3" json:"feature_names,omitempty"`
-	Irl             *IRLConfig             `protobuf:"bytes,7,opt,name=irl,proto3" json:"irl,omitempty"`
-	Fusion          *FusionConfig          `protobuf:"bytes,8,opt,name=fusion,proto3" json:"fusion,omitempty"`
+	Irl             []byte                 `protobuf:"bytes,15,opt,name=irl,proto3" json:"irl,omitempty"`       // the learners' configuration, JSON owned by the task family (irl.Config)
+	Fusion          []byte                 `protobuf:"bytes,16,opt,name=fusion,proto3" json:"fusion,omitempty"` // the fuser's configuration, JSON owned by the task family (fusion.Options)
 	Quorum          int32                  `protobuf:"varint,9,opt,name=quorum,proto3" json:"quorum,omitempty"`
 	MinClients      int32                  `protobuf:"varint,10,opt,name=min_clients,json=minClients,proto3" json:"min_clients,omitempty"`
 	DeadlineSeconds float64                `protobuf:"fixed64,11,opt,name=deadline_seconds,json=deadlineSeconds,proto3" json:"deadline_seconds,omitempty"`
@@ -234,7 +50,7 @@ type TaskSpec struct {
 
 func (x *TaskSpec) Reset() {
 	*x = TaskSpec{}
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -246,7 +62,7 @@ func (x *TaskSpec) String() string {
 func (*TaskSpec) ProtoMessage() {}
 
 func (x *TaskSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -259,7 +75,7 @@ func (x *TaskSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSpec.ProtoReflect.Descriptor instead.
 func (*TaskSpec) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{2}
+	return file_federation_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *TaskSpec) GetId() string {
@@ -304,14 +120,14 @@ func (x *TaskSpec) GetFeatureNames() []string {
 	return nil
 }
 
-func (x *TaskSpec) GetIrl() *IRLConfig {
+func (x *TaskSpec) GetIrl() []byte {
 	if x != nil {
 		return x.Irl
 	}
 	return nil
 }
 
-func (x *TaskSpec) GetFusion() *FusionConfig {
+func (x *TaskSpec) GetFusion() []byte {
 	if x != nil {
 		return x.Fusion
 	}
@@ -370,7 +186,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +198,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +211,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{3}
+	return file_federation_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -424,7 +240,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +252,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +265,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{4}
+	return file_federation_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetTaskResponse) GetSpec() *TaskSpec {
@@ -495,7 +311,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +323,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +336,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{5}
+	return file_federation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SubmitRequest) GetTaskId() string {
@@ -585,7 +401,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +413,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +426,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{6}
+	return file_federation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SubmitResponse) GetDuplicate() bool {
@@ -660,7 +476,7 @@ type GetFusedRequest struct {
 
 func (x *GetFusedRequest) Reset() {
 	*x = GetFusedRequest{}
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +488,7 @@ func (x *GetFusedRequest) String() string {
 func (*GetFusedRequest) ProtoMessage() {}
 
 func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +501,7 @@ func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedRequest.ProtoReflect.Descriptor instead.
 func (*GetFusedRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{7}
+	return file_federation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetFusedRequest) GetTaskId() string {
@@ -735,7 +551,7 @@ type FusedResult struct {
 
 func (x *FusedResult) Reset() {
 	*x = FusedResult{}
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +563,7 @@ func (x *FusedResult) String() string {
 func (*FusedResult) ProtoMessage() {}
 
 func (x *FusedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +576,7 @@ func (x *FusedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusedResult.ProtoReflect.Descriptor instead.
 func (*FusedResult) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{8}
+	return file_federation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FusedResult) GetTaskId() string {
@@ -845,7 +661,7 @@ type GetFusedResponse struct {
 
 func (x *GetFusedResponse) Reset() {
 	*x = GetFusedResponse{}
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +673,7 @@ func (x *GetFusedResponse) String() string {
 func (*GetFusedResponse) ProtoMessage() {}
 
 func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -870,7 +686,7 @@ func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedResponse.ProtoReflect.Descriptor instead.
 func (*GetFusedResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{9}
+	return file_federation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetFusedResponse) GetReady() bool {
@@ -909,7 +725,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +737,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +750,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{10}
+	return file_federation_proto_rawDescGZIP(), []int{8}
 }
 
 type TaskStatus struct {
@@ -957,7 +773,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +785,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +798,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{11}
+	return file_federation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1078,7 +894,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +906,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +919,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{12}
+	return file_federation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StatusResponse) GetTasks() []*TaskStatus {
@@ -1123,7 +939,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +951,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +964,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{13}
+	return file_federation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateTaskRequest) GetSpec() *TaskSpec {
@@ -1174,7 +990,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1002,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1015,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{14}
+	return file_federation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateTaskResponse) GetTokens() map[string]string {
@@ -1213,26 +1029,7 @@ var File_federation_proto protoreflect.FileDescriptor
 
 const file_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x10federation.proto\x12\tfedirl.v1\"\xbb\x01\n" +
-	"\tIRLConfig\x12\x1e\n" +
-	"\n" +
-	"iterations\x18\x01 \x01(\x05R\n" +
-	"iterations\x12#\n" +
-	"\rlearning_rate\x18\x02 \x01(\x01R\flearningRate\x12\x0e\n" +
-	"\x02l2\x18\x03 \x01(\x01R\x02l2\x12 \n" +
-	"\vtemperature\x18\x04 \x01(\x01R\vtemperature\x12\x19\n" +
-	"\bgrad_tol\x18\x05 \x01(\x01R\agradTol\x12\x1c\n" +
-	"\toptimizer\x18\x06 \x01(\tR\toptimizer\"\xd8\x01\n" +
-	"\fFusionConfig\x12\x16\n" +
-	"\x06method\x18\x01 \x01(\tR\x06method\x12\x1c\n" +
-	"\tweighting\x18\x02 \x01(\tR\tweighting\x12\x16\n" +
-	"\x06solver\x18\x03 \x01(\tR\x06solver\x12\x18\n" +
-	"\aepsilon\x18\x04 \x01(\x01R\aepsilon\x12\x19\n" +
-	"\bmax_iter\x18\x05 \x01(\x05R\amaxIter\x12\x1d\n" +
-	"\n" +
-	"inner_iter\x18\x06 \x01(\x05R\tinnerIter\x12\x10\n" +
-	"\x03tol\x18\a \x01(\x01R\x03tol\x12\x14\n" +
-	"\x05sigma\x18\b \x01(\x01R\x05sigma\"\xcd\x03\n" +
+	"\x10federation.proto\x12\tfedirl.v1\"\xaa\x03\n" +
 	"\bTaskSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -1240,9 +1037,9 @@ const file_federation_proto_rawDesc = "" +
 	"env_family\x18\x03 \x01(\tR\tenvFamily\x12\x14\n" +
 	"\x05probe\x18\x04 \x01(\fR\x05probe\x12\x1b\n" +
 	"\ttheta_dim\x18\x05 \x01(\x05R\bthetaDim\x12#\n" +
-	"\rfeature_names\x18\x06 \x03(\tR\ffeatureNames\x12&\n" +
-	"\x03irl\x18\a \x01(\v2\x14.fedirl.v1.IRLConfigR\x03irl\x12/\n" +
-	"\x06fusion\x18\b \x01(\v2\x17.fedirl.v1.FusionConfigR\x06fusion\x12\x16\n" +
+	"\rfeature_names\x18\x06 \x03(\tR\ffeatureNames\x12\x10\n" +
+	"\x03irl\x18\x0f \x01(\fR\x03irl\x12\x16\n" +
+	"\x06fusion\x18\x10 \x01(\fR\x06fusion\x12\x16\n" +
 	"\x06quorum\x18\t \x01(\x05R\x06quorum\x12\x1f\n" +
 	"\vmin_clients\x18\n" +
 	" \x01(\x05R\n" +
@@ -1251,7 +1048,7 @@ const file_federation_proto_rawDesc = "" +
 	"\x06rounds\x18\f \x01(\x05R\x06rounds\x12\x1d\n" +
 	"\n" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
-	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\"F\n" +
+	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNormJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"F\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\x92\x01\n" +
@@ -1350,49 +1147,45 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_federation_proto_goTypes = []any{
-	(*IRLConfig)(nil),          // 0: fedirl.v1.IRLConfig
-	(*FusionConfig)(nil),       // 1: fedirl.v1.FusionConfig
-	(*TaskSpec)(nil),           // 2: fedirl.v1.TaskSpec
-	(*GetTaskRequest)(nil),     // 3: fedirl.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),    // 4: fedirl.v1.GetTaskResponse
-	(*SubmitRequest)(nil),      // 5: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),     // 6: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),    // 7: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),        // 8: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil),   // 9: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),      // 10: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),         // 11: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),     // 12: fedirl.v1.StatusResponse
-	(*CreateTaskRequest)(nil),  // 13: fedirl.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 14: fedirl.v1.CreateTaskResponse
-	nil,                        // 15: fedirl.v1.CreateTaskResponse.TokensEntry
+	(*TaskSpec)(nil),           // 0: fedirl.v1.TaskSpec
+	(*GetTaskRequest)(nil),     // 1: fedirl.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),    // 2: fedirl.v1.GetTaskResponse
+	(*SubmitRequest)(nil),      // 3: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),     // 4: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),    // 5: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),        // 6: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),   // 7: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),      // 8: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),         // 9: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),     // 10: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),  // 11: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil), // 12: fedirl.v1.CreateTaskResponse
+	nil,                        // 13: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
-	0,  // 0: fedirl.v1.TaskSpec.irl:type_name -> fedirl.v1.IRLConfig
-	1,  // 1: fedirl.v1.TaskSpec.fusion:type_name -> fedirl.v1.FusionConfig
-	2,  // 2: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
-	8,  // 3: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
-	8,  // 4: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
-	11, // 5: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
-	2,  // 6: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
-	15, // 7: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
-	3,  // 8: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
-	5,  // 9: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
-	7,  // 10: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
-	10, // 11: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
-	13, // 12: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
-	4,  // 13: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	6,  // 14: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	9,  // 15: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	12, // 16: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	14, // 17: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	0,  // 0: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
+	6,  // 1: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
+	6,  // 2: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
+	9,  // 3: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
+	0,  // 4: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
+	13, // 5: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	1,  // 6: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
+	3,  // 7: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
+	5,  // 8: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
+	8,  // 9: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
+	11, // 10: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
+	2,  // 11: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	4,  // 12: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	7,  // 13: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	10, // 14: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	12, // 15: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_federation_proto_init() }
@@ -1406,7 +1199,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

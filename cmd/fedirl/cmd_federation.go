@@ -18,6 +18,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // serverCmd runs a federation server.
@@ -234,7 +235,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	}
 	defer store.Close()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: &federation.StandardFuser{}, AdminToken: admin, Logf: logger.Printf})
+		Fuser: tasks.NewFuser(), AdminToken: admin, Logf: logger.Printf})
 	if err != nil {
 		return err
 	}
@@ -328,7 +329,7 @@ func runTaskCreate(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return fmt.Errorf("--gridworld-size %d: %w", f.gridSize, err)
 		}
-		p, err := fusion.GridProbe(probe)
+		p, err := tasks.GridProbe(probe)
 		if err != nil {
 			return err
 		}
@@ -343,20 +344,38 @@ func runTaskCreate(cmd *cobra.Command, _ []string) error {
 			apply()
 		}
 	}
+	fopt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return fmt.Errorf("--spec %s: %w", f.spec, err)
+	}
+	icfg, err := tasks.DecodeIRL(spec.IRL)
+	if err != nil {
+		return fmt.Errorf("--spec %s: %w", f.spec, err)
+	}
+	var solverErr error
 	set("id", func() { spec.ID = f.id })
-	set("fusion", func() { spec.Fusion.Method = f.fusionMethod })
-	set("weighting", func() { spec.Fusion.Weighting = f.weighting })
-	set("solver", func() { spec.Fusion.Solver = f.solver })
+	set("fusion", func() { fopt.Method = f.fusionMethod })
+	set("weighting", func() { fopt.Weighting = f.weighting })
+	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
+	if solverErr != nil {
+		return fmt.Errorf("--solver: %w", solverErr)
+	}
 	set("quorum", func() { spec.Quorum = f.quorum })
 	set("min-clients", func() { spec.MinClients = f.minClients })
 	set("deadline", func() { spec.DeadlineSeconds = f.deadline.Seconds() })
 	set("rounds", func() { spec.Rounds = f.rounds })
 	set("warm-start", func() { spec.WarmStart = f.warmStart })
 	set("max-theta-norm", func() { spec.MaxThetaNorm = f.maxNorm })
-	set("irl-iterations", func() { spec.IRL.Iterations = f.irlIters })
-	set("irl-learning-rate", func() { spec.IRL.LearningRate = f.lr })
-	set("irl-l2", func() { spec.IRL.L2 = f.l2 })
-	set("irl-temperature", func() { spec.IRL.Temperature = f.temperature })
+	set("irl-iterations", func() { icfg.MaxIter = f.irlIters })
+	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
+	set("irl-l2", func() { icfg.L2 = f.l2 })
+	set("irl-temperature", func() { icfg.Temperature = f.temperature })
+	if spec.Fusion, err = tasks.EncodeFusion(fopt); err != nil {
+		return err
+	}
+	if spec.IRL, err = tasks.EncodeIRL(icfg); err != nil {
+		return err
+	}
 	var clients []string
 	for _, c := range strings.Split(f.clients, ",") {
 		if c = strings.TrimSpace(c); c != "" {
@@ -462,7 +481,7 @@ func runClient(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	learner, err := federation.LoadMaxEntLearner(f.mdp, f.demos)
+	learner, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
@@ -77,6 +79,22 @@ type IRLConfig struct {
 	RewardRegularizationL2 float64 `yaml:"reward_regularization_l2" json:"reward_regularization_l2"`
 	// Optimizer is "gd" or "adam".
 	Optimizer string `yaml:"optimizer" json:"optimizer"`
+}
+
+// config converts the study's IRL keys (the paper's names) to irl.Config with
+// the given gradient-step budget: the one place they are converted. The study
+// runs exactly budget steps (GradTol −1) with one dynamic-programming worker
+// per client (clients learn concurrently).
+func (c IRLConfig) config(budget int) irl.Config {
+	return irl.Config{
+		LearningRate: c.IRLLearningRate,
+		L2:           c.RewardRegularizationL2,
+		Temperature:  c.Temperature,
+		MaxIter:      budget,
+		GradTol:      -1,
+		Optimizer:    c.Optimizer,
+		Solver:       mdp.Options{Workers: 1, Tol: 1e-5},
+	}
 }
 
 // BarycenterConfig holds the barycentric fusion hyperparameters.

@@ -11,6 +11,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // The study's federation step runs through federation.RunInProcess: the same
@@ -69,87 +70,33 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 	return r, nil
 }
 
-// studyFuser is the coordinator's federation.Fuser in the study: fusion.Mean
-// for method "mean" and fusion.Probe.Fuse on the study's own probe for
-// "barycentric", with the options carried by the task (solver, ε, iteration
-// counts, tolerance, σ) plus the configured map-back scale Z, which
-// TaskSpec cannot express (federation.StandardFuser has no Z, rebuilds the
-// probe from JSON and does not report σ and Z).
-//
-// Weights: the coordinator hands the fuser the round's unnormalized weights
-// (nil for uniform, each client's demonstration steps for "demonstrations",
-// which studyClient reports as its DemoCount) and pkg/fusion normalizes them
-// once, exactly as fusing the study's weights directly would.
-type studyFuser struct {
-	probe fusion.Probe
-	scale float64 // Z of the map back; 0 = Σ α_i Z_i
-
-	mu   sync.Mutex
-	diag map[string]FusionInfo // task id -> barycentric diagnostics
-}
-
-// Fuse implements federation.Fuser.
-func (f *studyFuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]float64, weights []float64) (federation.FuseOutput, error) {
-	switch spec.Fusion.Method {
-	case "mean":
-		th, err := fusion.Mean(thetas, weights)
-		return federation.FuseOutput{Theta: th}, err
-	case "barycentric":
-		method, err := ot.ParseMethod(spec.Fusion.Solver)
-		if err != nil {
-			return federation.FuseOutput{}, fmt.Errorf("task %s: fusion.solver: %w", spec.ID, err)
-		}
-		opt := fusion.Options{Sigma: spec.Fusion.Sigma, Z: f.scale, Eps: spec.Fusion.Epsilon, Method: method,
-			MaxIter: spec.Fusion.MaxIter, InnerIter: spec.Fusion.InnerIter, Tol: spec.Fusion.Tol}
-		res, err := f.probe.Fuse(thetas, weights, opt)
-		if err != nil {
-			return federation.FuseOutput{}, err
-		}
-		f.mu.Lock()
-		f.diag[spec.ID] = FusionInfo{res.Sigma, res.Z, res.MarginalError, res.Iterations}
-		f.mu.Unlock()
-		return federation.FuseOutput{Theta: res.Theta, MarginalError: res.MarginalError, Iterations: res.Iterations}, nil
-	}
-	return federation.FuseOutput{}, fmt.Errorf("task %s: unknown fusion method %q", spec.ID, spec.Fusion.Method)
-}
-
 // clientID names client i so that the coordinator, which lists a round's
 // submissions in client-id order, fuses them in client index order.
 func clientID(i int) string { return fmt.Sprintf("client-%06d", i) }
 
-// fusionTask is the task spec of one fusion method of a cell.
-func (c Config) fusionTask(id string, st *setup, fusionCfg federation.FusionConfig) (federation.TaskSpec, error) {
+// fusionTask is the task spec of one fusion method of a cell: the family
+// "gridworld" with the cell's probe and the given fusion options (σ, Z, ε,
+// solver schedule and weighting, all carried by the task as fusion.Options).
+func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation.TaskSpec, error) {
 	probe, err := json.Marshal(st.probeSpec)
 	if err != nil {
 		return federation.TaskSpec{}, fmt.Errorf("encoding the probe spec: %w", err)
 	}
 	_, dim := st.probe.Phi.Dims()
 	K := len(st.clients)
+	opt.Weighting = fusion.WeightingUniform
 	if c.Barycenter.Weights == "demonstrations" {
-		fusionCfg.Weighting = "demos"
-	} else {
-		fusionCfg.Weighting = "uniform"
+		opt.Weighting = fusion.WeightingDemos
 	}
-	return federation.TaskSpec{
-		ID:        id,
-		EnvFamily: "gridworld",
-		Probe:     probe,
-		ThetaDim:  dim,
-		IRL: federation.IRLConfig{Iterations: c.IRL.IRLIterations, LearningRate: c.IRL.IRLLearningRate,
-			L2: c.IRL.RewardRegularizationL2, Temperature: c.IRL.Temperature, GradTol: -1, Optimizer: c.IRL.Optimizer},
-		Fusion:     fusionCfg,
-		Quorum:     K,
-		MinClients: K,
-		Rounds:     1,
-	}, nil
-}
-
-// barycentricConfig is the task fusion config of the study's barycenter with
-// the given solver (Config.fusionOptions, without Z: see studyFuser).
-func (c Config) barycentricConfig(method ot.Method) federation.FusionConfig {
-	o := c.fusionOptions(method)
-	return federation.FusionConfig{Method: "barycentric", Solver: method.String(), Epsilon: o.Eps,
-		MaxIter: o.MaxIter, InnerIter: o.InnerIter, Tol: o.Tol, Sigma: o.Sigma}
+	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
+		Quorum: K, MinClients: K, Rounds: 1}
+	if spec.Fusion, err = tasks.EncodeFusion(opt); err != nil {
+		return federation.TaskSpec{}, err
+	}
+	if spec.IRL, err = tasks.EncodeIRL(c.IRL.config(c.IRL.IRLIterations)); err != nil {
+		return federation.TaskSpec{}, err
+	}
+	return spec, nil
 }
 
 // federate runs the cell's federation through federation.RunInProcess, one
@@ -160,20 +107,29 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 	if err != nil {
 		return err
 	}
-	fuser := &studyFuser{probe: st.probe, scale: c.Barycenter.Scale, diag: map[string]FusionInfo{}}
+	var mu sync.Mutex
+	diag := map[string]FusionInfo{} // task id -> σ and Z of its barycentric fusion
+	fuser := tasks.NewFuser()
+	fuser.OnFuse = func(id string, out fusion.Output) {
+		if b := out.Barycentric; b != nil {
+			mu.Lock()
+			diag[id] = FusionInfo{b.Sigma, b.Z, b.MarginalError, b.Iterations}
+			mu.Unlock()
+		}
+	}
 	local := make([]federation.LocalClient, len(clients))
 	for i, cl := range clients {
 		local[i] = federation.LocalClient{ID: clientID(i), Learner: cl}
 	}
-	tasks := []struct {
+	methods := []struct {
 		m      Method
-		fusion federation.FusionConfig
+		fusion fusion.Options
 	}{
-		{Mean, federation.FusionConfig{Method: "mean"}},
-		{Barycenter, c.barycentricConfig(method)},
-		{Debiased, c.barycentricConfig(ot.Debiased)},
+		{Mean, fusion.Options{Method: fusion.MethodMean}},
+		{Barycenter, c.fusionOptions(method)},
+		{Debiased, c.fusionOptions(ot.Debiased)},
 	}
-	for _, tk := range tasks {
+	for _, tk := range methods {
 		id := name + "-" + tk.m.String()
 		spec, err := c.fusionTask(id, st, tk.fusion)
 		if err != nil {
@@ -197,9 +153,9 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 			}
 		}
 		f.Fused[tk.m] = fused[0].Theta
-		fuser.mu.Lock()
-		info := fuser.diag[id] // σ and Z; the rest is the coordinator's provenance
-		fuser.mu.Unlock()
+		mu.Lock()
+		info := diag[id] // σ and Z; the rest is the coordinator's provenance
+		mu.Unlock()
 		info.MarginalError, info.Iterations = fused[0].MarginalError, fused[0].Iterations
 		switch tk.m {
 		case Barycenter:

@@ -151,25 +151,3 @@ func TestStudyClientLearnsOnce(t *testing.T) {
 		t.Error("theta_dim 3 accepted for 2 features")
 	}
 }
-
-// TestStudyFuserFusesGivenWeights checks that the study's fuser fuses with
-// the raw weights the coordinator hands it (normalized once, by pkg/fusion)
-// and refuses an unknown method.
-func TestStudyFuserFusesGivenWeights(t *testing.T) {
-	f := &studyFuser{diag: map[string]FusionInfo{}}
-	spec := federation.TaskSpec{ID: "t", ThetaDim: 1, Fusion: federation.FusionConfig{Method: "mean"}}
-	thetas := [][]float64{{1}, {2}}
-	out, err := f.Fuse(context.Background(), spec, thetas, []float64{1, 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameBits(t, "mean", out.Theta, []float64{1.75})
-	if out, err = f.Fuse(context.Background(), spec, thetas, nil); err != nil {
-		t.Fatal(err)
-	}
-	sameBits(t, "uniform mean", out.Theta, []float64{1.5})
-	spec.Fusion.Method = "median"
-	if _, err := f.Fuse(context.Background(), spec, thetas, []float64{1, 3}); err == nil {
-		t.Error("unknown method accepted")
-	}
-}

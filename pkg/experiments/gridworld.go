@@ -12,6 +12,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // Method indexes the columns of the success tables.
@@ -140,7 +141,7 @@ func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
 	if st.probeSpec, err = fam.Probe(seed); err != nil {
 		return nil, err
 	}
-	if st.probe, err = fusion.GridProbe(st.probeSpec); err != nil {
+	if st.probe, err = tasks.GridProbe(st.probeSpec); err != nil {
 		return nil, err
 	}
 	live := make([]float64, len(st.clients))
@@ -165,7 +166,7 @@ func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
 // projections, and stop earlier once the marginal error is below 1e-9.
 func (c Config) fusionOptions(method ot.Method) fusion.Options {
 	b := c.Barycenter
-	opt := fusion.Options{Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Method: method}
+	opt := fusion.Options{Method: fusion.MethodBarycentric, Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Solver: method}
 	if method == ot.Paper {
 		opt.MaxIter, opt.InnerIter, opt.Tol = b.BarycenterIterations, b.SinkhornIterations, -1
 	} else {

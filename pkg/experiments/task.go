@@ -12,6 +12,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // Random-stream purposes; a stream is keyed by (seed, size<<40 | purpose<<32 | index).
@@ -46,11 +47,11 @@ func NewEnv(spec gridworld.Spec, gamma float64) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := features.Grid(spec.Size, spec.Goal, spec.Obstacles)
+	phi, err := tasks.GridFeatures(spec)
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Spec: spec, Grid: g, MDP: m, Phi: features.StateAction(st, gridworld.NumActions)}, nil
+	return &Env{Spec: spec, Grid: g, MDP: m, Phi: phi}, nil
 }
 
 // GreedyPolicy returns the deterministic policy that is optimal for the
@@ -112,15 +113,7 @@ func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Traject
 // LocalIRL runs the client's MaxEnt IRL with the configured hyperparameters
 // and an iteration budget, from θ = 0.
 func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig, budget int) (irl.Result, error) {
-	res, err := irl.MaxEnt(ctx, e.MDP, e.Phi, demos, irl.Config{
-		LearningRate: c.IRLLearningRate,
-		L2:           c.RewardRegularizationL2,
-		Temperature:  c.Temperature,
-		MaxIter:      budget,
-		GradTol:      -1,
-		Optimizer:    c.Optimizer,
-		Solver:       mdp.Options{Workers: 1, Tol: 1e-5},
-	})
+	res, err := irl.MaxEnt(ctx, e.MDP, e.Phi, demos, c.config(budget))
 	if err != nil {
 		return res, fmt.Errorf("MaxEnt IRL on grid %d: %w", e.Spec.Size, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fedirl/fedirl/pkg/fusion"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -91,8 +90,26 @@ func (c *Coordinator) Close() {
 func (c *Coordinator) Store() *Store { return c.store }
 
 // CreateTask defines a task and returns one bearer token per client.
+// The task's family must accept the spec (Fuser.Validate), so that a task the
+// server could never fuse is refused before anything is stored.
 func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]string, error) {
+	if err := c.checkFusable(spec); err != nil {
+		return nil, err
+	}
 	return c.store.CreateTask(spec, clients, c.cfg.Now())
+}
+
+// checkFusable normalizes and validates spec and asks the fuser whether it
+// can serve it; errors are CodeInvalidArgument.
+func (c *Coordinator) checkFusable(spec TaskSpec) error {
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	if err := c.cfg.Fuser.Validate(spec); err != nil {
+		return errorf(CodeInvalidArgument, "task spec %s: %v", spec.ID, err)
+	}
+	return nil
 }
 
 // CreateTaskAdmin is CreateTask for a remote operator: cred must carry the
@@ -107,7 +124,7 @@ func (c *Coordinator) CreateTaskAdmin(ctx context.Context, cred Credentials, spe
 	if len(clients) > MaxClientsPerTask {
 		return nil, errorf(CodeInvalidArgument, "%d clients, limit %d", len(clients), MaxClientsPerTask)
 	}
-	tokens, err := c.store.CreateTask(spec, clients, c.cfg.Now())
+	tokens, err := c.CreateTask(spec, clients)
 	if err != nil {
 		var fe *Error
 		if errors.As(err, &fe) {
@@ -368,26 +385,6 @@ func sameSubmission(a, b *Submission) bool {
 	return true
 }
 
-// RawWeights returns the unnormalized fusion weights of a round's
-// submissions under a weighting policy: each submission's demonstration count
-// for "demos", and nil (uniform) for "uniform" or when no submission reports
-// demonstrations. pkg/fusion normalizes them, exactly once.
-func RawWeights(weighting string, subs []Submission) []float64 {
-	if weighting != "demos" {
-		return nil
-	}
-	w := make([]float64, len(subs))
-	total := 0.0
-	for i, s := range subs {
-		w[i] = float64(s.DemoCount)
-		total += w[i]
-	}
-	if total <= 0 {
-		return nil
-	}
-	return w
-}
-
 // maybeFuse fuses the current round of a task if it is ready. It runs inside
 // one write transaction, so no submission can be accepted for the round
 // while it is being fused and every accepted submission is either in the
@@ -419,20 +416,22 @@ func (c *Coordinator) maybeFuse(taskID string) {
 		for i := range subs {
 			thetas[i], clients[i] = subs[i].Theta, subs[i].ClientID
 		}
-		raw := RawWeights(rec.Spec.Fusion.Weighting, subs)
-		alpha, err := fusion.Weights(raw, len(subs))
-		if err != nil {
-			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
+		demos := make([]int, len(subs))
+		for i := range subs {
+			demos[i] = subs[i].DemoCount
 		}
-		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, raw)
+		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, demos)
 		if err != nil {
 			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
 		}
 		if e := validateTheta(&TaskSpec{ID: taskID, ThetaDim: rec.Spec.ThetaDim, MaxThetaNorm: math.Inf(1)}, out.Theta); e != nil {
 			return fmt.Errorf("fusing task %s round %d: fuser returned bad theta: %s", taskID, st.Round, e.Msg)
 		}
-		fr := FusedResult{TaskID: taskID, Round: st.Round, Theta: out.Theta, Method: rec.Spec.Fusion.Method,
-			Clients: clients, Weights: alpha, MarginalError: out.MarginalError, Iterations: out.Iterations,
+		if len(out.Weights) != len(subs) {
+			return fmt.Errorf("fusing task %s round %d: fuser returned %d weights for %d submissions", taskID, st.Round, len(out.Weights), len(subs))
+		}
+		fr := FusedResult{TaskID: taskID, Round: st.Round, Theta: out.Theta, Method: out.Method,
+			Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
 			Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
 		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(st.Round), &fr); err != nil {
 			return err

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fedirl/fedirl/pkg/approx"
-	"github.com/fedirl/fedirl/pkg/fusion"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -30,7 +30,7 @@ func TestQuorumFusesWeightedMean(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, CoordinatorConfig{})
 			spec := testSpec("t1", 2, 3)
-			spec.Fusion.Weighting = tc.weighting
+			spec.Fusion = json.RawMessage(`{"weighting":"` + tc.weighting + `"}`)
 			tok := f.create(t, spec, "carol", "alice", "bob", "dave")
 			thetas := map[string][]float64{"alice": {1, 2}, "bob": {3, -2}, "carol": {5, 6}}
 			for i, c := range []string{"carol", "alice", "bob"} {
@@ -278,36 +278,4 @@ func TestMultiRoundWarmStart(t *testing.T) {
 		}
 	}
 	approx.Slices(t, "client final", reps[1].Final.Theta, fused[2].Theta, 0, 0)
-}
-
-func TestRawWeights(t *testing.T) {
-	subs := func(demos ...int) []Submission {
-		out := make([]Submission, len(demos))
-		for i, d := range demos {
-			out[i].DemoCount = d
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name      string
-		weighting string
-		subs      []Submission
-		want      []float64
-	}{
-		{"uniform ignores demos", "uniform", subs(1, 5), nil},
-		{"demos", "demos", subs(1, 5, 0), []float64{1, 5, 0}},
-		{"no demos reported falls back to uniform", "demos", subs(0, 0), nil},
-	} {
-		got := RawWeights(tc.weighting, tc.subs)
-		if (got == nil) != (tc.want == nil) || !slices.Equal(got, tc.want) {
-			t.Errorf("%s: RawWeights = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	// Why the fuser gets raw weights: normalizing already normalized weights
-	// again is not exact (ten weights of 0.1 sum to 0.9999999999999999).
-	once, _ := fusion.Weights(nil, 10)
-	twice, _ := fusion.Weights(once, 10)
-	if slices.Equal(once, twice) {
-		t.Error("normalizing 10 uniform weights twice was exact; passing raw weights lost its reason")
-	}
 }

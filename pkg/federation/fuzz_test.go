@@ -212,7 +212,7 @@ func FuzzGRPCHandlers(f *testing.F) {
 // panics, and whatever decodes re-encodes to a value that decodes the same.
 func FuzzStoreDecode(f *testing.F) {
 	rec, _ := json.Marshal(taskRecord{Spec: TaskSpec{ID: "t", ThetaDim: 2, Quorum: 1, MinClients: 1, Rounds: 1,
-		MaxThetaNorm: 1, Fusion: FusionConfig{Method: "mean", Weighting: "uniform"}}, Clients: map[string]string{"a": HashToken("x")}})
+		MaxThetaNorm: 1, Fusion: json.RawMessage(`{"method":"mean","weighting":"uniform"}`)}, Clients: map[string]string{"a": HashToken("x")}})
 	st, _ := json.Marshal(taskState{Round: 1})
 	sb, _ := json.Marshal(sub("t", "a", 1, 1, 2))
 	fr, _ := json.Marshal(FusedResult{Round: 1, Theta: []float64{1}, Clients: []string{"a"}, Weights: []float64{1}})

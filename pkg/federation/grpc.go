@@ -137,26 +137,17 @@ func specToPB(s *TaskSpec) *pb.TaskSpec {
 	return &pb.TaskSpec{
 		Id: s.ID, Description: s.Description, EnvFamily: s.EnvFamily, Probe: s.Probe,
 		ThetaDim: int32(s.ThetaDim), FeatureNames: s.FeatureNames,
-		Irl: &pb.IRLConfig{Iterations: int32(s.IRL.Iterations), LearningRate: s.IRL.LearningRate, L2: s.IRL.L2,
-			Temperature: s.IRL.Temperature, GradTol: s.IRL.GradTol, Optimizer: s.IRL.Optimizer},
-		Fusion: &pb.FusionConfig{Method: s.Fusion.Method, Weighting: s.Fusion.Weighting, Solver: s.Fusion.Solver,
-			Epsilon: s.Fusion.Epsilon, MaxIter: int32(s.Fusion.MaxIter), InnerIter: int32(s.Fusion.InnerIter),
-			Tol: s.Fusion.Tol, Sigma: s.Fusion.Sigma},
+		Irl: s.IRL, Fusion: s.Fusion,
 		Quorum: int32(s.Quorum), MinClients: int32(s.MinClients), DeadlineSeconds: s.DeadlineSeconds,
 		Rounds: int32(s.Rounds), WarmStart: s.WarmStart, MaxThetaNorm: s.MaxThetaNorm,
 	}
 }
 
 func specFromPB(p *pb.TaskSpec) TaskSpec {
-	irl, fu := p.GetIrl(), p.GetFusion()
 	return TaskSpec{
 		ID: p.GetId(), Description: p.GetDescription(), EnvFamily: p.GetEnvFamily(), Probe: p.GetProbe(),
 		ThetaDim: int(p.GetThetaDim()), FeatureNames: p.GetFeatureNames(),
-		IRL: IRLConfig{Iterations: int(irl.GetIterations()), LearningRate: irl.GetLearningRate(), L2: irl.GetL2(),
-			Temperature: irl.GetTemperature(), GradTol: irl.GetGradTol(), Optimizer: irl.GetOptimizer()},
-		Fusion: FusionConfig{Method: fu.GetMethod(), Weighting: fu.GetWeighting(), Solver: fu.GetSolver(),
-			Epsilon: fu.GetEpsilon(), MaxIter: int(fu.GetMaxIter()), InnerIter: int(fu.GetInnerIter()),
-			Tol: fu.GetTol(), Sigma: fu.GetSigma()},
+		IRL: p.GetIrl(), Fusion: p.GetFusion(),
 		Quorum: int(p.GetQuorum()), MinClients: int(p.GetMinClients()), DeadlineSeconds: p.GetDeadlineSeconds(),
 		Rounds: int(p.GetRounds()), WarmStart: p.GetWarmStart(), MaxThetaNorm: p.GetMaxThetaNorm(),
 	}

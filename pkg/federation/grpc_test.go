@@ -2,67 +2,17 @@ package federation
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
+	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fedirl/fedirl/pkg/federation/fedtest"
+
 	"github.com/fedirl/fedirl/pkg/approx"
 )
-
-// testCA issues certificates for tests; nothing is written to disk.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fedirl test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-var serial int64 = 10
-
-func (ca *testCA) issue(t *testing.T, cn string, server bool) tls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial++
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // serve starts the gRPC adapter for f on 127.0.0.1 and returns its address.
 func serve(t *testing.T, f *fixture, cfg GRPCServerConfig) string {
@@ -91,7 +41,7 @@ func TestGRPCMutualTLSMatchesInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	spec := testSpec("mtls", 3, 3)
-	spec.Rounds, spec.WarmStart, spec.Fusion.Weighting = 2, true, "demos"
+	spec.Rounds, spec.WarmStart, spec.Fusion = 2, true, json.RawMessage(`{"weighting":"demos"}`)
 	learners := map[string]Learner{
 		"alice": fixedLearner{Delta: []float64{1, 2, 3}, Demos: 5},
 		"bob":   fixedLearner{Delta: []float64{-1, 0.25, 7}, Demos: 3},
@@ -106,14 +56,14 @@ func TestGRPCMutualTLSMatchesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ca := newTestCA(t)
+	ca := fedtest.NewCA(t)
 	f := newFixture(t, CoordinatorConfig{})
 	tok := f.create(t, spec, "alice", "bob", "carol")
-	addr := serve(t, f, GRPCServerConfig{TLS: &tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server", true)},
-		ClientCAs: ca.pool, ClientAuth: tls.RequireAndVerifyClientCert}})
+	addr := serve(t, f, GRPCServerConfig{TLS: &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "server", true)},
+		ClientCAs: ca.Pool, ClientAuth: tls.RequireAndVerifyClientCert}})
 	done := make(chan error, 3)
 	for id, l := range learners {
-		c := dial(t, addr, DialConfig{Token: tok[id], TLS: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.issue(t, id, false)}}})
+		c := dial(t, addr, DialConfig{Token: tok[id], TLS: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Issue(t, id, false)}}})
 		go func() {
 			_, err := RunClient(ctx, c, l, ClientConfig{TaskID: "mtls", ClientID: id})
 			done <- err
@@ -138,13 +88,13 @@ func TestGRPCMutualTLSMatchesInProcess(t *testing.T) {
 	}
 
 	// A valid certificate for bob cannot submit as alice, even with alice's token.
-	bobAsAlice := dial(t, addr, DialConfig{Token: tok["alice"], TLS: &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.issue(t, "bob", false)}}})
+	bobAsAlice := dial(t, addr, DialConfig{Token: tok["alice"], TLS: &tls.Config{RootCAs: ca.Pool, Certificates: []tls.Certificate{ca.Issue(t, "bob", false)}}})
 	_, err = bobAsAlice.GetTask(ctx, "mtls", "alice")
 	if CodeOf(err) != CodePermissionDenied || !strings.Contains(err.Error(), "cannot act as client alice") {
 		t.Errorf("bob's certificate acting as alice: %v", err)
 	}
 	// Without a client certificate the handshake fails.
-	noCert := dial(t, addr, DialConfig{Token: tok["alice"], TLS: &tls.Config{RootCAs: ca.pool}})
+	noCert := dial(t, addr, DialConfig{Token: tok["alice"], TLS: &tls.Config{RootCAs: ca.Pool}})
 	if _, err = noCert.GetTask(ctx, "mtls", "alice"); err == nil {
 		t.Error("call without a client certificate succeeded")
 	}
@@ -242,32 +192,4 @@ func TestClientRetriesUntilServerUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "fused", rep.Final.Theta, []float64{2}, 0, 0)
-}
-
-// writePEM writes a certificate and its key as PEM files under dir and
-// returns their paths (test-only keys, made fresh for each test).
-func writePEM(t *testing.T, dir, name string, c tls.Certificate) (certFile, keyFile string) {
-	t.Helper()
-	keyDER, err := x509.MarshalECPrivateKey(c.PrivateKey.(*ecdsa.PrivateKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
-// writeCA writes the CA certificate as PEM and returns its path.
-func (ca *testCA) writeCA(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -2,7 +2,9 @@ package federation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -18,8 +20,36 @@ type meanFuser struct {
 	last  atomic.Pointer[[]float64] // the weights of the latest call, as received
 }
 
-func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error) {
+// Validate accepts every spec whose fusion section, if any, is JSON with an
+// optional "weighting" of "uniform" or "demos".
+func (m *meanFuser) Validate(spec TaskSpec) error {
+	_, err := weightingOf(spec)
+	return err
+}
+
+func weightingOf(spec TaskSpec) (string, error) {
+	var f struct {
+		Weighting string `json:"weighting"`
+	}
+	if len(spec.Fusion) > 0 {
+		if err := json.Unmarshal(spec.Fusion, &f); err != nil {
+			return "", err
+		}
+	}
+	if f.Weighting != "" && f.Weighting != "uniform" && f.Weighting != "demos" {
+		return "", fmt.Errorf("fusion.weighting %q", f.Weighting)
+	}
+	return f.Weighting, nil
+}
+
+func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, demos []int) (FuseOutput, error) {
 	m.calls.Add(1)
+	var weights []float64
+	if w, _ := weightingOf(spec); w == "demos" {
+		for _, d := range demos {
+			weights = append(weights, float64(d))
+		}
+	}
 	m.last.Store(&weights)
 	if m.fail.Load() {
 		return FuseOutput{}, errors.New("fuser deliberately failing")
@@ -41,7 +71,14 @@ func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, w
 			out[k] += w / sum * v
 		}
 	}
-	return FuseOutput{Theta: out, MarginalError: 0, Iterations: 1}, nil
+	alpha := make([]float64, len(thetas))
+	for i := range alpha {
+		alpha[i] = 1 / sum
+		if weights != nil {
+			alpha[i] = weights[i] / sum
+		}
+	}
+	return FuseOutput{Theta: out, Method: "mean", Weights: alpha, MarginalError: 0, Iterations: 1}, nil
 }
 
 // fixedLearner returns warmStart+Delta (or Delta when there is no warm start).

@@ -31,7 +31,7 @@ func runLoad(tb testing.TB, n, dim int) loadResult {
 		tb.Fatal(err)
 	}
 	defer store.Close()
-	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &StandardFuser{}})
+	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &meanFuser{}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func BenchmarkSubmitInProcess1000Clients64D(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &StandardFuser{}})
+		coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &meanFuser{}})
 		if err != nil {
 			b.Fatal(err)
 		}

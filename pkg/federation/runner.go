@@ -25,7 +25,7 @@ type InProcessConfig struct {
 	// simulations that run many small federations (the grid-world study)
 	// need not wait for the disk. A StorePath store is always fsynced.
 	NoSync bool
-	// Fuser fuses each round; nil means &StandardFuser{}.
+	// Fuser fuses each round (e.g. tasks.Fuser); required.
 	Fuser Fuser
 	// Client is the template client configuration (TaskID and ClientID are set per client).
 	Client ClientConfig
@@ -49,9 +49,6 @@ func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg
 		}
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "store.db")
-	}
-	if cfg.Fuser == nil {
-		cfg.Fuser = &StandardFuser{}
 	}
 	store, err := openStore(path, cfg.noSync())
 	if err != nil {

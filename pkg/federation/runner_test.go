@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func TestRunInProcessNoSync(t *testing.T) {
 			}
 			s.Close()
 			spec := testSpec("nosync", 2, 2)
-			spec.Fusion.Weighting = "demos"
+			spec.Fusion = json.RawMessage(`{"weighting":"demos"}`)
 			tc.cfg.Fuser = &meanFuser{}
 			fused, reps, err := RunInProcess(context.Background(), spec, clients, tc.cfg)
 			if err != nil {

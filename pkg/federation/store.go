@@ -399,3 +399,15 @@ func (s *Store) Submissions(task string, round int) ([]Submission, error) {
 	})
 	return subs, err
 }
+
+// Task returns the stored spec of task id (for audits, tests and offline
+// tools).
+func (s *Store) Task(id string) (TaskSpec, error) {
+	var rec taskRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		rec, err = readTask(tx, id)
+		return err
+	})
+	return rec.Spec, err
+}

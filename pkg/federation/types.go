@@ -8,36 +8,14 @@ import (
 	"time"
 )
 
-// IRLConfig holds the local MaxEnt IRL hyperparameters that every client of a
-// task uses (the names of irl.Config). Zero values mean "the learner's default".
-type IRLConfig struct {
-	Iterations   int     `json:"iterations"`
-	LearningRate float64 `json:"learning_rate"`
-	L2           float64 `json:"l2"`
-	Temperature  float64 `json:"temperature"`
-	GradTol      float64 `json:"grad_tol"`
-	Optimizer    string  `json:"optimizer,omitempty"`
-}
-
-// FusionConfig selects the fusion method and its parameters. Method is
-// "mean" (the default when empty) or "barycentric"; Weighting is "uniform"
-// (the default) or "demos" (weights proportional to demonstration counts).
-// The remaining fields are the barycentric options of pkg/fusion (zero means
-// that package's default): Solver (ibp, stabilized, debiased, paper), Epsilon
-// (in squared lattice spacings), MaxIter, InnerIter, Tol and Sigma.
-type FusionConfig struct {
-	Method    string  `json:"method"`
-	Weighting string  `json:"weighting,omitempty"`
-	Solver    string  `json:"solver,omitempty"`
-	Epsilon   float64 `json:"epsilon,omitempty"`
-	MaxIter   int     `json:"max_iter,omitempty"`
-	InnerIter int     `json:"inner_iter,omitempty"`
-	Tol       float64 `json:"tol,omitempty"`
-	Sigma     float64 `json:"sigma,omitempty"`
-}
-
 // TaskSpec defines one federation: environment family and probe, feature
-// dimension, IRL hyperparameters, fusion, quorum, deadline and rounds.
+// dimension, the learners' and the fuser's configuration, quorum, deadline
+// and rounds.
+//
+// The family-specific parts (Probe, IRL, Fusion) are JSON that this package
+// stores and sends as they are without reading them: the task family that
+// serves EnvFamily (pkg/tasks) owns their schema (irl.Config, fusion.Options)
+// and checks them through Fuser.Validate when the task is created.
 //
 // A round is fused once Quorum submissions are in, or, DeadlineSeconds after
 // the round's first submission, once at least MinClients are in.
@@ -51,8 +29,8 @@ type TaskSpec struct {
 	Probe           json.RawMessage `json:"probe,omitempty"` // JSON probe spec, family specific
 	ThetaDim        int             `json:"theta_dim"`
 	FeatureNames    []string        `json:"feature_names,omitempty"`
-	IRL             IRLConfig       `json:"irl"`
-	Fusion          FusionConfig    `json:"fusion"`
+	IRL             json.RawMessage `json:"irl,omitempty"`    // the learners' configuration, family specific (irl.Config)
+	Fusion          json.RawMessage `json:"fusion,omitempty"` // the fuser's configuration, family specific (fusion.Options)
 	Quorum          int             `json:"quorum"`
 	MinClients      int             `json:"min_clients"`
 	DeadlineSeconds float64         `json:"deadline_seconds,omitempty"`
@@ -152,16 +130,23 @@ type Learner interface {
 // FuseOutput is what a Fuser returns; the coordinator adds the provenance.
 type FuseOutput struct {
 	Theta         []float64
+	Method        string    // the fusion method that produced Theta, e.g. "mean"
+	Weights       []float64 // the normalized client weights α used, in submission order
 	MarginalError float64
 	Iterations    int
 }
 
-// Fuser fuses the submitted θ_i of one round with the given unnormalized
-// weights (in the order of thetas; nil means uniform). Pass them to pkg/fusion
-// as they are: it normalizes them once, and normalizing twice is not exact in
-// floating point. The normalized α are recorded in the FusedResult.
+// Fuser is the server's fusion step, supplied by the task families (pkg/tasks),
+// so that this package knows no environment, learner or fusion method.
 type Fuser interface {
-	Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, weights []float64) (FuseOutput, error)
+	// Validate checks at task creation everything Fuse will need (family
+	// known, probe buildable, θ dimension equal to the family's feature
+	// count, fusion options valid), naming the first bad field.
+	Validate(spec TaskSpec) error
+	// Fuse fuses the submitted θ_i of one round; demoCounts holds each
+	// submission's reported demonstration count, in the order of thetas,
+	// for weightings that use it.
+	Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, demoCounts []int) (FuseOutput, error)
 }
 
 // Federation is the transport between client logic and server logic. InProcess

@@ -49,12 +49,6 @@ func (s *TaskSpec) Normalize() {
 	if s.MaxThetaNorm == 0 {
 		s.MaxThetaNorm = DefaultMaxThetaNorm
 	}
-	if s.Fusion.Method == "" {
-		s.Fusion.Method = "mean"
-	}
-	if s.Fusion.Weighting == "" {
-		s.Fusion.Weighting = "uniform"
-	}
 }
 
 // Validate checks a (normalized) task spec, naming the first bad field.
@@ -80,33 +74,10 @@ func (s *TaskSpec) Validate() error {
 		return fmt.Errorf("task spec %s: deadline_seconds %v: want a finite value >= 0", s.ID, s.DeadlineSeconds)
 	case !(s.MaxThetaNorm > 0) || math.IsInf(s.MaxThetaNorm, 0):
 		return fmt.Errorf("task spec %s: max_theta_norm %v: want a finite value > 0", s.ID, s.MaxThetaNorm)
-	case s.Fusion.Method != "mean" && s.Fusion.Method != "barycentric":
-		return fmt.Errorf("task spec %s: fusion.method %q: want \"mean\" or \"barycentric\"", s.ID, s.Fusion.Method)
-	case s.Fusion.Weighting != "uniform" && s.Fusion.Weighting != "demos":
-		return fmt.Errorf("task spec %s: fusion.weighting %q: want \"uniform\" or \"demos\"", s.ID, s.Fusion.Weighting)
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"irl.learning_rate", s.IRL.LearningRate}, {"irl.l2", s.IRL.L2}, {"irl.temperature", s.IRL.Temperature},
-		{"irl.grad_tol", math.Abs(s.IRL.GradTol)}, {"fusion.epsilon", s.Fusion.Epsilon},
-		{"fusion.tol", math.Abs(s.Fusion.Tol)}, {"fusion.sigma", s.Fusion.Sigma}} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("task spec %s: %s %v: want a finite value >= 0", s.ID, f.name, f.v)
-		}
-	}
-	if s.IRL.Iterations < 0 || s.Fusion.MaxIter < 0 || s.Fusion.InnerIter < 0 {
-		return fmt.Errorf("task spec %s: negative iteration count", s.ID)
-	}
-	switch s.IRL.Optimizer {
-	case "", "gd", "adam":
-	default:
-		return fmt.Errorf("task spec %s: irl.optimizer %q: want \"gd\" or \"adam\"", s.ID, s.IRL.Optimizer)
-	}
-	switch s.Fusion.Solver {
-	case "", "ibp", "stabilized", "debiased", "paper":
-	default:
-		return fmt.Errorf("task spec %s: fusion.solver %q: want ibp, stabilized, debiased or paper", s.ID, s.Fusion.Solver)
+	case len(s.IRL) > MaxProbeBytes || (len(s.IRL) > 0 && !json.Valid(s.IRL)):
+		return fmt.Errorf("task spec %s: irl is not a JSON object of at most %d bytes", s.ID, MaxProbeBytes)
+	case len(s.Fusion) > MaxProbeBytes || (len(s.Fusion) > 0 && !json.Valid(s.Fusion)):
+		return fmt.Errorf("task spec %s: fusion is not a JSON object of at most %d bytes", s.ID, MaxProbeBytes)
 	}
 	return nil
 }

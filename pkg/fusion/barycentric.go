@@ -4,37 +4,10 @@ import (
 	"fmt"
 
 	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
 	"gonum.org/v1/gonum/mat"
 )
-
-// Options configures Barycentric. The zero value uses the paper's ε = 0.5
-// squared-spacing units, automatic σ and Z, and ot's IBP solver run to
-// convergence; Method ot.Paper with MaxIter 50, InnerIter 10 and Tol −1 is
-// the paper's fixed schedule (what the grid-world study uses).
-type Options struct {
-	// Sigma is the shift σ of T_σ; 0 means AutoSigma over the clients' rewards.
-	Sigma float64
-	// Z is the scale used to map the barycenter back, r̄ = Z p̄ − σ1; 0 means
-	// Σ α_i Z_i, the weighted mean of the clients' normalizers (the server
-	// does not know Z(r*) of Theorem 1).
-	Z float64
-	// Eps is the entropic regularization in units of the lattice's squared
-	// smallest spacing; 0 means 0.5 (the paper's value).
-	Eps float64
-	// Method is the barycenter algorithm (ot.IBP, ot.Stabilized, ot.Debiased
-	// or ot.Paper); the zero value is ot.IBP.
-	Method ot.Method
-	// MaxIter caps barycenter iterations; 0 means ot's default (50 for
-	// ot.Paper, as in the paper's appendix; 1000 otherwise).
-	MaxIter int
-	// InnerIter is the number of Sinkhorn iterations per barycenter step for
-	// ot.Paper; 0 means 10 (the paper's value).
-	InnerIter int
-	// Tol is ot's stopping tolerance on the marginal error; 0 means ot's
-	// default, negative runs exactly MaxIter iterations.
-	Tol float64
-}
 
 // Result is the outcome of a barycentric fusion.
 type Result struct {
@@ -60,7 +33,7 @@ type Result struct {
 // barycenter with weights α (nil means uniform), r̄ = Z p̄ − σ1, θ = least
 // squares by QR. It errors on mismatched shapes, non-finite parameters, or a
 // σ that leaves some r̂_i(x) + σ ≤ 0.
-func Barycentric(phi *mat.Dense, lattice ot.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
+func Barycentric(phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
 	d, err := checkThetas(thetas)
 	if err != nil {
 		return Result{}, err
@@ -69,8 +42,8 @@ func Barycentric(phi *mat.Dense, lattice ot.Lattice, thetas [][]float64, weights
 	if pd != d {
 		return Result{}, fmt.Errorf("fusion: θ has length %d, probe Φ has %d columns", d, pd)
 	}
-	if lattice.Len() != n {
-		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lattice.Len(), n)
+	if lat.Len() != n {
+		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
 	}
 	alpha, err := Weights(weights, len(thetas))
 	if err != nil {
@@ -97,12 +70,8 @@ func Barycentric(phi *mat.Dense, lattice ot.Lattice, thetas [][]float64, weights
 			res.Z += alpha[i] * z
 		}
 	}
-	eps := opt.Eps
-	if eps == 0 {
-		eps = 0.5
-	}
-	br, err := ot.LatticeBarycenter(lattice, ps, alpha, ot.BarycenterOptions{
-		Eps: eps, Method: opt.Method, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
+	br, err := ot.LatticeBarycenter(lat, ps, alpha, ot.BarycenterOptions{
+		Eps: opt.Eps, Method: opt.Solver, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("fusion: barycenter: %w", err)

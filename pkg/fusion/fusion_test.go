@@ -9,6 +9,8 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
@@ -18,11 +20,19 @@ func probe5(t *testing.T) Probe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := GridProbe(spec)
+	p, err := gridProbe(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// gridProbe is the grid-world probe (pkg/tasks builds the same for servers):
+// (row, col, action) with the action categorical, Φ the grid features.
+func gridProbe(spec gridworld.Spec) (Probe, error) {
+	st, err := features.Grid(spec.Size, spec.Goal, spec.Obstacles)
+	lat := lattice.Lattice{Axes: []lattice.Axis{lattice.UniformAxis(spec.Size, 1), lattice.UniformAxis(spec.Size, 1), lattice.CategoricalAxis(gridworld.NumActions)}}
+	return Probe{Phi: features.StateAction(st, gridworld.NumActions), Lattice: lat}, err
 }
 
 func TestMean(t *testing.T) {
@@ -150,11 +160,11 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 		tol    float64
 		biased bool
 	}{
-		{"debiased eps 0.5, K=3", 3, Options{Method: ot.Debiased}, 1e-6, false},
-		{"debiased eps 0.5, K=1", 1, Options{Method: ot.Debiased}, 1e-6, false},
-		{"ibp eps 0.05, K=3", 3, Options{Method: ot.IBP, Eps: 0.05}, 1e-6, false},
-		{"stabilized eps 0.05, K=1", 1, Options{Method: ot.Stabilized, Eps: 0.05}, 1e-6, false},
-		{"ibp eps 0.5 is blurred", 3, Options{Method: ot.IBP}, 1e-2, true},
+		{"debiased eps 0.5, K=3", 3, Options{Solver: ot.Debiased}, 1e-6, false},
+		{"debiased eps 0.5, K=1", 1, Options{Solver: ot.Debiased}, 1e-6, false},
+		{"ibp eps 0.05, K=3", 3, Options{Solver: ot.IBP, Eps: 0.05}, 1e-6, false},
+		{"stabilized eps 0.05, K=1", 1, Options{Solver: ot.Stabilized, Eps: 0.05}, 1e-6, false},
+		{"ibp eps 0.5 is blurred", 3, Options{Solver: ot.IBP}, 1e-2, true},
 	}
 	for _, c := range cases {
 		thetas := make([][]float64, c.k)
@@ -194,11 +204,11 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 func TestPaperScheduleMatchesIBP(t *testing.T) {
 	p := probe5(t)
 	thetas := [][]float64{{-0.06, 0.025}, {-0.005, 0.003}, {0.0003, -0.0027}, {-0.03, 0.013}}
-	ibp, err := p.Fuse(thetas, nil, Options{Method: ot.IBP, Tol: 1e-13, MaxIter: 5000})
+	ibp, err := p.Fuse(thetas, nil, Options{Solver: ot.IBP, Tol: 1e-13, MaxIter: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	paper, err := p.Fuse(thetas, nil, Options{Method: ot.Paper, Tol: -1, MaxIter: 50, InnerIter: 10})
+	paper, err := p.Fuse(thetas, nil, Options{Solver: ot.Paper, Tol: -1, MaxIter: 50, InnerIter: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +221,7 @@ func TestBarycentricZeroWeightIgnored(t *testing.T) {
 	p := probe5(t)
 	a := []float64{-0.8, 0.35}
 	b := []float64{0.5, -2}
-	opt := Options{Method: ot.Debiased, Sigma: 5}
+	opt := Options{Solver: ot.Debiased, Sigma: 5}
 	one, err := p.Fuse([][]float64{a}, nil, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +257,7 @@ func TestGridProbeLayout(t *testing.T) {
 
 func BenchmarkBarycentric20x20K20(b *testing.B) {
 	spec, _ := gridworld.DefaultFamily(20).Probe(1)
-	p, _ := GridProbe(spec)
+	p, _ := gridProbe(spec)
 	rng := rand.New(rand.NewPCG(1, 1))
 	thetas := make([][]float64, 20)
 	for i := range thetas {
@@ -255,7 +265,7 @@ func BenchmarkBarycentric20x20K20(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.Fuse(thetas, nil, Options{Method: ot.IBP, MaxIter: 500}); err != nil {
+		if _, err := p.Fuse(thetas, nil, Options{Solver: ot.IBP, MaxIter: 500}); err != nil {
 			b.Fatal(err)
 		}
 	}

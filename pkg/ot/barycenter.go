@@ -53,13 +53,37 @@ func ParseMethod(s string) (Method, error) {
 	return 0, fmt.Errorf("ot: unknown barycenter method %q (want ibp, stabilized, debiased or paper)", s)
 }
 
+// DefaultEps is the entropic regularization used when none is given, in units
+// of the lattice's CostUnit (squared smallest spacing): the paper's ε = 0.5.
+// It is the only place this default is written.
+const DefaultEps = 0.5
+
+// MarshalText writes the method's name (ibp, stabilized, debiased, paper).
+func (m Method) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a method name; an empty name is IBP.
+func (m *Method) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*m = IBP
+		return nil
+	}
+	v, err := ParseMethod(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
 // BarycenterOptions configures a barycenter solve; the zero value is IBP at
 // ε = 0.5 squared-spacing units, up to 1000 iterations, tolerance 1e-9.
 type BarycenterOptions struct {
 	// Eps is the entropic regularization. By default it is in units of the
-	// lattice's CostUnit (squared smallest spacing); 0 means 0.5. Only
-	// LatticeBarycenter and DenseBarycenter read it: a Workspace uses its
-	// kernel's ε.
+	// lattice's CostUnit (squared smallest spacing); 0 means DefaultEps.
+	// LatticeBarycenter and DenseBarycenter build their kernel with it. A
+	// Workspace's ε is its kernel's: Workspace.Barycenter accepts Eps only as
+	// 0 or as the kernel's own raw ε with AbsoluteEps, and refuses any other
+	// value instead of ignoring it.
 	Eps float64
 	// AbsoluteEps makes Eps a raw cost value (POT's reg) instead of a multiple
 	// of the CostUnit.
@@ -94,7 +118,7 @@ type BarycenterOptions struct {
 
 func (o BarycenterOptions) withDefaults() BarycenterOptions {
 	if o.Eps == 0 {
-		o.Eps = 0.5
+		o.Eps = DefaultEps
 	}
 	if o.MaxIter == 0 {
 		o.MaxIter = 1000
@@ -171,6 +195,7 @@ func LatticeBarycenter(l Lattice, measures [][]float64, weights []float64, opt B
 	if err != nil {
 		return BarycenterResult{}, err
 	}
+	opt.Eps, opt.AbsoluteEps = eps, true
 	return NewWorkspace(k, len(measures)).Barycenter(nil, measures, weights, opt)
 }
 
@@ -195,6 +220,7 @@ func DenseBarycenter(cost []float64, n int, measures [][]float64, weights []floa
 	if err != nil {
 		return BarycenterResult{}, err
 	}
+	opt.Eps, opt.AbsoluteEps = eps, true
 	return NewWorkspace(k, len(measures)).Barycenter(nil, measures, weights, opt)
 }
 
@@ -309,6 +335,9 @@ func (w *Workspace) load(measures [][]float64, weights []float64) error {
 // normalized; measures with zero weight are ignored. Apart from a nil dst it
 // allocates nothing.
 func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []float64, opt BarycenterOptions) (BarycenterResult, error) {
+	if err := w.checkEps(opt); err != nil {
+		return BarycenterResult{}, err
+	}
 	opt = opt.withDefaults()
 	if dst == nil {
 		dst = make([]float64, w.n)
@@ -630,4 +659,19 @@ func (w *Workspace) paper(dst []float64, opt BarycenterOptions) BarycenterResult
 	}
 	w.bar = nil
 	return r
+}
+
+// checkEps refuses an ε in opt that is not the kernel's: a Workspace solves
+// with its kernel's ε, so any other value would be silently ignored.
+func (w *Workspace) checkEps(opt BarycenterOptions) error {
+	if opt.Eps == 0 {
+		return nil
+	}
+	if !opt.AbsoluteEps {
+		return fmt.Errorf("ot: BarycenterOptions.Eps = %g in cost units, but a Workspace uses its kernel's ε (raw %g); leave Eps 0 or give the kernel's raw ε with AbsoluteEps", opt.Eps, w.k.Eps())
+	}
+	if ke := w.k.Eps(); math.Abs(opt.Eps-ke) > 1e-12*ke {
+		return fmt.Errorf("ot: BarycenterOptions.Eps = %g disagrees with the kernel's ε = %g; build the kernel with the ε you want", opt.Eps, ke)
+	}
+	return nil
 }

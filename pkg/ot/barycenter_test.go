@@ -210,3 +210,41 @@ func TestBarycenterDeterministicAcrossWorkers(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkspaceRefusesForeignEps(t *testing.T) {
+	l := UniformLattice(1, 4, 3)
+	k, err := NewLatticeKernel(l, 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWorkspace(k, 2)
+	mu := [][]float64{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}}
+	for _, tc := range []struct {
+		opt BarycenterOptions
+		ok  bool
+	}{
+		{BarycenterOptions{}, true},
+		{BarycenterOptions{Eps: 0.5, AbsoluteEps: true}, true},
+		{BarycenterOptions{Eps: 0.1, AbsoluteEps: true}, false},
+		{BarycenterOptions{Eps: 0.5}, false},
+	} {
+		_, err := w.Barycenter(nil, mu, nil, tc.opt)
+		if (err == nil) != tc.ok {
+			t.Errorf("opt %+v: err = %v, want ok=%v", tc.opt, err, tc.ok)
+		}
+	}
+}
+
+func TestMethodText(t *testing.T) {
+	for m := IBP; m <= Paper; m++ {
+		b, _ := m.MarshalText()
+		var got Method
+		if err := got.UnmarshalText(b); err != nil || got != m {
+			t.Fatalf("%v round-trips to %v, %v", m, got, err)
+		}
+	}
+	var m Method
+	if err := m.UnmarshalText([]byte("sinkhorn")); err == nil {
+		t.Fatal("unknown method name accepted")
+	}
+}

@@ -1,4 +1,4 @@
-package federation
+package tasks_test
 
 import (
 	"bufio"
@@ -15,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/federation/fedtest"
+	"github.com/fedirl/fedirl/pkg/tasks"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 )
@@ -163,13 +167,13 @@ func startServer(t *testing.T, ctx context.Context, dir, store, listen string, s
 	return p, addr
 }
 
-func readReport(t *testing.T, path string) ClientReport {
+func readReport(t *testing.T, path string) federation.ClientReport {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep ClientReport
+	var rep federation.ClientReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -177,20 +181,17 @@ func readReport(t *testing.T, path string) ClientReport {
 }
 
 // storedSpec reads a task's spec back from a store (server stopped).
-func storedSpec(t *testing.T, path, id string) TaskSpec {
+func storedSpec(t *testing.T, path, id string) federation.TaskSpec {
 	t.Helper()
-	s, err := OpenStore(path)
+	s, err := federation.OpenStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var spec TaskSpec
-	c := &Coordinator{store: s, tasks: map[string]*taskRecord{}}
-	rec, err := c.lookupTask(id)
+	spec, err := s.Task(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec = rec.Spec
 	return spec
 }
 
@@ -232,33 +233,33 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			serverSec, adminSec := []string{"--insecure"}, []string{"--insecure"}
 			clientSec := func(string) []string { return []string{"--insecure"} }
 			if method == "mean" {
-				ca := newTestCA(t)
-				caFile := ca.writeCA(t, dir)
-				crt, key := writePEM(t, dir, "server", ca.issue(t, "server", true))
+				ca := fedtest.NewCA(t)
+				caFile := ca.WriteCA(t, dir)
+				crt, key := fedtest.WritePEM(t, dir, "server", ca.Issue(t, "server", true))
 				adminFile := filepath.Join(dir, "admin.token")
 				os.WriteFile(adminFile, []byte("s3cret-admin\n"), 0o600)
 				serverSec = []string{"--tls-cert", crt, "--tls-key", key, "--client-ca", caFile, "--admin-token-file", adminFile}
-				acrt, akey := writePEM(t, dir, "admin", ca.issue(t, "admin", false))
+				acrt, akey := fedtest.WritePEM(t, dir, "admin", ca.Issue(t, "admin", false))
 				adminSec = []string{"--ca", caFile, "--cert", acrt, "--key", akey, "--admin-token-file", adminFile}
 				clientSec = func(id string) []string {
-					c, k := writePEM(t, dir, id, ca.issue(t, id, false))
+					c, k := fedtest.WritePEM(t, dir, id, ca.Issue(t, id, false))
 					return []string{"--ca", caFile, "--cert", c, "--key", k}
 				}
 			}
 			srv, addr := startServer(t, ctx, dir, store, "127.0.0.1:0", serverSec...)
 			var clients []*proc
-			var local []LocalClient
+			var local []federation.LocalClient
 			for i := range 3 {
 				mdpPath, demosPath := exportClient(t, dir, 7, i)
 				id := fmt.Sprintf("c%d", i)
 				clients = append(clients, start(t, ctx, id, append([]string{"client", "--server", addr, "--task", "grid5",
 					"--id", id, "--token-file", tokens, "--mdp", mdpPath, "--demos", demosPath,
 					"--out", filepath.Join(dir, id+".json")}, clientSec(id)...)...))
-				l, err := LoadMaxEntLearner(mdpPath, demosPath)
+				l, err := tasks.LoadMaxEntLearner(mdpPath, demosPath)
 				if err != nil {
 					t.Fatal(err)
 				}
-				local = append(local, LocalClient{ID: id, Learner: l})
+				local = append(local, federation.LocalClient{ID: id, Learner: l})
 			}
 			for i, c := range clients {
 				c.wait(t, fmt.Sprintf("client c%d", i), 40*time.Second)
@@ -286,7 +287,7 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			srv.cmd.Process.Signal(syscall.SIGTERM)
 			srv.wait(t, "server shutdown", 10*time.Second)
 
-			var st struct{ Tasks []TaskStatus }
+			var st struct{ Tasks []federation.TaskStatus }
 			if err := json.Unmarshal(status, &st); err != nil || len(st.Tasks) != 1 {
 				t.Fatalf("status %s: %v", status, err)
 			}
@@ -294,7 +295,7 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 			if !ts.Done || ts.TotalSubmissions != 3*rounds || len(ts.Fused) != rounds || strings.Join(ts.ClientsSeen, ",") != "c0,c1,c2" {
 				t.Fatalf("status: %+v", ts)
 			}
-			want, _, err := RunInProcess(ctx, storedSpec(t, store, "grid5"), local, InProcessConfig{})
+			want, _, err := federation.RunInProcess(ctx, storedSpec(t, store, "grid5"), local, federation.InProcessConfig{Fuser: tasks.NewFuser()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -375,7 +376,7 @@ func TestProcessServerKilled(t *testing.T) {
 	srv2.cmd.Process.Signal(syscall.SIGTERM)
 	srv2.wait(t, "server shutdown", 10*time.Second)
 
-	s, err := OpenStore(store)
+	s, err := federation.OpenStore(store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,21 +393,21 @@ func TestProcessServerKilled(t *testing.T) {
 	if strings.Join(fused.Clients, ",") != "c0,c1,c2" || fused.Trigger != "deadline" {
 		t.Fatalf("fused provenance: clients %v trigger %s", fused.Clients, fused.Trigger)
 	}
-	var local []LocalClient
+	var local []federation.LocalClient
 	for i, sub := range subs {
 		rep := readReport(t, filepath.Join(dir, sub.ClientID+".json"))
 		approx.Slices(t, "stored theta = client's theta", sub.Theta, rep.Rounds[0].Local.Theta, 0, 0)
 		approx.Slices(t, "client's fused theta", rep.Final.Theta, fused.Theta, 0, 0)
 		mdpPath, demosPath := exportClient(t, dir, 3, i)
-		l, err := LoadMaxEntLearner(mdpPath, demosPath)
+		l, err := tasks.LoadMaxEntLearner(mdpPath, demosPath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		local = append(local, LocalClient{ID: sub.ClientID, Learner: l})
+		local = append(local, federation.LocalClient{ID: sub.ClientID, Learner: l})
 	}
 	spec := storedSpec(t, store, "fault")
 	spec.Quorum, spec.DeadlineSeconds = 3, 0
-	want, _, err := RunInProcess(ctx, spec, local, InProcessConfig{})
+	want, _, err := federation.RunInProcess(ctx, spec, local, federation.InProcessConfig{Fuser: tasks.NewFuser()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,157 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+func gridSpec(t *testing.T, id string, opt fusion.Options) federation.TaskSpec {
+	t.Helper()
+	probe, err := gridworld.DefaultFamily(5).Probe(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(probe)
+	spec := federation.TaskSpec{ID: id, EnvFamily: "gridworld", Probe: raw, ThetaDim: 2, Quorum: 2}
+	if spec.Fusion, err = EncodeFusion(opt); err != nil {
+		t.Fatal(err)
+	}
+	if spec.IRL, err = EncodeIRL(irl.Config{MaxIter: 5}); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+func TestGridProbeLayout(t *testing.T) {
+	spec, _ := gridworld.DefaultFamily(5).Probe(3)
+	p, err := GridProbe(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, d := p.Phi.Dims()
+	if n != 100 || d != 2 || p.Lattice.Len() != 100 {
+		t.Fatalf("probe Φ %d×%d, lattice %d; want 100×2 and 100", n, d, p.Lattice.Len())
+	}
+	idx := make([]int, 3)
+	for x := range n {
+		p.Lattice.Index(idx, x)
+		if s, a := x/4, x%4; idx[0] != s/5 || idx[1] != s%5 || idx[2] != a {
+			t.Fatalf("lattice point %d = %v, want (row %d, col %d, action %d)", x, idx, s/5, s%5, a)
+		}
+	}
+	if c := p.Lattice.Cost(0, 4*6+1); c != 3 { // (0,0,a0) → (1,1,a1): 1 + 1 + 1
+		t.Fatalf("cost = %v, want 3", c)
+	}
+}
+
+// TestFuserWeightsAndMethods checks the server fuser against hand-computed
+// means (uniform and demonstration-weighted) and against fusion.Barycentric
+// called directly on the same probe.
+func TestFuserWeightsAndMethods(t *testing.T) {
+	ctx := context.Background()
+	f := NewFuser()
+	thetas := [][]float64{{1, -2}, {2, 4}}
+	for _, tc := range []struct {
+		weighting string
+		want      []float64
+		alpha     []float64
+	}{
+		{fusion.WeightingUniform, []float64{1.5, 1}, []float64{0.5, 0.5}},
+		{fusion.WeightingDemos, []float64{1.75, 2.5}, []float64{0.25, 0.75}},
+	} {
+		spec := gridSpec(t, "m-"+tc.weighting, fusion.Options{Method: fusion.MethodMean, Weighting: tc.weighting})
+		out, err := f.Fuse(ctx, spec, thetas, []int{10, 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range tc.want {
+			if math.Abs(out.Theta[k]-tc.want[k]) > 1e-15 || math.Abs(out.Weights[k]-tc.alpha[k]) > 1e-15 {
+				t.Fatalf("%s: θ %v α %v, want %v %v", tc.weighting, out.Theta, out.Weights, tc.want, tc.alpha)
+			}
+		}
+	}
+	opt := fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.Debiased, Z: 3}
+	spec := gridSpec(t, "b", opt)
+	var seen fusion.Output
+	f.OnFuse = func(id string, o fusion.Output) { seen = o }
+	out, err := f.Fuse(ctx, spec, [][]float64{{-0.3, 0.1}, {-0.2, 0.3}}, []int{1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := ProbeOf(spec)
+	want, err := fusion.Barycentric(p.Phi, p.Lattice, [][]float64{{-0.3, 0.1}, {-0.2, 0.3}}, nil, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range want.Theta {
+		if out.Theta[k] != want.Theta[k] {
+			t.Fatalf("fused θ %v, direct barycentric %v", out.Theta, want.Theta)
+		}
+	}
+	if seen.Barycentric == nil || seen.Barycentric.Z != 3 || out.Method != fusion.MethodBarycentric {
+		t.Fatalf("OnFuse saw %+v, method %q; want the barycentric result with Z = 3", seen, out.Method)
+	}
+}
+
+// TestValidateRefusesUnfusableTasks: what the server could never fuse is
+// refused at creation, naming the field.
+func TestValidateRefusesUnfusableTasks(t *testing.T) {
+	f := NewFuser()
+	good := gridSpec(t, "ok", fusion.Options{Method: fusion.MethodBarycentric})
+	if err := f.Validate(good); err != nil {
+		t.Fatalf("valid spec refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name, field string
+		mutate      func(*federation.TaskSpec)
+	}{
+		{"unknown family", "env_family", func(s *federation.TaskSpec) { s.EnvFamily = "nonexistent" }},
+		{"unknown method", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"method":"median"}`) }},
+		{"unknown solver", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"solver":"sinkhorn"}`) }},
+		{"unknown fusion key", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"eps":1}`) }},
+		{"wrong theta dim", "theta_dim", func(s *federation.TaskSpec) { s.ThetaDim = 3 }},
+		{"bad probe", "probe", func(s *federation.TaskSpec) { s.Probe = json.RawMessage(`{"size":-1}`) }},
+		{"bad irl", "irl", func(s *federation.TaskSpec) { s.IRL = json.RawMessage(`{"optimizer":"sgd"}`) }},
+		{"irl theta0", "theta0", func(s *federation.TaskSpec) { s.IRL = json.RawMessage(`{"theta0":[1,2]}`) }},
+	} {
+		s := good
+		tc.mutate(&s)
+		err := f.Validate(s)
+		if err == nil || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: err = %v, want an error naming %q", tc.name, err, tc.field)
+		}
+	}
+}
+
+// TestCoordinatorRefusesUnfusableTask: the refusal reaches task creation and
+// nothing is stored.
+func TestCoordinatorRefusesUnfusableTask(t *testing.T) {
+	store, err := federation.OpenStore(t.TempDir() + "/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{Fuser: NewFuser()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	spec := gridSpec(t, "bad", fusion.Options{Method: fusion.MethodBarycentric})
+	spec.EnvFamily = "nonexistent"
+	if _, err := coord.CreateTask(spec, []string{"a", "b"}); err == nil || federation.CodeOf(err) != federation.CodeInvalidArgument ||
+		!strings.Contains(err.Error(), "env_family") {
+		t.Fatalf("CreateTask: %v", err)
+	}
+	if sts, _ := store.Statuses(); len(sts) != 0 {
+		t.Fatalf("refused task stored: %+v", sts)
+	}
+}
