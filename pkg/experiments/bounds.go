@@ -7,7 +7,6 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/optimize/convex/lp"
 
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -63,22 +62,6 @@ type BoundsReport struct {
 
 // ExactLimit is the largest lattice for which Bounds solves the exact W2 LP.
 const ExactLimit = 64
-
-// LatticeDiameter returns D = max_{x,y} √C(x,y) of a lattice with the
-// separable squared cost.
-func LatticeDiameter(l ot.Lattice) float64 {
-	s := 0.0
-	for _, a := range l.Axes {
-		m := 0.0
-		for i := range a.Len() {
-			for j := range a.Len() {
-				m = math.Max(m, a.Cost(i, j))
-			}
-		}
-		s += m
-	}
-	return math.Sqrt(s)
-}
 
 // KappaPhi returns 1/σ_min(Φ).
 func KappaPhi(phi *mat.Dense) (float64, error) {
@@ -166,7 +149,7 @@ func newReport(l ot.Lattice, phi *mat.Dense, rs [][]float64, rStar, alpha []floa
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rep := &BoundsReport{N: len(rStar), D: LatticeDiameter(l), Delta: math.Sqrt(l.CostUnit()), Alpha: alpha}
+	rep := &BoundsReport{N: len(rStar), D: l.Diameter(), Delta: math.Sqrt(l.CostUnit()), Alpha: alpha}
 	if rep.KappaPhi, err = KappaPhi(phi); err != nil {
 		return nil, nil, nil, err
 	}
@@ -198,7 +181,7 @@ func (rep *BoundsReport) theorem1(phi *mat.Dense, cost, pbar, pStar, rStar []flo
 	rhs1 := 2 * rep.D / math.Sqrt(rep.ZMin) * root
 	rhs2 := 2 * math.Sqrt2 * rep.D * rep.ZStar / (rep.Delta * math.Sqrt(rep.ZMin)) * root
 	if cost != nil {
-		w2sq, err := ExactW2Squared(cost, pbar, pStar)
+		w2sq, _, err := ot.ExactCost(cost, len(pbar), len(pStar), pbar, pStar)
 		if err != nil {
 			return err
 		}
@@ -239,7 +222,7 @@ func W2UpperBound(l ot.Lattice, a, b []float64) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("W2 upper bound: %w", err)
 	}
-	return math.Sqrt(math.Max(0, res.Cost)) + LatticeDiameter(l)*math.Sqrt(res.MarginalError/2), nil
+	return math.Sqrt(math.Max(0, res.Cost)) + l.Diameter()*math.Sqrt(res.MarginalError/2), nil
 }
 
 // ReturnGap returns J(π_r; r) − J(π_s; r) on m, where π_x is the greedy
@@ -248,111 +231,10 @@ func W2UpperBound(l ot.Lattice, a, b []float64) (float64, error) {
 func ReturnGap(m *mdp.MDP, r, s []float64) (float64, error) {
 	ws := mdp.NewWorkspace(m, mdp.Options{Workers: 1, Tol: 1e-12})
 	defer ws.Close()
-	jr := ret(ws, m, r, r)
-	js := ret(ws, m, s, r)
-	return jr - js, nil
-}
-
-func ret(ws *mdp.Workspace, m *mdp.MDP, plan, eval []float64) float64 {
-	v := ws.ValueIteration(nil, plan)
-	A := m.NumActions
-	pi := &mdp.Policy{NumStates: m.NumStates, NumActions: A, Steps: 1, Prob: make([]float64, m.NumPairs())}
-	for st := range m.NumStates {
-		q := v.Q[st*A : st*A+A]
-		best := 0
-		for a := 1; a < A; a++ {
-			if q[a] > q[best] {
-				best = a
-			}
-		}
-		pi.Prob[st*A+best] = 1
+	greedy := func(plan []float64) *mdp.Policy {
+		return mdp.DeterministicPolicy(m, mdp.Greedy(nil, ws.ValueIteration(nil, plan).Q, m.NumActions))
 	}
-	d := ws.Visits(nil, pi, nil)
-	return floats.Dot(d, eval)
-}
-
-// ExactW2Squared returns min_P ⟨C, P⟩ over couplings of a and b (each
-// normalized to mass 1) by the simplex method (gonum lp), for small n only.
-func ExactW2Squared(cost []float64, a, b []float64) (float64, error) {
-	n := len(a)
-	if len(b) != n || len(cost) != n*n {
-		return 0, fmt.Errorf("exact W2: sizes %d, %d and cost %d disagree", len(a), len(b), len(cost))
-	}
-	sa, sb := floats.Sum(a), floats.Sum(b)
-	// Variables P (n² entries, row-major). Constraints: row sums = a (n),
-	// column sums = b except the last (redundant) one.
-	rows := 2*n - 1
-	A := mat.NewDense(rows, n*n, nil)
-	rhs := make([]float64, rows)
-	for i := range n {
-		for j := range n {
-			A.Set(i, i*n+j, 1)
-			if j < n-1 {
-				A.Set(n+j, i*n+j, 1)
-			}
-		}
-		rhs[i] = a[i] / sa
-	}
-	for j := range n - 1 {
-		rhs[n+j] = b[j] / sb
-	}
-	opt, _, err := lp.Simplex(cost, A, rhs, 1e-10, nil)
-	if err != nil {
-		return 0, fmt.Errorf("exact W2: %w", err)
-	}
-	return opt, nil
-}
-
-// ExactBarycenter returns the fixed-support W2 barycenter on the support of
-// cost: argmin_q Σ_k α_k W2²(q, μ_k), solved as one linear program over the
-// K couplings and q (gonum lp), for small n·K only.
-func ExactBarycenter(cost []float64, n int, measures [][]float64, alpha []float64) ([]float64, error) {
-	K := len(measures)
-	nv := K*n*n + n
-	// Constraints per k: P_k 1 − q = 0 (n rows) and P_kᵀ1 = μ_k (n rows, the
-	// last dropped for k ≥ 1 as it is implied); plus 1ᵀq = 1.
-	var rowsA [][]float64
-	var rhs []float64
-	for k := range K {
-		mk := measures[k]
-		s := floats.Sum(mk)
-		for i := range n {
-			row := make([]float64, nv)
-			for j := range n {
-				row[k*n*n+i*n+j] = 1
-			}
-			row[K*n*n+i] = -1
-			rowsA = append(rowsA, row)
-			rhs = append(rhs, 0)
-		}
-		for j := range n {
-			if k > 0 && j == n-1 {
-				continue
-			}
-			row := make([]float64, nv)
-			for i := range n {
-				row[k*n*n+i*n+j] = 1
-			}
-			rowsA = append(rowsA, row)
-			rhs = append(rhs, mk[j]/s)
-		}
-	}
-	// 1ᵀq = 1 is implied by P_0's constraints; not added.
-	A := mat.NewDense(len(rowsA), nv, nil)
-	for r, row := range rowsA {
-		A.SetRow(r, row)
-	}
-	c := make([]float64, nv)
-	for k := range K {
-		for x := range n * n {
-			c[k*n*n+x] = alpha[k] * cost[x]
-		}
-	}
-	_, x, err := lp.Simplex(c, A, rhs, 1e-10, nil)
-	if err != nil {
-		return nil, fmt.Errorf("exact barycenter: %w", err)
-	}
-	return append([]float64(nil), x[K*n*n:]...), nil
+	return ws.Return(greedy(r), r) - ws.Return(greedy(s), r), nil
 }
 
 // StudyW2Limit is the largest probe lattice on which the study (not the

@@ -61,19 +61,7 @@ func (e *Env) GreedyPolicy(theta []float64) []int {
 	ws := mdp.NewWorkspace(e.MDP, mdp.Options{Workers: 1, Tol: 1e-9})
 	defer ws.Close()
 	v := ws.ValueIteration(nil, features.Reward(nil, e.Phi, theta))
-	A := gridworld.NumActions
-	pol := make([]int, e.MDP.NumStates)
-	for s := range pol {
-		q := v.Q[s*A : s*A+A]
-		best := 0
-		for a := 1; a < A; a++ {
-			if q[a] > q[best] {
-				best = a
-			}
-		}
-		pol[s] = best
-	}
-	return pol
+	return mdp.Greedy(nil, v.Q, e.MDP.NumActions)
 }
 
 // padLength returns P with γ^P ≤ 1e-6: demonstrations are continued in their

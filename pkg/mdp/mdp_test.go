@@ -3,6 +3,7 @@ package mdp_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -463,5 +464,13 @@ func TestAndersonMatchesPlain(t *testing.T) {
 		if vf.Iterations > vp.Iterations {
 			t.Errorf("case %d: acceleration took more sweeps (%d) than plain iteration (%d)", ci, vf.Iterations, vp.Iterations)
 		}
+	}
+}
+
+func TestGreedyTiesGoLow(t *testing.T) {
+	q := []float64{1, 3, 3, -1, -2, -1, 0, 0, 0}
+	got := mdp.Greedy(nil, q, 3)
+	if want := []int{1, 0, 0}; !slices.Equal(got, want) {
+		t.Fatalf("Greedy = %v, want %v", got, want)
 	}
 }

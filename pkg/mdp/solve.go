@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // Options configures a Workspace. The zero value gives the defaults.
@@ -681,9 +683,41 @@ func (ws *Workspace) Occupancy(dst []float64, pi *Policy) []float64 {
 func (ws *Workspace) Return(pi *Policy, reward []float64) float64 {
 	ws.checkReward(reward)
 	ws.d = ws.Visits(ws.d, pi, nil)
-	j := 0.0
-	for k, dk := range ws.d {
-		j += dk * reward[k]
+	return floats.Dot(ws.d, reward)
+}
+
+// Greedy writes into dst (allocated when nil or of the wrong length) the
+// greedy action argmax_a q[s·A + a] of every state of a stationary
+// state–action value table q (Values.Q of an infinite-horizon solve), ties
+// going to the lowest action index, and returns it.
+func Greedy(dst []int, q []float64, numActions int) []int {
+	A := numActions
+	S := len(q) / A
+	if len(dst) != S {
+		dst = make([]int, S)
 	}
-	return j
+	for s := range S {
+		qs := q[s*A : s*A+A]
+		best := 0
+		for a := 1; a < A; a++ {
+			if qs[a] > qs[best] {
+				best = a
+			}
+		}
+		dst[s] = best
+	}
+	return dst
+}
+
+// DeterministicPolicy returns the stationary policy of m that takes
+// actions[s] in state s.
+func DeterministicPolicy(m *MDP, actions []int) *Policy {
+	if len(actions) != m.NumStates {
+		panic("mdp: DeterministicPolicy: one action per state needed")
+	}
+	pi := &Policy{NumStates: m.NumStates, NumActions: m.NumActions, Steps: 1, Prob: make([]float64, m.NumPairs())}
+	for s, a := range actions {
+		pi.Prob[s*m.NumActions+a] = 1
+	}
+	return pi
 }
