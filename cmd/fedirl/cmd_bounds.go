@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/experiments"
+	gridstudy "github.com/fedirl/fedirl/pkg/experiments/gridworld"
 )
 
 func init() {
@@ -36,7 +36,7 @@ The same numbers for the first seed of each grid size are in a run's bounds.json
   fedirl bounds --run runs/gridworld-seed1-n5 --size 10 --out bounds10.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := experiments.DefaultConfig()
+			cfg := gridstudy.DefaultConfig()
 			path := configPath
 			if runDir != "" {
 				if path != "" {
@@ -46,7 +46,7 @@ The same numbers for the first seed of each grid size are in a run's bounds.json
 			}
 			if path != "" {
 				var err error
-				if cfg, err = experiments.LoadConfig(path, cfg); err != nil {
+				if cfg, err = gridstudy.LoadConfig(path, cfg); err != nil {
 					return err
 				}
 			}
@@ -70,13 +70,13 @@ The same numbers for the first seed of each grid size are in a run's bounds.json
 			fmt.Fprintf(w, "%d×%d grid, seed %d, %d clients; probe lattice n = %d, D = %.4g, δ = %.4g, κ_Φ = %.4g\n",
 				size, size, seed, len(b.Eps), b.N, b.D, b.Delta, b.KappaPhi)
 			fmt.Fprintf(w, "σ = %.4g, Z(r*) = %.4g, Z_min = %.4g, Σα_i ε_i = %.4g (ε_i = %.4g)\n", b.Sigma, b.ZStar, b.ZMin, b.WeightedEps, b.Eps)
-			show := func(name string, q experiments.Inequality) {
+			show := func(name string, q gridstudy.Inequality) {
 				fmt.Fprintf(w, "%-4s LHS %-12.5g RHS %-12.5g holds %v\n", name, q.LHS, q.RHS, q.Holds)
 			}
 			if b.T1 != nil {
 				show("T1", *b.T1)
 				if !b.T1Exact {
-					fmt.Fprintf(w, "     (T1 LHS is a certified upper bound on W2 from a Sinkhorn plan: n = %d > %d for the exact LP)\n", b.N, experiments.ExactLimit)
+					fmt.Fprintf(w, "     (T1 LHS is a certified upper bound on W2 from a Sinkhorn plan: n = %d > %d for the exact LP)\n", b.N, gridstudy.ExactLimit)
 				}
 			}
 			show("T2", b.T2)

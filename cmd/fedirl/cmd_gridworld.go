@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/experiments"
+	gridstudy "github.com/fedirl/fedirl/pkg/experiments/gridworld"
 	"github.com/fedirl/fedirl/pkg/irl"
 )
 
@@ -39,10 +39,10 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
   fedirl irl --spec /tmp/gw5/mdp.json --demos /tmp/gw5/demos.jsonl --iters 50 --l2 1e-3 --tol 1e-5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := experiments.DefaultConfig()
+			cfg := gridstudy.DefaultConfig()
 			if configPath != "" {
 				var err error
-				if cfg, err = experiments.LoadConfig(configPath, cfg); err != nil {
+				if cfg, err = gridstudy.LoadConfig(configPath, cfg); err != nil {
 					return err
 				}
 			}

@@ -2,29 +2,20 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"image/color"
-	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/spf13/cobra"
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
 	"gopkg.in/yaml.v3"
 
-	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/experiments/ppostudy"
 	"github.com/fedirl/fedirl/pkg/progress"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
@@ -104,133 +95,6 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 	return cfg, name, nil
 }
 
-// ppoEnvMaker makes environment copies of name, perturbed for client ≥ 0;
-// copy i of a client gets observation-noise seed derived from seed and i.
-func ppoEnvMaker(name string, client int, seed uint64) ppo.EnvMaker {
-	return func(i int) (envs.Env, error) {
-		if client < 0 {
-			return classic.Make(name)
-		}
-		return classic.ClientEnv(name, client, seed*1_000_003+uint64(i))
-	}
-}
-
-// ppoRunConfig is the resolved configuration of one run, written as config.json so it can be rerun.
-type ppoRunConfig struct {
-	Env          string     `json:"env"`
-	Client       int        `json:"client"`
-	Seed         uint64     `json:"seed"`
-	Preset       string     `json:"preset"`
-	PPO          ppo.Config `json:"ppo"`
-	EvalEvery    int        `json:"eval_every"`
-	EvalEpisodes int        `json:"eval_episodes"`
-	Window       int        `json:"window"`
-}
-
-// ppoRun trains one policy and returns the trainer; bar (may be nil) counts steps.
-func ppoRun(ctx context.Context, rc ppoRunConfig, workers int, bar *progress.Bar) (*ppo.Trainer, error) {
-	last := 0
-	tr, err := ppo.NewTrainer(rc.PPO, ppoEnvMaker(rc.Env, rc.Client, rc.Seed), ppo.Options{
-		Seed: rc.Seed, Window: rc.Window, EvalEvery: rc.EvalEvery, EvalEpisodes: rc.EvalEpisodes, Workers: workers,
-		OnUpdate: func(p ppo.CurvePoint) { bar.Add(p.Steps - last); last = p.Steps },
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := tr.Learn(ctx, rc.PPO.TotalSteps); err != nil {
-		return nil, err
-	}
-	return tr, nil
-}
-
-// writeRun writes config.json, policy.json, curve.csv, curve.json and curve.png of one run to dir.
-func writeRun(dir string, rc ppoRunConfig, tr *ppo.Trainer) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating output folder: %w", err)
-	}
-	if err := writeJSON(filepath.Join(dir, "config.json"), rc); err != nil {
-		return err
-	}
-	cfg := tr.Config()
-	if err := tr.Policy().Save(filepath.Join(dir, "policy.json"), &cfg); err != nil {
-		return err
-	}
-	if err := writeJSON(filepath.Join(dir, "curve.json"), tr.Curve()); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := ppo.WriteCurveCSV(&buf, tr.Curve()); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "curve.csv"), buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing curve: %w", err)
-	}
-	title := rc.Env
-	if rc.Client >= 0 {
-		title += fmt.Sprintf(" client %d", rc.Client)
-	}
-	return plotCurves(filepath.Join(dir, "curve.png"), title+fmt.Sprintf(", seed %d", rc.Seed),
-		map[string][]ppo.CurvePoint{fmt.Sprintf("seed %d", rc.Seed): tr.Curve()}, math.NaN())
-}
-
-// plotCurves draws, for each named curve, the running mean of training returns (solid)
-// and the deterministic evaluation returns (points), with an optional threshold line.
-func plotCurves(path, title string, curves map[string][]ppo.CurvePoint, threshold float64) error {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "environment steps"
-	p.Y.Label.Text = "true return (line: training mean, points: evaluation)"
-	names := make([]string, 0, len(curves))
-	for n := range curves {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for k, n := range names {
-		c := curves[n]
-		var train, ev plotter.XYs
-		for _, pt := range c {
-			if pt.Episodes > 0 {
-				train = append(train, plotter.XY{X: float64(pt.Steps), Y: pt.MeanTrueReturn})
-			}
-			if pt.EvalReturn != nil {
-				ev = append(ev, plotter.XY{X: float64(pt.Steps), Y: *pt.EvalReturn})
-			}
-		}
-		col := plotutil.Color(k)
-		if len(train) > 0 {
-			l, err := plotter.NewLine(train)
-			if err != nil {
-				return err
-			}
-			l.Color = col
-			p.Add(l)
-			p.Legend.Add(n, l)
-		}
-		if len(ev) > 0 {
-			s, err := plotter.NewScatter(ev)
-			if err != nil {
-				return err
-			}
-			s.Color = col
-			s.Radius = vg.Points(1.5)
-			p.Add(s)
-		}
-	}
-	if !math.IsNaN(threshold) {
-		f := plotter.NewFunction(func(float64) float64 { return threshold })
-		f.Color = color.Gray{Y: 100}
-		f.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-		p.Add(f)
-		p.Legend.Add(fmt.Sprintf("target %g", threshold), f)
-	}
-	p.Legend.Top = false
-	p.Legend.Left = false
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("saving plot %s: %w", path, err)
-	}
-	return nil
-}
-
 func newPPOTrainCmd() *cobra.Command {
 	var f ppoTrainFlags
 	var env, out string
@@ -244,14 +108,14 @@ func newPPOTrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc := ppoRunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
+			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
 				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window}
-			if _, err := ppoEnvMaker(env, f.client, f.seed)(0); err != nil {
+			if _, err := ppostudy.EnvMaker(env, f.client, f.seed)(0); err != nil {
 				return fmt.Errorf("--env/--client: %w", err)
 			}
 			bar := progress.New(cfg.TotalSteps, "ppo "+env)
 			start := time.Now()
-			tr, err := ppoRun(cmd.Context(), rc, f.workers, bar)
+			tr, err := ppostudy.Train(cmd.Context(), rc, f.workers, bar)
 			bar.Finish()
 			if err != nil {
 				return err
@@ -264,7 +128,7 @@ func newPPOTrainCmd() *cobra.Command {
 			if out == "" {
 				return nil
 			}
-			if err := writeRun(out, rc, tr); err != nil {
+			if err := ppostudy.WriteRun(out, rc, tr); err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "wrote %s\n", out)
@@ -297,7 +161,7 @@ func newPPOEvalCmd() *cobra.Command {
 			}
 			if env == "" {
 				// Take the environment from the run's config.json beside the policy.
-				var rc ppoRunConfig
+				var rc ppostudy.RunConfig
 				b, err := os.ReadFile(filepath.Join(filepath.Dir(policy), "config.json"))
 				if err != nil {
 					return fmt.Errorf("no --env given and %w", err)
@@ -310,7 +174,7 @@ func newPPOEvalCmd() *cobra.Command {
 					client = rc.Client
 				}
 			}
-			e, err := ppoEnvMaker(env, client, seed)(0)
+			e, err := ppostudy.EnvMaker(env, client, seed)(0)
 			if err != nil {
 				return fmt.Errorf("--env: %w", err)
 			}
@@ -335,32 +199,6 @@ func newPPOEvalCmd() *cobra.Command {
 	return cmd
 }
 
-// studyTargets are the issue's learning targets: return threshold and step budget per environment.
-var studyTargets = map[string]struct {
-	threshold float64
-	steps     int
-}{
-	"CartPole-v1": {475, 100_000},
-	"Pendulum-v1": {-250, 200_000},
-	"Acrobot-v1":  {-100, 100_000},
-}
-
-// studyRow summarises one (environment, seed) run of the study.
-type studyRow struct {
-	Env       string  `json:"env"`
-	Seed      uint64  `json:"seed"`
-	Steps     int     `json:"steps"`
-	Threshold float64 `json:"threshold"`
-	// FirstEvalHit is the first step at which the deterministic evaluation reached the threshold (-1: never).
-	FirstEvalHit int     `json:"first_eval_hit"`
-	BestEval     float64 `json:"best_eval"`
-	FinalEval    float64 `json:"final_eval"`
-	// FirstTrainHit is the first step at which the running training mean reached the threshold (-1: never).
-	FirstTrainHit int     `json:"first_train_hit"`
-	FinalTrain    float64 `json:"final_train_mean"`
-	Reached       bool    `json:"reached"`
-}
-
 func newPPOStudyCmd() *cobra.Command {
 	var f ppoTrainFlags
 	var envList, out string
@@ -381,107 +219,30 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			var runs []ppoRunConfig
+			var runs []ppostudy.RunConfig
 			names := strings.Split(envList, ",")
 			for _, env := range names {
 				cfg, preset, err := f.resolve(env)
 				if err != nil {
 					return err
 				}
-				if t, ok := studyTargets[env]; ok && f.steps == 0 {
-					cfg.TotalSteps = t.steps
+				if s := ppostudy.StudySteps(env); s > 0 && f.steps == 0 {
+					cfg.TotalSteps = s
 				}
-				if _, err := ppoEnvMaker(env, f.client, 0)(0); err != nil {
+				if _, err := ppostudy.EnvMaker(env, f.client, 0)(0); err != nil {
 					return fmt.Errorf("--envs: %w", err)
 				}
 				for s := 0; s < seeds; s++ {
-					runs = append(runs, ppoRunConfig{Env: env, Client: f.client, Seed: uint64(s), Preset: preset, PPO: cfg,
+					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: uint64(s), Preset: preset, PPO: cfg,
 						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window})
 				}
 			}
-			total := 0
-			for _, r := range runs {
-				total += r.PPO.TotalSteps
+			md, err := ppostudy.Run(cmd.Context(), runs, names, ppostudy.Options{Out: out, Jobs: jobs, Workers: f.workers, Log: os.Stderr})
+			if err != nil {
+				return err
 			}
-			bar := progress.New(total, "ppo study")
-			trainers := make([]*ppo.Trainer, len(runs))
-			errs := make([]error, len(runs))
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, jobs)
-			for k := range runs {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
-					start := time.Now()
-					tr, err := ppoRun(cmd.Context(), runs[k], f.workers, nil)
-					trainers[k], errs[k] = tr, err
-					if err == nil {
-						err = writeRun(filepath.Join(out, runs[k].Env, fmt.Sprintf("seed%d", runs[k].Seed)), runs[k], tr)
-						errs[k] = err
-					}
-					mu.Lock()
-					bar.Add(runs[k].PPO.TotalSteps)
-					if err == nil {
-						el := time.Since(start).Seconds()
-						c := tr.Curve()
-						fmt.Fprintf(os.Stderr, "%s seed %d: %d steps in %.1fs (%.0f steps/s), final training mean %.1f\n",
-							runs[k].Env, runs[k].Seed, tr.Steps(), el, float64(tr.Steps())/el, c[len(c)-1].MeanTrueReturn)
-					}
-					mu.Unlock()
-				}()
-			}
-			wg.Wait()
-			bar.Finish()
-			for k, err := range errs {
-				if err != nil {
-					return fmt.Errorf("%s seed %d: %w", runs[k].Env, runs[k].Seed, err)
-				}
-			}
-			var rows []studyRow
-			byEnv := map[string]map[string][]ppo.CurvePoint{}
-			for k, rc := range runs {
-				th := math.NaN()
-				if t, ok := studyTargets[rc.Env]; ok {
-					th = t.threshold
-				}
-				row := studyRow{Env: rc.Env, Seed: rc.Seed, Steps: trainers[k].Steps(), Threshold: th,
-					FirstEvalHit: -1, FirstTrainHit: -1, BestEval: math.Inf(-1)}
-				for _, p := range trainers[k].Curve() {
-					if p.EvalReturn != nil {
-						row.FinalEval = *p.EvalReturn
-						row.BestEval = math.Max(row.BestEval, *p.EvalReturn)
-						if row.FirstEvalHit < 0 && *p.EvalReturn >= th {
-							row.FirstEvalHit = p.Steps
-						}
-					}
-					if row.FirstTrainHit < 0 && p.Episodes > 0 && p.MeanTrueReturn >= th {
-						row.FirstTrainHit = p.Steps
-					}
-					row.FinalTrain = p.MeanTrueReturn
-				}
-				if math.IsInf(row.BestEval, -1) {
-					row.BestEval = math.NaN()
-				}
-				row.Reached = row.FirstEvalHit >= 0
-				rows = append(rows, row)
-				if byEnv[rc.Env] == nil {
-					byEnv[rc.Env] = map[string][]ppo.CurvePoint{}
-				}
-				byEnv[rc.Env][fmt.Sprintf("seed %d", rc.Seed)] = trainers[k].Curve()
-			}
-			for _, env := range names {
-				th := math.NaN()
-				if t, ok := studyTargets[env]; ok {
-					th = t.threshold
-				}
-				if err := plotCurves(filepath.Join(out, env+".png"), env+": PPO learning curves", byEnv[env], th); err != nil {
-					return err
-				}
-			}
-			return writeStudySummary(out, names, rows)
+			fmt.Print(md)
+			return nil
 		},
 	}
 	f.register(cmd)
@@ -490,57 +251,6 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "runs trained at the same time (results do not depend on it)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder")
 	return cmd
-}
-
-func writeStudySummary(out string, names []string, rows []studyRow) error {
-	var md, csvb strings.Builder
-	md.WriteString("| env | seed | steps | target | first eval ≥ target | best eval | final eval | first train mean ≥ target | final train mean | reached |\n")
-	md.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-	csvb.WriteString("env,seed,steps,threshold,first_eval_hit,best_eval,final_eval,first_train_hit,final_train_mean,reached\n")
-	for _, r := range rows {
-		fmt.Fprintf(&md, "| %s | %d | %d | %g | %d | %.1f | %.1f | %d | %.1f | %v |\n", r.Env, r.Seed, r.Steps, r.Threshold,
-			r.FirstEvalHit, r.BestEval, r.FinalEval, r.FirstTrainHit, r.FinalTrain, r.Reached)
-		fmt.Fprintf(&csvb, "%s,%d,%d,%g,%d,%g,%g,%d,%g,%v\n", r.Env, r.Seed, r.Steps, r.Threshold,
-			r.FirstEvalHit, r.BestEval, r.FinalEval, r.FirstTrainHit, r.FinalTrain, r.Reached)
-	}
-	md.WriteString("\n| env | seeds reaching the target |\n|---|---|\n")
-	for _, env := range names {
-		n, k := 0, 0
-		for _, r := range rows {
-			if r.Env == env {
-				n++
-				if r.Reached {
-					k++
-				}
-			}
-		}
-		fmt.Fprintf(&md, "| %s | %d / %d |\n", env, k, n)
-	}
-	if err := os.WriteFile(filepath.Join(out, "summary.md"), []byte(md.String()), 0o644); err != nil {
-		return fmt.Errorf("writing summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(out, "summary.csv"), []byte(csvb.String()), 0o644); err != nil {
-		return fmt.Errorf("writing summary: %w", err)
-	}
-	// JSON cannot hold NaN: use null for missing evaluations.
-	type jrow struct {
-		studyRow
-		BestEval *float64 `json:"best_eval"`
-	}
-	var js []jrow
-	for _, r := range rows {
-		j := jrow{studyRow: r}
-		if !math.IsNaN(r.BestEval) {
-			v := r.BestEval
-			j.BestEval = &v
-		}
-		js = append(js, j)
-	}
-	if err := writeJSON(filepath.Join(out, "summary.json"), js); err != nil {
-		return err
-	}
-	fmt.Print(md.String())
-	return nil
 }
 
 func init() {

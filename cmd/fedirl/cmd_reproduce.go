@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/experiments"
+	gridstudy "github.com/fedirl/fedirl/pkg/experiments/gridworld"
 	"github.com/fedirl/fedirl/pkg/progress"
 )
 
@@ -47,13 +47,13 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
   fedirl reproduce gridworld --config my.yaml --seeds 10 --out runs/ten-seeds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := experiments.DefaultConfig()
+			cfg := gridstudy.DefaultConfig()
 			if quick {
-				cfg = experiments.QuickConfig()
+				cfg = gridstudy.QuickConfig()
 			}
 			if configPath != "" {
 				var err error
-				if cfg, err = experiments.LoadConfig(configPath, cfg); err != nil {
+				if cfg, err = gridstudy.LoadConfig(configPath, cfg); err != nil {
 					return err
 				}
 			}
@@ -100,7 +100,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d workers, GOMAXPROCS %d, started %s\n",
 				len(cfg.Environments), cfg.NumberOfSeeds, cfg.AblationSeedCount(), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(cfg.Units(), "grid-world study")
-			study, err := experiments.GridWorld(ctx, cfg, bar)
+			study, err := gridstudy.GridWorld(ctx, cfg, bar)
 			bar.Finish()
 			if err != nil {
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)

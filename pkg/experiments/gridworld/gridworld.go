@@ -1,4 +1,4 @@
-package experiments
+package gridworld
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
@@ -66,11 +66,11 @@ type Fit struct {
 	// Not serialized: the environments and probe, for figures.
 	clients, heldOut []*Env
 	probe            fusion.Probe
-	probeSpec        gridworld.Spec
+	probeSpec        gw.Spec
 }
 
-func (c Config) family(e EnvConfig) gridworld.Family {
-	f := gridworld.DefaultFamily(e.GridSize)
+func (c Config) family(e EnvConfig) gw.Family {
+	f := gw.DefaultFamily(e.GridSize)
 	if e.Obstacles > 0 {
 		f.Obstacles = e.Obstacles
 	}
@@ -104,7 +104,7 @@ func (c Config) studyClients(st *setup) []*studyClient {
 // experts' demonstrations and the fusion weights.
 type setup struct {
 	clients, heldOut []*Env
-	probeSpec        gridworld.Spec
+	probeSpec        gw.Spec
 	probe            fusion.Probe
 	demos            [][]irl.Trajectory
 	demoSteps        []int     // steps taken before termination, per client's demonstrations
@@ -379,7 +379,7 @@ func (c Config) Cell(ctx context.Context, size int, seed uint64) (*Fit, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	e := EnvConfig{GridSize: size, NumberOfClients: gridworld.DefaultClients(size)}
+	e := EnvConfig{GridSize: size, NumberOfClients: gw.DefaultClients(size)}
 	for _, ec := range c.Environments {
 		if ec.GridSize == size {
 			e = ec

@@ -1,4 +1,4 @@
-package experiments
+package gridworld
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
@@ -31,15 +31,15 @@ func stream(seed uint64, size, purpose, index int) *rand.Rand {
 // simulator, its exact infinite-horizon discounted MDP and its feature matrix
 // Φ on S×A (row s*4+a).
 type Env struct {
-	Spec gridworld.Spec
-	Grid *gridworld.Grid
+	Spec gw.Spec
+	Grid *gw.Grid
 	MDP  *mdp.MDP
 	Phi  *mat.Dense
 }
 
 // NewEnv builds the Env of spec with discount gamma.
-func NewEnv(spec gridworld.Spec, gamma float64) (*Env, error) {
-	g, err := gridworld.New(spec)
+func NewEnv(spec gw.Spec, gamma float64) (*Env, error) {
+	g, err := gw.New(spec)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package experiments
+package gridworld
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/fedirl/fedirl/pkg/envs/gridworld"
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 )
 
 func tinyConfig() Config {
@@ -118,7 +118,7 @@ func TestGridWorldTables(t *testing.T) {
 // TestDemonstrationsFollowExpert checks that demonstrations are valid
 // trajectories of the expert policy padded in their absorbing cell.
 func TestDemonstrationsFollowExpert(t *testing.T) {
-	spec, err := gridworld.DefaultFamily(5).Client(1, 0)
+	spec, err := gw.DefaultFamily(5).Client(1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package experiments runs the paper's studies end to end and turns them into
-// tables and figures. GridWorld reproduces §Grid-World Navigation (Table 1,
+// Package gridworld is the paper's grid-world study, run end to end and turned
+// into tables and figures (`fedirl reproduce gridworld`). GridWorld reproduces §Grid-World Navigation (Table 1,
 // "Average success rates"; Figure 2, "Local vs. mean vs. barycentric
 // rewards") and §Ablation (Table 2, "Ablation on the fraction of weak
 // clients"); Bounds evaluates Theorems 1 and 2 on a run.
@@ -17,10 +17,11 @@
 //
 // The package deliberately contains no algorithms of its own: environments
 // come from envs/gridworld, features from features, IRL from irl, dynamic
-// programming from mdp, fusion from fusion, transport from ot and the
-// federation protocol from federation. It does not
-// parse flags (cmd/fedirl does).
-package experiments
+// programming from mdp, fusion from fusion, transport from ot, the task
+// family (Φ, probe, server fuser) from tasks and the federation protocol from
+// federation. It does not parse flags (cmd/fedirl does). The other studies
+// live beside it under pkg/experiments.
+package gridworld
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package experiments
+package gridworld
 
 import (
 	"context"

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+)
+
+func TestPairedDiffClosedForm(t *testing.T) {
+	a := []float64{3, 5, 4, 6, 7}
+	b := []float64{1, 4, 4, 3, 5}
+	p, err := PairedDiff(a, b, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// d = (2, 1, 0, 3, 2): mean 1.6, s² = (0.16+0.36+2.56+1.96+0.16)/4 = 1.3.
+	se := math.Sqrt(1.3 / 5)
+	const t4 = 2.7764451051977987 // t_{4, 0.975} (scipy.stats.t.ppf(0.975, 4))
+	approx.Equal(t, "mean", p.Mean, 1.6, 1e-15, 0)
+	approx.Equal(t, "stderr", p.StdErr, se, 1e-15, 1e-14)
+	approx.Equal(t, "lo", p.Lo, 1.6-t4*se, 1e-12, 0)
+	approx.Equal(t, "hi", p.Hi, 1.6+t4*se, 1e-12, 0)
+	if !p.Excludes0() {
+		t.Errorf("[%g, %g] should exclude 0", p.Lo, p.Hi)
+	}
+	if q, _ := PairedDiff(b, a, 0.95); q.Excludes0() != p.Excludes0() || q.Mean != -p.Mean {
+		t.Errorf("swapping the methods should negate the mean: %+v", q)
+	}
+}
+
+func TestPairedDiffEdgeCases(t *testing.T) {
+	if _, err := PairedDiff([]float64{1}, []float64{1, 2}, 0); err == nil {
+		t.Error("different lengths accepted")
+	}
+	if _, err := PairedDiff([]float64{math.NaN()}, []float64{1}, 0); err == nil {
+		t.Error("NaN accepted")
+	}
+	if _, err := PairedDiff([]float64{1}, []float64{1}, 1.5); err == nil {
+		t.Error("level 1.5 accepted")
+	}
+	p, err := PairedDiff([]float64{2}, []float64{1}, 0)
+	if err != nil || p.Mean != 1 || !math.IsNaN(p.Lo) {
+		t.Fatalf("one draw: %+v, %v", p, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil || !strings.Contains(string(b), `"lo":null`) {
+		t.Fatalf("JSON of a one-draw comparison: %s, %v", b, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := Summarize([]float64{1, 2, 3, 4})
+	approx.Equal(t, "mean", s.Mean, 2.5, 0, 0)
+	approx.Equal(t, "std", s.Std, math.Sqrt(5.0/3), 1e-15, 0)
+	if s := Summarize([]float64{7}); s.Std != 0 || s.N != 1 {
+		t.Errorf("one value: %+v", s)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "x.json")
+	if err := WriteJSON(p, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(p, []byte("second\n")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if string(b) != "second\n" {
+		t.Fatalf("content %q", b)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	if len(ents) != 1 {
+		t.Fatalf("temporary files left behind: %v", ents)
+	}
+	if err := WriteFile(filepath.Join(p, "under-a-file"), nil); err == nil {
+		t.Error("writing under a regular file succeeded")
+	}
+}
