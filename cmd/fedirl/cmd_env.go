@@ -17,14 +17,18 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/classic"
 )
 
-var envCmd = &cobra.Command{
-	Use:   "env",
-	Short: "Inspect and step the classic-control simulators (Pendulum-v1, CartPole-v1, Acrobot-v1)",
-	Long: `env gives direct access to fedirl's Gymnasium-compatible simulators, so that
+func newEnvCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Inspect and step the classic-control simulators (Pendulum-v1, CartPole-v1, Acrobot-v1)",
+		Long: `env gives direct access to fedirl's Gymnasium-compatible simulators, so that
 their trajectories can be compared with Gymnasium's step by step.
 
   fedirl env list
   fedirl env rollout --env Pendulum-v1 --state 0.3,-0.5 --actions 1.5,-2,3`,
+	}
+	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd())
+	return cmd
 }
 
 // envRolloutStep is one JSON line of "fedirl env rollout".
@@ -337,6 +341,5 @@ func formatDefault(v float64) string {
 }
 
 func init() {
-	envCmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd())
-	rootCmd.AddCommand(envCmd)
+	rootCmd.AddCommand(newEnvCmd())
 }

@@ -21,70 +21,23 @@ import (
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
-// serverCmd runs a federation server.
-var serverCmd = &cobra.Command{
-	Use:   "server",
-	Short: "Host federations over gRPC: accept client θ_i, fuse at quorum, serve the fused θ",
-	Long: `fedirl server hosts federations ("tasks") over gRPC. Every accepted submission is
-stored in an embedded bbolt database (--store) before it is acknowledged, so a
-restart or kill -9 loses nothing. A round is fused when its quorum is reached, or
-at its deadline with at least min_clients submissions.
-
-Create tasks first with "fedirl server task create" (with the server stopped),
-then start the server. Serve with TLS (--tls-cert/--tls-key, and --client-ca for
-mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
-	Args: cobra.NoArgs,
-	RunE: runServer,
-}
-
-var serverFlags struct {
+// serverOptions holds the flags of "fedirl server".
+type serverOptions struct {
 	listen, store, addrFile              string
 	tlsCert, tlsKey, clientCA, adminFile string
 	insecure                             bool
 	maxMsg                               int
 }
 
-// serverStatusCmd prints the status of a server or a store.
-var serverStatusCmd = &cobra.Command{
-	Use:   "status",
-	Short: "Print tasks, clients seen, submissions and fused results (JSON)",
-	Long: `fedirl server status asks a running server (--server) for its status, or reads a
-store file directly (--store, only while no server holds it). Output is JSON.`,
-	Args: cobra.NoArgs,
-	RunE: runServerStatus,
-}
-
-var statusFlags struct {
+// statusOptions holds the flags of "fedirl server status".
+type statusOptions struct {
 	server, store, out string
 	tls                tlsClientFlags
 	adminFile          string
 }
 
-// serverTaskCmd groups task administration.
-var serverTaskCmd = &cobra.Command{
-	Use:   "task",
-	Short: "Administer tasks in a server's store",
-}
-
-// serverTaskCreateCmd creates a task offline in a store and issues client tokens.
-var serverTaskCreateCmd = &cobra.Command{
-	Use:   "create",
-	Short: "Define a federation task in a store and issue one token per client",
-	Long: `fedirl server task create writes a task into a store (the server must not be
-running on it) and prints one bearer token per client as JSON ({"client": "token"});
-only SHA-256 hashes of the tokens are stored. Give each client its token privately.
-
-With --server (and --admin-token-file) the task is created on a running
-server instead, over the admin RPC.
-
-The task comes from --spec (a JSON task spec), or is built from flags: with
---gridworld-size N the probe is the grid-world family's probe environment for
---seed, and theta_dim is that of its grid features. Flags override the spec file.`,
-	Args: cobra.NoArgs,
-	RunE: runTaskCreate,
-}
-
-var taskFlags struct {
+// taskOptions holds the flags of "fedirl server task create".
+type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
@@ -95,21 +48,8 @@ var taskFlags struct {
 	maxNorm, lr, l2, temperature                                         float64
 }
 
-// clientCmd runs one federation client.
-var clientCmd = &cobra.Command{
-	Use:   "client",
-	Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
-	Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
-(--mdp, an irl JSON spec) and private demonstrations (--demos, JSONL), submits only
-θ_i with its demonstration count, iterations and final gradient norm, and waits for
-the fused θ; with a multi-round task it warm-starts each round from the previous
-fused θ. Transient failures are retried with back-off; submissions are idempotent.
-The final result (and per-round provenance) is written as JSON to --out.`,
-	Args: cobra.NoArgs,
-	RunE: runClient,
-}
-
-var clientFlags struct {
+// clientOptions holds the flags of "fedirl client".
+type clientOptions struct {
 	server, task, id, tokenFile, mdp, demos, out string
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
@@ -140,71 +80,149 @@ func (f *tlsClientFlags) dial(addr, token string) (*federation.GRPCClient, error
 	return federation.DialGRPC(addr, cfg)
 }
 
-func init() {
-	sf := serverCmd.Flags()
-	sf.StringVar(&serverFlags.listen, "listen", "127.0.0.1:7443", "address to listen on (host:port; port 0 picks a free port)")
-	sf.StringVar(&serverFlags.store, "store", "fedirl.db", "bbolt store file holding tasks, submissions and fused results")
-	sf.StringVar(&serverFlags.addrFile, "addr-file", "", "write the bound address to this file once listening")
-	sf.StringVar(&serverFlags.tlsCert, "tls-cert", "", "server certificate PEM")
-	sf.StringVar(&serverFlags.tlsKey, "tls-key", "", "server private key PEM")
-	sf.StringVar(&serverFlags.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
-	sf.StringVar(&serverFlags.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
-	sf.BoolVar(&serverFlags.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
-	sf.IntVar(&serverFlags.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
+// newServerCmd builds "fedirl server" and its subcommands.
+func newServerCmd() *cobra.Command {
+	f := &serverOptions{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Host federations over gRPC: accept client θ_i, fuse at quorum, serve the fused θ",
+		Long: `fedirl server hosts federations ("tasks") over gRPC. Every accepted submission is
+stored in an embedded bbolt database (--store) before it is acknowledged, so a
+restart or kill -9 loses nothing. A round is fused when its quorum is reached, or
+at its deadline with at least min_clients submissions.
 
-	stf := serverStatusCmd.Flags()
-	stf.StringVar(&statusFlags.server, "server", "", "address of a running server (host:port)")
-	stf.StringVar(&statusFlags.store, "store", "", "read this store file directly instead (server stopped)")
-	stf.StringVar(&statusFlags.out, "out", "-", "output JSON file (- for stdout)")
-	stf.StringVar(&statusFlags.adminFile, "admin-token-file", "", "file holding the server's admin token")
-	statusFlags.tls.register(serverStatusCmd)
-
-	tf := serverTaskCreateCmd.Flags()
-	tf.StringVar(&taskFlags.store, "store", "fedirl.db", "store file to write the task into (server stopped)")
-	tf.StringVar(&taskFlags.server, "server", "", "create the task on this running server instead (needs --admin-token-file)")
-	tf.StringVar(&taskFlags.adminFile, "admin-token-file", "", "file holding the server's admin token (with --server)")
-	taskFlags.tls.register(serverTaskCreateCmd)
-	tf.StringVar(&taskFlags.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
-	tf.StringVar(&taskFlags.id, "id", "", "task id")
-	tf.StringVar(&taskFlags.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
-	tf.StringVar(&taskFlags.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
-	tf.IntVar(&taskFlags.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
-	tf.Uint64Var(&taskFlags.seed, "seed", 1, "family seed for the grid-world probe")
-	tf.StringVar(&taskFlags.fusionMethod, "fusion", "", "fusion method: mean or barycentric (default mean)")
-	tf.StringVar(&taskFlags.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
-	tf.StringVar(&taskFlags.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
-	tf.IntVar(&taskFlags.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
-	tf.IntVar(&taskFlags.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
-	tf.DurationVar(&taskFlags.deadline, "deadline", 0, "deadline, counted from a round's first submission, after which min-clients suffice (0: none)")
-	tf.IntVar(&taskFlags.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
-	tf.BoolVar(&taskFlags.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
-	tf.Float64Var(&taskFlags.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
-	tf.IntVar(&taskFlags.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
-	tf.Float64Var(&taskFlags.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
-	tf.Float64Var(&taskFlags.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
-	tf.Float64Var(&taskFlags.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
-
-	cf := clientCmd.Flags()
-	cf.StringVar(&clientFlags.server, "server", "127.0.0.1:7443", "server address (host:port)")
-	cf.StringVar(&clientFlags.task, "task", "", "task id (required)")
-	cf.StringVar(&clientFlags.id, "id", "", "this client's id (required)")
-	cf.StringVar(&clientFlags.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&clientFlags.mdp, "mdp", "", "this client's MDP spec JSON (required)")
-	cf.StringVar(&clientFlags.demos, "demos", "", "this client's private demonstrations JSONL (required)")
-	cf.StringVar(&clientFlags.out, "out", "-", "output JSON file (- for stdout)")
-	cf.DurationVar(&clientFlags.timeout, "timeout", 10*time.Minute, "give up after this long")
-	cf.BoolVar(&clientFlags.quiet, "quiet", false, "no progress lines on stderr")
-	cf.DurationVar(&clientFlags.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
-	cf.MarkHidden("pause-before-submit")
-	clientFlags.tls.register(clientCmd)
-
-	serverTaskCmd.AddCommand(serverTaskCreateCmd)
-	serverCmd.AddCommand(serverStatusCmd, serverTaskCmd)
-	rootCmd.AddCommand(serverCmd, clientCmd)
+Create tasks first with "fedirl server task create" (with the server stopped),
+then start the server. Serve with TLS (--tls-cert/--tls-key, and --client-ca for
+mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServer(cmd, f) },
+	}
+	sf := cmd.Flags()
+	sf.StringVar(&f.listen, "listen", "127.0.0.1:7443", "address to listen on (host:port; port 0 picks a free port)")
+	sf.StringVar(&f.store, "store", "fedirl.db", "bbolt store file holding tasks, submissions and fused results")
+	sf.StringVar(&f.addrFile, "addr-file", "", "write the bound address to this file once listening")
+	sf.StringVar(&f.tlsCert, "tls-cert", "", "server certificate PEM")
+	sf.StringVar(&f.tlsKey, "tls-key", "", "server private key PEM")
+	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
+	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
+	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
+	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
+	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd())
+	return cmd
 }
 
-func runServer(cmd *cobra.Command, _ []string) error {
-	f := &serverFlags
+// newServerStatusCmd builds "fedirl server status".
+func newServerStatusCmd() *cobra.Command {
+	f := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print tasks, clients seen, submissions and fused results (JSON)",
+		Long: `fedirl server status asks a running server (--server) for its status, or reads a
+store file directly (--store, only while no server holds it). Output is JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServerStatus(cmd, f) },
+	}
+	stf := cmd.Flags()
+	stf.StringVar(&f.server, "server", "", "address of a running server (host:port)")
+	stf.StringVar(&f.store, "store", "", "read this store file directly instead (server stopped)")
+	stf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
+	stf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the server's admin token")
+	f.tls.register(cmd)
+	return cmd
+}
+
+// newServerTaskCmd builds "fedirl server task" and its subcommands.
+func newServerTaskCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "task",
+		Short: "Administer tasks in a server's store",
+	}
+	cmd.AddCommand(newServerTaskCreateCmd())
+	return cmd
+}
+
+// newServerTaskCreateCmd builds "fedirl server task create".
+func newServerTaskCreateCmd() *cobra.Command {
+	f := &taskOptions{}
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Define a federation task in a store and issue one token per client",
+		Long: `fedirl server task create writes a task into a store (the server must not be
+running on it) and prints one bearer token per client as JSON ({"client": "token"});
+only SHA-256 hashes of the tokens are stored. Give each client its token privately.
+
+With --server (and --admin-token-file) the task is created on a running
+server instead, over the admin RPC.
+
+The task comes from --spec (a JSON task spec), or is built from flags: with
+--gridworld-size N the probe is the grid-world family's probe environment for
+--seed, and theta_dim is that of its grid features. Flags override the spec file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTaskCreate(cmd, f) },
+	}
+	tf := cmd.Flags()
+	tf.StringVar(&f.store, "store", "fedirl.db", "store file to write the task into (server stopped)")
+	tf.StringVar(&f.server, "server", "", "create the task on this running server instead (needs --admin-token-file)")
+	tf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the server's admin token (with --server)")
+	f.tls.register(cmd)
+	tf.StringVar(&f.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
+	tf.StringVar(&f.id, "id", "", "task id")
+	tf.StringVar(&f.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
+	tf.StringVar(&f.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
+	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
+	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
+	tf.StringVar(&f.fusionMethod, "fusion", "", "fusion method: mean or barycentric (default mean)")
+	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
+	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
+	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
+	tf.IntVar(&f.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
+	tf.DurationVar(&f.deadline, "deadline", 0, "deadline, counted from a round's first submission, after which min-clients suffice (0: none)")
+	tf.IntVar(&f.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
+	tf.BoolVar(&f.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
+	tf.Float64Var(&f.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
+	tf.IntVar(&f.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
+	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
+	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
+	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+	return cmd
+}
+
+// newClientCmd builds "fedirl client".
+func newClientCmd() *cobra.Command {
+	f := &clientOptions{}
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
+		Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
+(--mdp, an irl JSON spec) and private demonstrations (--demos, JSONL), submits only
+θ_i with its demonstration count, iterations and final gradient norm, and waits for
+the fused θ; with a multi-round task it warm-starts each round from the previous
+fused θ. Transient failures are retried with back-off; submissions are idempotent.
+The final result (and per-round provenance) is written as JSON to --out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
+	}
+	cf := cmd.Flags()
+	cf.StringVar(&f.server, "server", "127.0.0.1:7443", "server address (host:port)")
+	cf.StringVar(&f.task, "task", "", "task id (required)")
+	cf.StringVar(&f.id, "id", "", "this client's id (required)")
+	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
+	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP spec JSON (required)")
+	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations JSONL (required)")
+	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
+	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
+	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
+	cf.MarkHidden("pause-before-submit")
+	f.tls.register(cmd)
+	return cmd
+}
+
+func init() {
+	rootCmd.AddCommand(newServerCmd(), newClientCmd())
+}
+
+func runServer(cmd *cobra.Command, f *serverOptions) error {
 	logger := log.New(os.Stderr, "fedirl server: ", log.LstdFlags|log.Lmicroseconds)
 	var gcfg federation.GRPCServerConfig
 	gcfg.MaxMessageBytes = f.maxMsg
@@ -270,8 +288,7 @@ func runServer(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
-func runServerStatus(cmd *cobra.Command, _ []string) error {
-	f := &statusFlags
+func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 	var sts []federation.TaskStatus
 	switch {
 	case (f.server == "") == (f.store == ""):
@@ -310,8 +327,7 @@ func runServerStatus(cmd *cobra.Command, _ []string) error {
 	return writeJSON(f.out, map[string]any{"tasks": sts})
 }
 
-func runTaskCreate(cmd *cobra.Command, _ []string) error {
-	f := &taskFlags
+func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	var spec federation.TaskSpec
 	if f.spec != "" {
 		b, err := os.ReadFile(f.spec)
@@ -470,8 +486,7 @@ func readToken(file, client string) (string, error) {
 	return s, nil
 }
 
-func runClient(cmd *cobra.Command, _ []string) error {
-	f := &clientFlags
+func runClient(cmd *cobra.Command, f *clientOptions) error {
 	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
 		if v == "" {
 			return fmt.Errorf("%s is required", name)

@@ -13,8 +13,8 @@ import (
 	"github.com/fedirl/fedirl/pkg/progress"
 )
 
-// irlFlags holds the flags of "fedirl irl".
-var irlFlags struct {
+// irlOptions holds the flags of "fedirl irl".
+type irlOptions struct {
 	spec, demos, out, theta0 string
 	cfg                      irl.Config
 	tol                      float64
@@ -30,10 +30,13 @@ type irlOutput struct {
 	irl.Result
 }
 
-var irlCmd = &cobra.Command{
-	Use:   "irl --spec mdp.json --demos demos.jsonl [--out result.json]",
-	Short: "Learn linear reward parameters θ with MaxEnt IRL",
-	Long: `irl learns θ of a linear reward R(s,a) = θᵀφ(s,a) from demonstrations with
+// newIRLCmd builds "fedirl irl".
+func newIRLCmd() *cobra.Command {
+	o := &irlOptions{}
+	cmd := &cobra.Command{
+		Use:   "irl --spec mdp.json --demos demos.jsonl [--out result.json]",
+		Short: "Learn linear reward parameters θ with MaxEnt IRL",
+		Long: `irl learns θ of a linear reward R(s,a) = θᵀφ(s,a) from demonstrations with
 maximum-(causal-)entropy IRL: gradient ascent (or Adam) on
   θᵀμ_D − E_{s0}[V_θ(s0)] − (λ/2)‖θ‖²,
 whose gradient is μ_D − μ_π − λθ (empirical minus expected discounted feature
@@ -63,49 +66,49 @@ A file ending in .npz is read as NumPy arrays instead: integer "states"
 The output JSON holds theta, iterations, converged, the learning curves
 loglik / objective / grad_norm (one entry per evaluated θ, the last at the
 returned θ), the empirical and expected feature counts and the resolved config.`,
-	Args: cobra.NoArgs,
-	RunE: runIRL,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runIRL(cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.spec, "spec", "", "MDP and feature spec (JSON; required)")
+	f.StringVar(&o.demos, "demos", "", "demonstrations (JSON Lines; required)")
+	f.StringVarP(&o.out, "out", "o", "-", `output JSON file ("-" = stdout)`)
+	f.StringVar(&o.theta0, "theta0", "", `warm-start θ: a JSON array, or a previous output file with a "theta" key`)
+	f.Float64Var(&o.cfg.LearningRate, "lr", 5e-3, "learning rate η")
+	f.Float64Var(&o.cfg.L2, "l2", 0, "L2 regularization weight λ")
+	f.Float64Var(&o.cfg.Temperature, "temperature", 1e-3, "soft Bellman temperature τ > 0 (1 = classical MaxEnt IRL)")
+	f.IntVar(&o.cfg.MaxIter, "iters", 100, "budget of gradient steps")
+	f.Float64Var(&o.cfg.GradTol, "grad-tol", 1e-8, "stop when the gradient 2-norm is at most this (negative: never)")
+	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent) or "adam"`)
+	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
+	f.Float64Var(&o.tol, "tol", 1e-10, "sup-norm tolerance of soft value iteration and visit propagation")
+	f.IntVar(&o.workers, "workers", 0, "goroutines per sweep (0 = all CPUs)")
+	return cmd
 }
 
-func init() {
-	f := irlCmd.Flags()
-	f.StringVar(&irlFlags.spec, "spec", "", "MDP and feature spec (JSON; required)")
-	f.StringVar(&irlFlags.demos, "demos", "", "demonstrations (JSON Lines; required)")
-	f.StringVarP(&irlFlags.out, "out", "o", "-", `output JSON file ("-" = stdout)`)
-	f.StringVar(&irlFlags.theta0, "theta0", "", `warm-start θ: a JSON array, or a previous output file with a "theta" key`)
-	f.Float64Var(&irlFlags.cfg.LearningRate, "lr", 5e-3, "learning rate η")
-	f.Float64Var(&irlFlags.cfg.L2, "l2", 0, "L2 regularization weight λ")
-	f.Float64Var(&irlFlags.cfg.Temperature, "temperature", 1e-3, "soft Bellman temperature τ > 0 (1 = classical MaxEnt IRL)")
-	f.IntVar(&irlFlags.cfg.MaxIter, "iters", 100, "budget of gradient steps")
-	f.Float64Var(&irlFlags.cfg.GradTol, "grad-tol", 1e-8, "stop when the gradient 2-norm is at most this (negative: never)")
-	f.StringVar(&irlFlags.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent) or "adam"`)
-	f.BoolVar(&irlFlags.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
-	f.Float64Var(&irlFlags.tol, "tol", 1e-10, "sup-norm tolerance of soft value iteration and visit propagation")
-	f.IntVar(&irlFlags.workers, "workers", 0, "goroutines per sweep (0 = all CPUs)")
-	rootCmd.AddCommand(irlCmd)
-}
+func init() { rootCmd.AddCommand(newIRLCmd()) }
 
-func runIRL(cmd *cobra.Command, _ []string) error {
-	if irlFlags.spec == "" || irlFlags.demos == "" {
+func runIRL(cmd *cobra.Command, o *irlOptions) error {
+	if o.spec == "" || o.demos == "" {
 		return fmt.Errorf("irl: --spec and --demos are required")
 	}
-	m, phi, err := irl.LoadSpec(irlFlags.spec)
+	m, phi, err := irl.LoadSpec(o.spec)
 	if err != nil {
 		return err
 	}
 	var demos []irl.Trajectory
-	if strings.HasSuffix(strings.ToLower(irlFlags.demos), ".npz") {
-		demos, err = irl.ReadTrajectoriesNPZ(irlFlags.demos, m)
+	if strings.HasSuffix(strings.ToLower(o.demos), ".npz") {
+		demos, err = irl.ReadTrajectoriesNPZ(o.demos, m)
 	} else {
-		demos, err = irl.ReadTrajectoriesFile(irlFlags.demos, m)
+		demos, err = irl.ReadTrajectoriesFile(o.demos, m)
 	}
 	if err != nil {
 		return err
 	}
-	cfg := irlFlags.cfg
-	cfg.Solver = mdp.Options{Tol: irlFlags.tol, Workers: irlFlags.workers}
-	if irlFlags.theta0 != "" {
-		if cfg.Theta0, err = readTheta(irlFlags.theta0); err != nil {
+	cfg := o.cfg
+	cfg.Solver = mdp.Options{Tol: o.tol, Workers: o.workers}
+	if o.theta0 != "" {
+		if cfg.Theta0, err = readTheta(o.theta0); err != nil {
 			return err
 		}
 	}
@@ -119,7 +122,7 @@ func runIRL(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(irlFlags.out, irlOutput{Spec: irlFlags.spec, Demos: irlFlags.demos, Config: cfg, SolverTol: irlFlags.tol, Result: res})
+	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Result: res})
 }
 
 // readTheta reads θ from a JSON array or an object with a "theta" key.

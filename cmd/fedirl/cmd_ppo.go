@@ -20,14 +20,18 @@ import (
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
 
-var ppoCmd = &cobra.Command{
-	Use:   "ppo",
-	Short: "Train and evaluate PPO policies on the classic-control environments",
-	Long: `PPO (stable-baselines3-style) on fedirl's Gymnasium-shaped environments.
+func newPPOCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ppo",
+		Short: "Train and evaluate PPO policies on the classic-control environments",
+		Long: `PPO (stable-baselines3-style) on fedirl's Gymnasium-shaped environments.
 
   fedirl ppo train --env CartPole-v1 --out runs/cp     train one policy
   fedirl ppo eval --policy runs/cp/policy.json        evaluate a saved policy
   fedirl ppo study --seeds 5 --out runs/study         the learning study over several envs and seeds`,
+	}
+	cmd.AddCommand(newPPOTrainCmd(), newPPOEvalCmd(), newPPOStudyCmd())
+	return cmd
 }
 
 // ppoTrainFlags are the flags shared by "ppo train" and "ppo study".
@@ -254,6 +258,5 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 }
 
 func init() {
-	ppoCmd.AddCommand(newPPOTrainCmd(), newPPOEvalCmd(), newPPOStudyCmd())
-	rootCmd.AddCommand(ppoCmd)
+	rootCmd.AddCommand(newPPOCmd())
 }

@@ -15,13 +15,20 @@ import (
 	"github.com/fedirl/fedirl/pkg/progress"
 )
 
-// reproduceCmd groups the paper's studies; other files may add subcommands to it.
-var reproduceCmd = &cobra.Command{
-	Use:   "reproduce",
-	Short: "Reproduce the paper's studies (tables and figures into a run folder)",
+// newReproduceCmd groups the paper's studies, one subcommand each.
+func newReproduceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reproduce",
+		Short: "Reproduce the paper's studies (tables and figures into a run folder)",
+	}
+	cmd.AddCommand(newReproduceGridworldCmd())
+	return cmd
 }
 
-func init() {
+func init() { rootCmd.AddCommand(newReproduceCmd()) }
+
+// newReproduceGridworldCmd builds "fedirl reproduce gridworld".
+func newReproduceGridworldCmd() *cobra.Command {
 	var (
 		configPath string
 		seeds      int
@@ -124,6 +131,5 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes)")
 	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
-	reproduceCmd.AddCommand(gw)
-	rootCmd.AddCommand(reproduceCmd)
+	return gw
 }
