@@ -1,5 +1,7 @@
-// Package envs defines the Gymnasium-shaped interface that fedirl's simulators
-// implement (envs/classic, envs/lunar) and that rl/ppo trains on.
+// Package envs defines the Gymnasium-shaped interface that fedirl's
+// continuous-control simulators implement (envs/classic) and that rl/ppo
+// trains on. The grid world (envs/gridworld) is a tabular model with its own
+// exact transition API instead.
 //
 // It holds only the interface and the space types; it simulates nothing.
 package envs

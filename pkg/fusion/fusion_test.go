@@ -1,8 +1,10 @@
 package fusion
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -270,4 +272,38 @@ func BenchmarkBarycentric20x20K20(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*p.Lattice.Len()*20*500)/b.Elapsed().Seconds(), "point-iters/s")
+}
+
+func TestOptionsDecodeAndValidate(t *testing.T) {
+	o, err := DecodeOptions([]byte(`{"method":"barycentric","solver":"paper","epsilon":0.5,"max_iter":50,"z":2}`))
+	if err != nil || o.Solver != ot.Paper || o.Z != 2 || o.MethodName() != MethodBarycentric {
+		t.Fatalf("decoded %+v, %v", o, err)
+	}
+	if o, err := DecodeOptions(nil); err != nil || o.MethodName() != MethodMean {
+		t.Fatalf("empty options: %+v, %v", o, err)
+	}
+	for _, bad := range []string{`{"method":"median"}`, `{"weighting":"size"}`, `{"solver":"lbfgs"}`, `{"epsilon":-1}`,
+		`{"max_iter":-2}`, `{"eps":0.5}`, `{"sigma":1e400}`, `[1]`} {
+		if _, err := DecodeOptions([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	b, _ := json.Marshal(Options{Method: MethodBarycentric, Solver: ot.Debiased, Tol: -1})
+	back, err := DecodeOptions(b)
+	if err != nil || back != (Options{Method: MethodBarycentric, Solver: ot.Debiased, Tol: -1}) {
+		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
+	}
+}
+
+func TestClientWeights(t *testing.T) {
+	o := Options{Weighting: WeightingDemos}
+	if w := o.ClientWeights([]int{1, 5, 0}); !slices.Equal(w, []float64{1, 5, 0}) {
+		t.Errorf("demos weights %v", w)
+	}
+	if w := o.ClientWeights([]int{0, 0}); w != nil {
+		t.Errorf("no demonstrations reported: %v, want nil (uniform)", w)
+	}
+	if w := (Options{}).ClientWeights([]int{1, 5}); w != nil {
+		t.Errorf("uniform weighting: %v, want nil", w)
+	}
 }

@@ -118,9 +118,9 @@ func DecodeOptions(b []byte) (Options, error) {
 
 // ClientWeights returns the unnormalized weights of the configured weighting
 // for clients with the given demonstration counts: nil (uniform) or the
-// counts themselves; nil also when no client reports demonstrations.
-// Weights normalizes them, once: normalizing already normalized weights again
-// is not exact in floating point.
+// counts themselves; nil also when no client reports demonstrations. Mean
+// and Barycentric normalize them with Weights (ot's barycenter renormalizes
+// the α it is given, which can move their last bits).
 func (o Options) ClientWeights(demoCounts []int) []float64 {
 	if o.Weighting != WeightingDemos {
 		return nil

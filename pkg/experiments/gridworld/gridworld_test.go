@@ -220,3 +220,15 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestClientTaskRangeChecked(t *testing.T) {
+	c := DefaultConfig()
+	if _, _, err := c.ClientTask(5, 2, 1); err != nil {
+		t.Fatalf("client 2 of the 5×5 study refused: %v", err)
+	}
+	for _, i := range []int{-1, 3, 1000} {
+		if _, _, err := c.ClientTask(5, i, 1); err == nil {
+			t.Errorf("client %d of the 3-client 5×5 study accepted", i)
+		}
+	}
+}

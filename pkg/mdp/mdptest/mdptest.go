@@ -1,6 +1,6 @@
 // Package mdptest builds MDPs for the tests and benchmarks of mdp, irl and the
-// packages above them: random sparse MDPs and a slippery grid world, plus a
-// process CPU clock for benchmarks on a shared machine.
+// packages above them: random sparse MDPs and a slippery grid world. (The
+// process CPU clock benchmarks use is pkg/cpuclock.)
 //
 // It is test support only: nothing in it is used by fedirl's commands.
 package mdptest
