@@ -13,7 +13,7 @@ import (
 
 func init() {
 	var (
-		size, client int
+		size, client, clients int
 		seed         int64
 		out          string
 		configPath   string
@@ -55,7 +55,7 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 			if seed < 0 {
 				return fmt.Errorf("--seed %d: want ≥ 0", seed)
 			}
-			env, demos, err := cfg.ClientTask(size, client, uint64(seed))
+			env, demos, err := cfg.ClientTask(size, client, clients, uint64(seed))
 			if err != nil {
 				return err
 			}
@@ -83,7 +83,8 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 	}
 	f := export.Flags()
 	f.IntVar(&size, "size", 5, "grid side N")
-	f.IntVar(&client, "client", 0, "client index (0-based)")
+	f.IntVar(&client, "client", 0, "client index (0-based, below --clients)")
+	f.IntVar(&clients, "clients", 0, "number of clients in the federation (0: the study's, 3/10/20 for N = 5/10/20)")
 	f.Int64Var(&seed, "seed", 1, "study seed")
 	f.StringVar(&out, "out", "gridworld-export", "output folder")
 	f.StringVar(&configPath, "config", "", "study config (expert settings); default: the built-in study")

@@ -1,4 +1,4 @@
-package fusion
+package fusion_test
 
 import (
 	"encoding/json"
@@ -7,44 +7,37 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/tasks"
+
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
-	"github.com/fedirl/fedirl/pkg/features"
-	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
-func probe5(t *testing.T) Probe {
+func probe5(t *testing.T) fusion.Probe {
 	t.Helper()
 	spec, err := gridworld.DefaultFamily(5).Probe(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := gridProbe(spec)
+	p, err := tasks.GridProbe(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-// gridProbe is the grid-world probe (pkg/tasks builds the same for servers):
-// (row, col, action) with the action categorical, Φ the grid features.
-func gridProbe(spec gridworld.Spec) (Probe, error) {
-	st, err := features.Grid(spec.Size, spec.Goal, spec.Obstacles)
-	lat := lattice.Lattice{Axes: []lattice.Axis{lattice.UniformAxis(spec.Size, 1), lattice.UniformAxis(spec.Size, 1), lattice.CategoricalAxis(gridworld.NumActions)}}
-	return Probe{Phi: features.StateAction(st, gridworld.NumActions), Lattice: lat}, err
-}
-
 func TestMean(t *testing.T) {
 	th := []float64{-0.7, 0.3}
-	got, err := Mean([][]float64{th, th, th, th}, nil)
+	got, err := fusion.Mean([][]float64{th, th, th, th}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "mean of identical", got, th, 1e-15, 0)
-	got, err = Mean([][]float64{{1, 2}, {3, 6}}, []float64{3, 1})
+	got, err = fusion.Mean([][]float64{{1, 2}, {3, 6}}, []float64{3, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,25 +53,25 @@ func TestMean(t *testing.T) {
 		"zero weights":    {[][]float64{{1}, {2}}, []float64{0, 0}},
 		"weight count":    {[][]float64{{1}, {2}}, []float64{1}},
 	} {
-		if _, err := Mean(c.th, c.w); err == nil {
-			t.Errorf("%s: Mean accepted bad input", name)
+		if _, err := fusion.Mean(c.th, c.w); err == nil {
+			t.Errorf("%s: fusion.Mean accepted bad input", name)
 		}
 	}
 }
 
 func TestShiftNormalize(t *testing.T) {
 	r := []float64{-1, 0, 2}
-	p, z, err := ShiftNormalize(nil, r, 1.5)
+	p, z, err := fusion.ShiftNormalize(nil, r, 1.5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	approx.Equal(t, "Z", z, 0.5+1.5+3.5, 1e-15, 0)
 	approx.Slices(t, "p", p, []float64{0.5 / 5.5, 1.5 / 5.5, 3.5 / 5.5}, 1e-15, 0)
-	if _, _, err := ShiftNormalize(nil, r, 1); err == nil {
+	if _, _, err := fusion.ShiftNormalize(nil, r, 1); err == nil {
 		t.Fatal("σ = 1 leaves r+σ = 0 and must be rejected")
 	}
-	if s := AutoSigma(r, []float64{-3, 4}); !(s > 3) {
-		t.Fatalf("AutoSigma = %v does not make every entry positive", s)
+	if s := fusion.AutoSigma(r, []float64{-3, 4}); !(s > 3) {
+		t.Fatalf("fusion.AutoSigma = %v does not make every entry positive", s)
 	}
 }
 
@@ -103,7 +96,7 @@ func TestBackProjectRecoversSpan(t *testing.T) {
 		var rv mat.VecDense
 		rv.MulVec(phi, mat.NewVecDense(d, theta))
 		copy(r, rv.RawVector().Data)
-		got, err := BackProject(phi, r)
+		got, err := fusion.BackProject(phi, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +105,7 @@ func TestBackProjectRecoversSpan(t *testing.T) {
 		for i := range r {
 			r[i] += rng.NormFloat64()
 		}
-		got, err = BackProject(phi, r)
+		got, err = fusion.BackProject(phi, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,14 +129,14 @@ func TestBackProjectRecoversSpan(t *testing.T) {
 	for x := range r {
 		r[x] = p.Phi.At(x, 0)*theta[0] + p.Phi.At(x, 1)*theta[1]
 	}
-	got, err := BackProject(p.Phi, r)
+	got, err := fusion.BackProject(p.Phi, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "θ from the probe's Φθ", got, theta, 1e-13, 1e-13)
 	// Rank deficiency is an error, not garbage.
 	phi := mat.NewDense(4, 2, []float64{1, 2, 2, 4, 3, 6, 4, 8})
-	if _, err := BackProject(phi, []float64{1, 2, 3, 4}); err == nil {
+	if _, err := fusion.BackProject(phi, []float64{1, 2, 3, 4}); err == nil {
 		t.Fatal("rank-deficient Φ accepted")
 	}
 }
@@ -158,15 +151,15 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 	cases := []struct {
 		name   string
 		k      int
-		opt    Options
+		opt    fusion.Options
 		tol    float64
 		biased bool
 	}{
-		{"debiased eps 0.5, K=3", 3, Options{Solver: ot.Debiased}, 1e-6, false},
-		{"debiased eps 0.5, K=1", 1, Options{Solver: ot.Debiased}, 1e-6, false},
-		{"ibp eps 0.05, K=3", 3, Options{Solver: ot.IBP, Eps: 0.05}, 1e-6, false},
-		{"stabilized eps 0.05, K=1", 1, Options{Solver: ot.Stabilized, Eps: 0.05}, 1e-6, false},
-		{"ibp eps 0.5 is blurred", 3, Options{Solver: ot.IBP}, 1e-2, true},
+		{"debiased eps 0.5, K=3", 3, fusion.Options{Solver: ot.Debiased}, 1e-6, false},
+		{"debiased eps 0.5, K=1", 1, fusion.Options{Solver: ot.Debiased}, 1e-6, false},
+		{"ibp eps 0.05, K=3", 3, fusion.Options{Solver: ot.IBP, Eps: 0.05}, 1e-6, false},
+		{"stabilized eps 0.05, K=1", 1, fusion.Options{Solver: ot.Stabilized, Eps: 0.05}, 1e-6, false},
+		{"ibp eps 0.5 is blurred", 3, fusion.Options{Solver: ot.IBP}, 1e-2, true},
 	}
 	for _, c := range cases {
 		thetas := make([][]float64, c.k)
@@ -193,7 +186,7 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 		for x := range r {
 			r[x] = p.Phi.At(x, 0)*theta[0] + p.Phi.At(x, 1)*theta[1]
 		}
-		want, _, _ := ShiftNormalize(nil, r, res.Sigma)
+		want, _, _ := fusion.ShiftNormalize(nil, r, res.Sigma)
 		if d := approx.MaxAbsDiff(res.Barycenter, want); d > c.tol {
 			t.Errorf("%s: barycenter differs from the client measure by %.2g", c.name, d)
 		}
@@ -206,11 +199,11 @@ func TestBarycentricIdenticalClients(t *testing.T) {
 func TestPaperScheduleMatchesIBP(t *testing.T) {
 	p := probe5(t)
 	thetas := [][]float64{{-0.06, 0.025}, {-0.005, 0.003}, {0.0003, -0.0027}, {-0.03, 0.013}}
-	ibp, err := p.Fuse(thetas, nil, Options{Solver: ot.IBP, Tol: 1e-13, MaxIter: 5000})
+	ibp, err := p.Fuse(thetas, nil, fusion.Options{Solver: ot.IBP, Tol: 1e-13, MaxIter: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	paper, err := p.Fuse(thetas, nil, Options{Solver: ot.Paper, Tol: -1, MaxIter: 50, InnerIter: 10})
+	paper, err := p.Fuse(thetas, nil, fusion.Options{Solver: ot.Paper, Tol: -1, MaxIter: 50, InnerIter: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +216,7 @@ func TestBarycentricZeroWeightIgnored(t *testing.T) {
 	p := probe5(t)
 	a := []float64{-0.8, 0.35}
 	b := []float64{0.5, -2}
-	opt := Options{Solver: ot.Debiased, Sigma: 5}
+	opt := fusion.Options{Solver: ot.Debiased, Sigma: 5}
 	one, err := p.Fuse([][]float64{a}, nil, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -236,30 +229,9 @@ func TestBarycentricZeroWeightIgnored(t *testing.T) {
 	approx.Slices(t, "θ with a zero-weight client", two.Theta, one.Theta, 1e-9, 1e-9)
 }
 
-func TestGridProbeLayout(t *testing.T) {
-	p := probe5(t)
-	n, d := p.Phi.Dims()
-	if n != 100 || d != 2 || p.Lattice.Len() != 100 {
-		t.Fatalf("probe Φ %d×%d, lattice %d; want 100×2 and 100", n, d, p.Lattice.Len())
-	}
-	idx := make([]int, 3)
-	for x := range n {
-		p.Lattice.Index(idx, x)
-		if s, a := x/4, x%4; idx[0] != s/5 || idx[1] != s%5 || idx[2] != a {
-			t.Fatalf("lattice point %d = %v, want (row %d, col %d, action %d)", x, idx, s/5, s%5, a)
-		}
-	}
-	if c := p.Lattice.Cost(0, 4*6+1); c != 3 { // (0,0,a0) → (1,1,a1): 1 + 1 + 1
-		t.Fatalf("cost = %v, want 3", c)
-	}
-	if _, err := p.Fuse([][]float64{{1, 2, 3}}, nil, Options{}); err == nil {
-		t.Fatal("θ of the wrong length accepted")
-	}
-}
-
 func BenchmarkBarycentric20x20K20(b *testing.B) {
 	spec, _ := gridworld.DefaultFamily(20).Probe(1)
-	p, _ := gridProbe(spec)
+	p, _ := tasks.GridProbe(spec)
 	rng := rand.New(rand.NewPCG(1, 1))
 	thetas := make([][]float64, 20)
 	for i := range thetas {
@@ -267,7 +239,7 @@ func BenchmarkBarycentric20x20K20(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := p.Fuse(thetas, nil, Options{Solver: ot.IBP, MaxIter: 500}); err != nil {
+		if _, err := p.Fuse(thetas, nil, fusion.Options{Solver: ot.IBP, MaxIter: 500}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -275,35 +247,35 @@ func BenchmarkBarycentric20x20K20(b *testing.B) {
 }
 
 func TestOptionsDecodeAndValidate(t *testing.T) {
-	o, err := DecodeOptions([]byte(`{"method":"barycentric","solver":"paper","epsilon":0.5,"max_iter":50,"z":2}`))
-	if err != nil || o.Solver != ot.Paper || o.Z != 2 || o.MethodName() != MethodBarycentric {
+	o, err := fusion.DecodeOptions([]byte(`{"method":"barycentric","solver":"paper","epsilon":0.5,"max_iter":50,"z":2}`))
+	if err != nil || o.Solver != ot.Paper || o.Z != 2 || o.MethodName() != fusion.MethodBarycentric {
 		t.Fatalf("decoded %+v, %v", o, err)
 	}
-	if o, err := DecodeOptions(nil); err != nil || o.MethodName() != MethodMean {
+	if o, err := fusion.DecodeOptions(nil); err != nil || o.MethodName() != fusion.MethodMean {
 		t.Fatalf("empty options: %+v, %v", o, err)
 	}
 	for _, bad := range []string{`{"method":"median"}`, `{"weighting":"size"}`, `{"solver":"lbfgs"}`, `{"epsilon":-1}`,
 		`{"max_iter":-2}`, `{"eps":0.5}`, `{"sigma":1e400}`, `[1]`} {
-		if _, err := DecodeOptions([]byte(bad)); err == nil {
+		if _, err := fusion.DecodeOptions([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	b, _ := json.Marshal(Options{Method: MethodBarycentric, Solver: ot.Debiased, Tol: -1})
-	back, err := DecodeOptions(b)
-	if err != nil || back != (Options{Method: MethodBarycentric, Solver: ot.Debiased, Tol: -1}) {
+	b, _ := json.Marshal(fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.Debiased, Tol: -1})
+	back, err := fusion.DecodeOptions(b)
+	if err != nil || back != (fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.Debiased, Tol: -1}) {
 		t.Fatalf("round trip of %s: %+v, %v", b, back, err)
 	}
 }
 
 func TestClientWeights(t *testing.T) {
-	o := Options{Weighting: WeightingDemos}
+	o := fusion.Options{Weighting: fusion.WeightingDemos}
 	if w := o.ClientWeights([]int{1, 5, 0}); !slices.Equal(w, []float64{1, 5, 0}) {
 		t.Errorf("demos weights %v", w)
 	}
 	if w := o.ClientWeights([]int{0, 0}); w != nil {
 		t.Errorf("no demonstrations reported: %v, want nil (uniform)", w)
 	}
-	if w := (Options{}).ClientWeights([]int{1, 5}); w != nil {
+	if w := (fusion.Options{}).ClientWeights([]int{1, 5}); w != nil {
 		t.Errorf("uniform weighting: %v, want nil", w)
 	}
 }

@@ -201,7 +201,7 @@ func exportClient(t *testing.T, dir string, seed uint64, i int) (string, string)
 	t.Helper()
 	out := filepath.Join(dir, fmt.Sprintf("export-%d-%d", seed, i))
 	if _, err := os.Stat(filepath.Join(out, "demos.jsonl")); err != nil {
-		runCLI(t, "gridworld", "export", "--size", "5", "--client", fmt.Sprint(i), "--seed", fmt.Sprint(seed), "--out", out)
+		runCLI(t, "gridworld", "export", "--size", "5", "--clients", "4", "--client", fmt.Sprint(i), "--seed", fmt.Sprint(seed), "--out", out)
 	}
 	return filepath.Join(out, "mdp.json"), filepath.Join(out, "demos.jsonl")
 }

@@ -51,6 +51,9 @@ func TestGridProbeLayout(t *testing.T) {
 	if c := p.Lattice.Cost(0, 4*6+1); c != 3 { // (0,0,a0) → (1,1,a1): 1 + 1 + 1
 		t.Fatalf("cost = %v, want 3", c)
 	}
+	if _, err := p.Fuse([][]float64{{1, 2, 3}}, nil, fusion.Options{}); err == nil {
+		t.Fatal("θ of the wrong length accepted")
+	}
 }
 
 // TestFuserWeightsAndMethods checks the server fuser against hand-computed

@@ -172,7 +172,7 @@ func TestConfigValidateAndLoad(t *testing.T) {
 
 func BenchmarkLocalIRL10x10(b *testing.B) {
 	c := DefaultConfig()
-	env, demos, err := c.ClientTask(10, 0, 1)
+	env, demos, err := c.ClientTask(10, 0, 0, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func BenchmarkLocalIRL10x10(b *testing.B) {
 
 func BenchmarkEvaluatePolicy20x20(b *testing.B) {
 	c := DefaultConfig()
-	env, _, err := c.ClientTask(20, 0, 1)
+	env, _, err := c.ClientTask(20, 0, 0, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -223,12 +223,15 @@ func FuzzLoadConfig(f *testing.F) {
 
 func TestClientTaskRangeChecked(t *testing.T) {
 	c := DefaultConfig()
-	if _, _, err := c.ClientTask(5, 2, 1); err != nil {
+	if _, _, err := c.ClientTask(5, 2, 0, 1); err != nil {
 		t.Fatalf("client 2 of the 5×5 study refused: %v", err)
 	}
 	for _, i := range []int{-1, 3, 1000} {
-		if _, _, err := c.ClientTask(5, i, 1); err == nil {
+		if _, _, err := c.ClientTask(5, i, 0, 1); err == nil {
 			t.Errorf("client %d of the 3-client 5×5 study accepted", i)
 		}
+	}
+	if _, _, err := c.ClientTask(5, 3, 4, 1); err != nil {
+		t.Errorf("client 3 of a 4-client federation refused: %v", err)
 	}
 }

@@ -8,29 +8,20 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"gonum.org/v1/gonum/stat"
 )
 
 // Stat is a mean ± sample standard deviation (in percent) over N values.
-type Stat struct {
-	Mean float64 `json:"mean"`
-	Std  float64 `json:"std"`
-	N    int     `json:"n"`
-}
+type Stat report.Summary
 
+// newStat summarizes success rates xs ∈ [0, 1] in percent.
 func newStat(xs []float64) Stat {
-	if len(xs) == 0 {
-		return Stat{}
-	}
 	pct := make([]float64, len(xs))
 	for i, x := range xs {
 		pct[i] = 100 * x
 	}
-	s := Stat{Mean: stat.Mean(pct, nil), N: len(xs)}
-	if len(xs) > 1 {
-		s.Std = stat.StdDev(pct, nil)
-	}
-	return s
+	return Stat(report.Summarize(pct))
 }
 
 func (s Stat) format(prec int) string {

@@ -111,14 +111,18 @@ func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig,
 // ClientTask rebuilds client i's environment and expert demonstrations of
 // the study cell (grid size, seed) exactly as GridWorld does, for export.
 // The grid size's EnvConfig is taken from c.Environments when listed there,
-// else the family defaults (gw.DefaultClients clients) are used; a client
-// index outside the cell's clients is an error.
-func (c Config) ClientTask(size, client int, seed uint64) (*Env, []irl.Trajectory, error) {
+// else the family defaults (gw.DefaultClients clients) are used; clients > 0
+// overrides the cell's number of clients (a federation of another size on the
+// same family). A client index outside the cell's clients is an error.
+func (c Config) ClientTask(size, client, clients int, seed uint64) (*Env, []irl.Trajectory, error) {
 	e := EnvConfig{GridSize: size, NumberOfClients: gw.DefaultClients(size)}
 	for _, ec := range c.Environments {
 		if ec.GridSize == size {
 			e = ec
 		}
+	}
+	if clients > 0 {
+		e.NumberOfClients = clients
 	}
 	if client < 0 || client >= e.NumberOfClients {
 		return nil, nil, fmt.Errorf("client %d out of range: the %d×%d study has clients 0..%d", client, size, size, e.NumberOfClients-1)
