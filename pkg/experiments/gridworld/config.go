@@ -118,9 +118,21 @@ type BarycenterConfig struct {
 
 // EvaluationConfig holds the evaluation protocol.
 type EvaluationConfig struct {
-	// EvaluationEpisodes is the number of rollouts per (policy, environment).
+	// Method is "exact" (the default: the greedy policy's success probability
+	// computed from the environment's exact model, no sampling) or "sampled"
+	// (EvaluationEpisodes rollouts, with common random numbers: every method
+	// is rolled out on the same random stream per environment).
+	Method string `yaml:"method" json:"method"`
+	// EvaluationEpisodes is the number of rollouts per (policy, environment)
+	// of the sampled method.
 	EvaluationEpisodes int `yaml:"evaluation_episodes" json:"evaluation_episodes"`
 }
+
+// Evaluation methods.
+const (
+	EvalExact   = "exact"
+	EvalSampled = "sampled"
+)
 
 // AblationConfig describes Table 2.
 type AblationConfig struct {
@@ -172,7 +184,7 @@ func DefaultConfig() Config {
 			RewardRegularizationL2: 1e-3, Optimizer: "gd"},
 		Barycenter: BarycenterConfig{EntropicRegularization: 0.5, SinkhornIterations: 10, BarycenterIterations: 50,
 			Method: "paper", Weights: "uniform"},
-		Evaluation: EvaluationConfig{EvaluationEpisodes: 200},
+		Evaluation: EvaluationConfig{Method: EvalExact, EvaluationEpisodes: 200},
 		Ablation: AblationConfig{GridSize: 5, NumberOfClients: 10, WeakFractions: []float64{0, 0.25, 0.5},
 			WeakFactorMin: 0.05, WeakFactorMax: 0.3},
 		Workers: 2,
@@ -260,6 +272,9 @@ func (c Config) Validate() error {
 	if b.Weights != "uniform" && b.Weights != "demonstrations" {
 		return fmt.Errorf("barycenter.weights = %q, want uniform or demonstrations", b.Weights)
 	}
+	if c.Evaluation.Method != EvalExact && c.Evaluation.Method != EvalSampled {
+		return fmt.Errorf("evaluation.method = %q, want %q or %q", c.Evaluation.Method, EvalExact, EvalSampled)
+	}
 	if c.Evaluation.EvaluationEpisodes < 1 {
 		return fmt.Errorf("evaluation.evaluation_episodes = %d, want ≥ 1", c.Evaluation.EvaluationEpisodes)
 	}
@@ -310,4 +325,12 @@ func (c Config) barycenterMethod() (ot.Method, error) {
 		return 0, errors.New("debiased is always reported as its own column; choose paper, ibp or stabilized")
 	}
 	return m, nil
+}
+
+// evaluationText describes the evaluation protocol for the tables.
+func (c Config) evaluationText() string {
+	if c.Evaluation.Method == EvalExact {
+		return "exact success probabilities of each greedy policy (computed from the exact model, no sampling)"
+	}
+	return fmt.Sprintf("%d sampled rollouts per policy and environment, on the same random stream for every method", c.Evaluation.EvaluationEpisodes)
 }

@@ -178,28 +178,36 @@ func (c Config) fusionOptions(method ot.Method) fusion.Options {
 // evaluate fills f.InDist and f.HeldOut; methods lists the fused methods to
 // evaluate besides Local.
 func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
-	episodes := c.Evaluation.EvaluationEpisodes
 	K := len(st.clients)
 	for m := range NumMethods {
 		f.InDist[m], f.HeldOut[m] = nil, nil
 	}
 	f.InDist[Local] = make([]float64, K)
 	for i, env := range st.clients {
-		pol := env.GreedyPolicy(f.Local[i])
-		f.InDist[Local][i] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(Local)<<16|i), pol, episodes)
+		f.InDist[Local][i] = c.success(env, f, i, f.Local[i])
 	}
 	for _, m := range methods {
 		f.InDist[m] = make([]float64, K)
 		f.HeldOut[m] = make([]float64, len(st.heldOut))
 		for i, env := range st.clients {
-			pol := env.GreedyPolicy(f.Fused[m])
-			f.InDist[m][i] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(m)<<16|i), pol, episodes)
+			f.InDist[m][i] = c.success(env, f, i, f.Fused[m])
 		}
 		for j, env := range st.heldOut {
-			pol := env.GreedyPolicy(f.Fused[m])
-			f.HeldOut[m][j] = env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, int(m)<<16|0x8000|j), pol, episodes)
+			f.HeldOut[m][j] = c.success(env, f, 0x8000|j, f.Fused[m])
 		}
 	}
+}
+
+// success is the success rate of the greedy policy of θ on env: exact, or
+// sampled on the stream of (cell, environment index) that every method
+// shares (common random numbers), so differences between methods are not
+// differences between their random draws.
+func (c Config) success(env *Env, f *Fit, index int, theta []float64) float64 {
+	pol := env.GreedyPolicy(theta)
+	if c.Evaluation.Method == EvalExact {
+		return env.Grid.SuccessProbability(pol)
+	}
+	return env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, index), pol, c.Evaluation.EvaluationEpisodes)
 }
 
 // runCell runs one Table-1 cell: setup, local IRL with the full budget,
@@ -234,7 +242,8 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 // step). Returns one Fit per p.
 func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 	a := c.Ablation
-	e := EnvConfig{GridSize: a.GridSize, NumberOfClients: a.NumberOfClients}
+	e := c.envConfig(a.GridSize)
+	e.NumberOfClients = a.NumberOfClients
 	st, err := c.buildSetup(e, seed)
 	if err != nil {
 		return nil, err

@@ -33,12 +33,76 @@ func (s Stat) format(prec int) string {
 
 // Table1Row is one grid size of Table 1.
 type Table1Row struct {
-	GridSize int  `json:"grid_size"`
-	Clients  int  `json:"clients"`
-	HeldOut  int  `json:"held_out_environments"`
-	Seeds    int  `json:"seeds"`
-	InDist   Cols `json:"in_distribution"`
-	HeldOutS Cols `json:"held_out"`
+	GridSize      int        `json:"grid_size"`
+	Clients       int        `json:"clients"`
+	HeldOut       int        `json:"held_out_environments"`
+	Seeds         int        `json:"seeds"`
+	InDist        Cols       `json:"in_distribution"`
+	HeldOutS      Cols       `json:"held_out"`
+	InDistPaired  PairedCols `json:"in_distribution_paired"`
+	HeldOutPaired PairedCols `json:"held_out_paired"`
+}
+
+// PairedCols are paired comparisons of methods over the same seeds, in
+// percentage points: per seed, each method's success averaged over the
+// seed's environments, then the difference of two methods per seed, its mean
+// and 95 % Student-t interval over seeds (report.PairedDiff).
+type PairedCols struct {
+	BarycenterMinusMean report.Paired `json:"barycenter_minus_mean"`
+	DebiasedMinusMean   report.Paired `json:"debiased_minus_mean"`
+	// MeanMinusLocal is nil where Local is not evaluated (held-out, Table 2).
+	MeanMinusLocal *report.Paired `json:"mean_minus_local,omitempty"`
+}
+
+// seedMeans returns, per fit, 100 × the mean of rates(f) (one value per seed).
+func seedMeans(fits []*Fit, rates func(*Fit) []float64) []float64 {
+	out := make([]float64, len(fits))
+	for i, f := range fits {
+		out[i] = 100 * stat.Mean(rates(f), nil)
+	}
+	return out
+}
+
+// pairedCols compares the methods of fits (one per seed) on the in-distribution
+// or held-out rates, with Mean − Local where withLocal.
+func pairedCols(fits []*Fit, heldOut, withLocal bool) PairedCols {
+	m := func(meth Method) []float64 {
+		return seedMeans(fits, func(f *Fit) []float64 {
+			if heldOut {
+				return f.HeldOut[meth]
+			}
+			return f.InDist[meth]
+		})
+	}
+	diff := func(a, b Method) report.Paired {
+		p, err := report.PairedDiff(m(a), m(b), 0.95)
+		if err != nil {
+			panic(err) // same seeds on both sides and finite rates: a programmer error
+		}
+		return p
+	}
+	pc := PairedCols{BarycenterMinusMean: diff(Barycenter, Mean), DebiasedMinusMean: diff(Debiased, Mean)}
+	if withLocal {
+		p := diff(Mean, Local)
+		pc.MeanMinusLocal = &p
+	}
+	return pc
+}
+
+// formatPaired renders a paired difference as "+0.12 [−0.30, +0.54]", with a
+// star when the interval excludes 0.
+func formatPaired(p *report.Paired) string {
+	if p == nil || p.N == 0 {
+		return "–"
+	}
+	if p.N < 2 {
+		return fmt.Sprintf("%+.2f", p.Mean)
+	}
+	star := ""
+	if p.Excludes0() {
+		star = " *"
+	}
+	return fmt.Sprintf("%+.2f [%+.2f, %+.2f]%s", p.Mean, p.Lo, p.Hi, star)
 }
 
 // Cols holds one Stat per method (Local is empty for held-out).
@@ -84,6 +148,8 @@ func (s *Study) Table1() []Table1Row {
 			row.InDist.set(m, newStat(in))
 			row.HeldOutS.set(m, newStat(out))
 		}
+		row.InDistPaired = pairedCols(s.Cells[k], false, true)
+		row.HeldOutPaired = pairedCols(s.Cells[k], true, false)
 		rows = append(rows, row)
 	}
 	return rows
@@ -91,11 +157,13 @@ func (s *Study) Table1() []Table1Row {
 
 // Table2Row is one weak fraction of Table 2.
 type Table2Row struct {
-	WeakFraction float64 `json:"weak_fraction"`
-	WeakClients  int     `json:"weak_clients"`
-	Seeds        int     `json:"seeds"`
-	InDist       Cols    `json:"in_distribution"`
-	HeldOutS     Cols    `json:"held_out"`
+	WeakFraction  float64    `json:"weak_fraction"`
+	WeakClients   int        `json:"weak_clients"`
+	Seeds         int        `json:"seeds"`
+	InDist        Cols       `json:"in_distribution"`
+	HeldOutS      Cols       `json:"held_out"`
+	InDistPaired  PairedCols `json:"in_distribution_paired"`
+	HeldOutPaired PairedCols `json:"held_out_paired"`
 }
 
 // Table2 averages each ablation seed's success over clients (in-distribution)
@@ -114,6 +182,12 @@ func (s *Study) Table2() []Table2Row {
 			row.InDist.set(m, newStat(in))
 			row.HeldOutS.set(m, newStat(out))
 		}
+		fits := make([]*Fit, len(s.Ablation))
+		for i, fs := range s.Ablation {
+			fits[i] = fs[pi]
+		}
+		row.InDistPaired = pairedCols(fits, false, false)
+		row.HeldOutPaired = pairedCols(fits, true, false)
 		rows = append(rows, row)
 	}
 	return rows
@@ -137,7 +211,7 @@ var paperTable2 = map[float64][4]string{
 func (s *Study) Table1Markdown() []byte {
 	var b bytes.Buffer
 	rows := s.Table1()
-	fmt.Fprintf(&b, "# Table 1: average success rates (%%), mean ± std\n\n")
+	fmt.Fprintf(&b, "# Table 1: average success rates (%%), mean ± std\n\nEvaluation: %s.\n\n", s.Config.evaluationText())
 	fmt.Fprintf(&b, "In-distribution: pooled over seeds × clients; held-out: pooled over seeds × held-out environments. ")
 	fmt.Fprintf(&b, "Debiased and Expert (θ*) are extra reference columns, not in the paper.\n\n")
 	fmt.Fprintf(&b, "| Environment | Clients | Seeds | In: Local | In: Mean | In: Barycenter | In: Debiased | In: Expert | Held-out: Local | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased | Held-out: Expert |\n")
@@ -151,6 +225,15 @@ func (s *Study) Table1Markdown() []byte {
 			fmt.Fprintf(&b, " %s |", r.HeldOutS.get(m).format(1))
 		}
 		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (per seed: mean over the seed's clients or held-out environments; mean [95 %% t-interval]; * = interval excludes 0):\n\n")
+	fmt.Fprintf(&b, "| Environment | Seeds | In: Barycenter − Mean | In: Debiased − Mean | In: Mean − Local | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d×%d | %d | %s | %s | %s | %s | %s |\n", r.GridSize, r.GridSize, r.Seeds,
+			formatPaired(&r.InDistPaired.BarycenterMinusMean), formatPaired(&r.InDistPaired.DebiasedMinusMean),
+			formatPaired(r.InDistPaired.MeanMinusLocal), formatPaired(&r.HeldOutPaired.BarycenterMinusMean),
+			formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
 	}
 	fmt.Fprintf(&b, "\nPaper (Millard & Baheri, Table 1):\n\n")
 	fmt.Fprintf(&b, "| Environment | In: Local | In: Mean | In: Barycenter | Held-out: Local | Held-out: Mean | Held-out: Barycenter |\n")
@@ -176,6 +259,13 @@ func (s *Study) Table2Markdown() []byte {
 			r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
 			r.HeldOutS.Mean.format(2), r.HeldOutS.Barycenter.format(2), r.HeldOutS.Debiased.format(2))
 	}
+	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (mean [95 %% t-interval]; * = interval excludes 0):\n\n")
+	fmt.Fprintf(&b, "| p | Seeds | In: Barycenter − Mean | In: Debiased − Mean | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %.2f | %d | %s | %s | %s | %s |\n", r.WeakFraction, r.Seeds,
+			formatPaired(&r.InDistPaired.BarycenterMinusMean), formatPaired(&r.InDistPaired.DebiasedMinusMean),
+			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
+	}
 	fmt.Fprintf(&b, "\nPaper (Table 2, three seeds):\n\n| p | In: Mean | In: Barycenter | Held-out: Mean | Held-out: Barycenter |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
 		if p, ok := paperTable2[r.WeakFraction]; ok {
@@ -187,6 +277,33 @@ func (s *Study) Table2Markdown() []byte {
 
 func ff(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 
+// pairedCSVHeader names the paired-difference columns of the CSV tables
+// (percentage points; empty where not defined).
+var pairedCSVHeader = []string{
+	"barycenter_minus_mean", "barycenter_minus_mean_lo", "barycenter_minus_mean_hi",
+	"debiased_minus_mean", "debiased_minus_mean_lo", "debiased_minus_mean_hi",
+	"mean_minus_local", "mean_minus_local_lo", "mean_minus_local_hi",
+}
+
+// csv renders the paired differences as the pairedCSVHeader columns.
+func (pc PairedCols) csv() []string {
+	var out []string
+	for _, p := range []*report.Paired{&pc.BarycenterMinusMean, &pc.DebiasedMinusMean, pc.MeanMinusLocal} {
+		if p == nil || p.N == 0 {
+			out = append(out, "", "", "")
+			continue
+		}
+		cell := func(x float64) string {
+			if math.IsNaN(x) {
+				return ""
+			}
+			return ff(x)
+		}
+		out = append(out, ff(p.Mean), cell(p.Lo), cell(p.Hi))
+	}
+	return out
+}
+
 // Table1CSV renders Table 1 as CSV (one row per grid size and split).
 func (s *Study) Table1CSV() []byte {
 	var b bytes.Buffer
@@ -195,12 +312,13 @@ func (s *Study) Table1CSV() []byte {
 	for m := range NumMethods {
 		hdr = append(hdr, m.String()+"_mean", m.String()+"_std", m.String()+"_n")
 	}
-	_ = w.Write(hdr)
+	_ = w.Write(append(hdr, pairedCSVHeader...))
 	for _, r := range s.Table1() {
 		for _, sp := range []struct {
 			name string
 			c    Cols
-		}{{"in_distribution", r.InDist}, {"held_out", r.HeldOutS}} {
+			p    PairedCols
+		}{{"in_distribution", r.InDist, r.InDistPaired}, {"held_out", r.HeldOutS, r.HeldOutPaired}} {
 			rec := []string{strconv.Itoa(r.GridSize), strconv.Itoa(r.Clients), strconv.Itoa(r.Seeds), sp.name}
 			for m := range NumMethods {
 				st := sp.c.get(m)
@@ -210,7 +328,7 @@ func (s *Study) Table1CSV() []byte {
 				}
 				rec = append(rec, ff(st.Mean), ff(st.Std), strconv.Itoa(st.N))
 			}
-			_ = w.Write(rec)
+			_ = w.Write(append(rec, sp.p.csv()...))
 		}
 	}
 	w.Flush()
@@ -221,15 +339,16 @@ func (s *Study) Table1CSV() []byte {
 func (s *Study) Table2CSV() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write([]string{"weak_fraction", "weak_clients", "seeds", "split", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"})
+	_ = w.Write(append([]string{"weak_fraction", "weak_clients", "seeds", "split", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"}, pairedCSVHeader...))
 	for _, r := range s.Table2() {
 		for _, sp := range []struct {
 			name string
 			c    Cols
-		}{{"in_distribution", r.InDist}, {"held_out", r.HeldOutS}} {
-			_ = w.Write([]string{ff(r.WeakFraction), strconv.Itoa(r.WeakClients), strconv.Itoa(r.Seeds), sp.name,
+			p    PairedCols
+		}{{"in_distribution", r.InDist, r.InDistPaired}, {"held_out", r.HeldOutS, r.HeldOutPaired}} {
+			_ = w.Write(append([]string{ff(r.WeakFraction), strconv.Itoa(r.WeakClients), strconv.Itoa(r.Seeds), sp.name,
 				ff(sp.c.Mean.Mean), ff(sp.c.Mean.Std), ff(sp.c.Barycenter.Mean), ff(sp.c.Barycenter.Std),
-				ff(sp.c.Debiased.Mean), ff(sp.c.Debiased.Std)})
+				ff(sp.c.Debiased.Mean), ff(sp.c.Debiased.Std)}, sp.p.csv()...))
 		}
 	}
 	w.Flush()

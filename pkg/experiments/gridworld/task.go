@@ -108,6 +108,18 @@ func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig,
 	return res, nil
 }
 
+// envConfig returns the environments entry of a grid size (obstacles, slip,
+// clients, held-out environments), or the family defaults when the size is
+// not listed.
+func (c Config) envConfig(size int) EnvConfig {
+	for _, ec := range c.Environments {
+		if ec.GridSize == size {
+			return ec
+		}
+	}
+	return EnvConfig{GridSize: size, NumberOfClients: gw.DefaultClients(size)}
+}
+
 // ClientTask rebuilds client i's environment and expert demonstrations of
 // the study cell (grid size, seed) exactly as GridWorld does, for export.
 // The grid size's EnvConfig is taken from c.Environments when listed there,
@@ -115,12 +127,7 @@ func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig,
 // overrides the cell's number of clients (a federation of another size on the
 // same family). A client index outside the cell's clients is an error.
 func (c Config) ClientTask(size, client, clients int, seed uint64) (*Env, []irl.Trajectory, error) {
-	e := EnvConfig{GridSize: size, NumberOfClients: gw.DefaultClients(size)}
-	for _, ec := range c.Environments {
-		if ec.GridSize == size {
-			e = ec
-		}
-	}
+	e := c.envConfig(size)
 	if clients > 0 {
 		e.NumberOfClients = clients
 	}
