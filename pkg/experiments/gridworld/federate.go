@@ -12,6 +12,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
 	"github.com/fedirl/fedirl/pkg/tasks"
+	"gonum.org/v1/gonum/floats"
 )
 
 // The study's federation step runs through federation.RunInProcess: the same
@@ -33,12 +34,14 @@ type studyClient struct {
 	demos  []irl.Trajectory
 	cfg    IRLConfig
 	budget int
+	theta0 []float64 // starting θ of the local IRL; nil means zeros
 	// demoSteps is reported as the submission's demo_count: the study's
 	// "demonstrations" weighting is proportional to demonstration steps.
 	demoSteps int
 
 	once sync.Once
 	res  federation.LocalResult
+	diag LocalDiag
 	err  error
 }
 
@@ -51,7 +54,7 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		return federation.LocalResult{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
 	}
 	l.once.Do(func() {
-		res, err := l.env.LocalIRL(ctx, l.demos, l.cfg, l.budget)
+		res, err := l.env.LocalIRL(ctx, l.demos, l.cfg, l.budget, l.theta0)
 		if err != nil {
 			l.err = err
 			return
@@ -61,6 +64,12 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 			g = res.GradNorm[n-1]
 		}
 		l.res = federation.LocalResult{Theta: res.Theta, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
+		gap := make([]float64, len(res.EmpiricalFeatures))
+		floats.SubTo(gap, res.EmpiricalFeatures, res.ExpectedFeatures)
+		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, Norm: floats.Norm(res.Theta, 2)}
+		if n := floats.Norm(res.EmpiricalFeatures, 2); n > 0 {
+			l.diag.FeatureGap = floats.Norm(gap, 2) / n
+		}
 	})
 	if l.err != nil {
 		return federation.LocalResult{}, l.err
@@ -165,5 +174,15 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		}
 	}
 	f.Fused[Expert] = append([]float64(nil), c.Expert.TrueReward...)
+	f.LocalIRL = make([]LocalDiag, len(clients))
+	for i, cl := range clients {
+		f.LocalIRL[i] = cl.diag
+		f.LocalIRL[i].AngleToTrue = angle(f.Local[i], c.Expert.TrueReward)
+	}
+	f.Directions = map[string]Direction{}
+	for _, m := range []Method{Mean, Barycenter, Debiased} {
+		f.Directions[m.String()] = Direction{Norm: floats.Norm(f.Fused[m], 2),
+			AngleToTrue: angle(f.Fused[m], c.Expert.TrueReward), AngleToMean: angle(f.Fused[m], f.Fused[Mean])}
+	}
 	return nil
 }

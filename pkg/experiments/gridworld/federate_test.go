@@ -17,7 +17,7 @@ import (
 func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]float64, fused [NumMethods][]float64, bary, deb FusionInfo) {
 	t.Helper()
 	for i, env := range st.clients {
-		res, err := env.LocalIRL(context.Background(), st.demos[i], c.IRL, budgets[i])
+		res, err := env.LocalIRL(context.Background(), st.demos[i], c.IRL, budgets[i], nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
 	"github.com/fedirl/fedirl/pkg/tasks"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Method indexes the columns of the success tables.
@@ -42,6 +43,41 @@ type FusionInfo struct {
 	Iterations    int     `json:"iterations"`
 }
 
+// LocalDiag is one client's local MaxEnt IRL convergence: how far the
+// learner got within its budget.
+type LocalDiag struct {
+	Iterations int `json:"iterations"`
+	// GradNorm is ‖∇‖₂ of the objective at the returned θ.
+	GradNorm float64 `json:"grad_norm"`
+	// FeatureGap is ‖μ_D − μ_π‖₂ / ‖μ_D‖₂ at the returned θ: the relative
+	// feature-expectation mismatch MaxEnt IRL drives to zero (up to λθ).
+	FeatureGap float64 `json:"feature_gap"`
+	// Norm is ‖θ_i‖₂.
+	Norm float64 `json:"norm"`
+	// AngleToTrue is the angle between θ_i and θ*, in degrees.
+	AngleToTrue float64 `json:"angle_to_true_deg"`
+}
+
+// Direction describes a fused θ: its norm and its angles (degrees) to θ*
+// and to the parameter mean. With a temperature-scaled MaxEnt reward only
+// the direction of θ decides the greedy policy, so the angles say how the
+// fusions differ where success rates cannot.
+type Direction struct {
+	Norm        float64 `json:"norm"`
+	AngleToTrue float64 `json:"angle_to_true_deg"`
+	AngleToMean float64 `json:"angle_to_mean_deg"`
+}
+
+// angle returns the angle between a and b in degrees (0 when either is 0).
+func angle(a, b []float64) float64 {
+	na, nb := floats.Norm(a, 2), floats.Norm(b, 2)
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	c := floats.Dot(a, b) / (na * nb)
+	return math.Acos(math.Max(-1, math.Min(1, c))) * 180 / math.Pi
+}
+
 // Fit is one study cell (one grid size, one seed, one budget setting):
 // environments, local parameters, fused parameters and success rates.
 type Fit struct {
@@ -60,6 +96,10 @@ type Fit struct {
 	InDist [NumMethods][]float64 `json:"in_distribution"`
 	// HeldOut[m][j] is method m's success rate on held-out environment j (nil for Local).
 	HeldOut [NumMethods][]float64 `json:"held_out"`
+	// LocalIRL is each client's local learner convergence.
+	LocalIRL []LocalDiag `json:"local_irl"`
+	// Directions describes each fused θ (Mean, Barycenter, Debiased).
+	Directions map[string]Direction `json:"directions"`
 	// Bounds evaluates Theorems 1 and 2 on this cell (first seed of each Table-1 grid size).
 	Bounds *BoundsReport `json:"bounds,omitempty"`
 
@@ -250,6 +290,16 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 	}
 	K := a.NumberOfClients
 	full := c.studyClients(st) // learned once, shared by every p
+	if a.InitScale > 0 {
+		for i, cl := range full {
+			rng := stream(seed, a.GridSize, purposeInit, i)
+			th := make([]float64, len(c.Expert.TrueReward))
+			for k := range th {
+				th[k] = a.InitScale * rng.NormFloat64()
+			}
+			cl.theta0 = th
+		}
+	}
 	var out []*Fit
 	for pi, p := range a.WeakFractions {
 		rng := stream(seed, a.GridSize, purposeWeak, pi)
@@ -267,7 +317,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		clients := slices.Clone(full)
 		for i, b := range budgets {
 			if b != c.IRL.IRLIterations {
-				clients[i] = &studyClient{env: full[i].env, demos: full[i].demos, cfg: c.IRL, budget: b, demoSteps: full[i].demoSteps}
+				clients[i] = &studyClient{env: full[i].env, demos: full[i].demos, cfg: c.IRL, budget: b, theta0: full[i].theta0, demoSteps: full[i].demoSteps}
 			}
 		}
 		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients); err != nil {

@@ -178,7 +178,7 @@ func BenchmarkLocalIRL10x10(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := env.LocalIRL(context.Background(), demos, c.IRL, c.IRL.IRLIterations); err != nil {
+		if _, err := env.LocalIRL(context.Background(), demos, c.IRL, c.IRL.IRLIterations, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -164,6 +164,10 @@ type Table2Row struct {
 	HeldOutS      Cols       `json:"held_out"`
 	InDistPaired  PairedCols `json:"in_distribution_paired"`
 	HeldOutPaired PairedCols `json:"held_out_paired"`
+	// LocalWeak and LocalFull pool the local success (own environment) of the
+	// weak and of the full-budget clients over seeds × clients.
+	LocalWeak Stat `json:"local_weak"`
+	LocalFull Stat `json:"local_full"`
 }
 
 // Table2 averages each ablation seed's success over clients (in-distribution)
@@ -173,15 +177,29 @@ func (s *Study) Table2() []Table2Row {
 	K := s.Config.Ablation.NumberOfClients
 	for pi, p := range s.Config.Ablation.WeakFractions {
 		row := Table2Row{WeakFraction: p, WeakClients: int(math.Round(p * float64(K))), Seeds: len(s.Ablation)}
-		for _, m := range []Method{Mean, Barycenter, Debiased} {
+		for _, m := range []Method{Local, Mean, Barycenter, Debiased} {
 			var in, out []float64
 			for _, fs := range s.Ablation {
 				in = append(in, stat.Mean(fs[pi].InDist[m], nil))
-				out = append(out, stat.Mean(fs[pi].HeldOut[m], nil))
+				if m != Local {
+					out = append(out, stat.Mean(fs[pi].HeldOut[m], nil))
+				}
 			}
 			row.InDist.set(m, newStat(in))
 			row.HeldOutS.set(m, newStat(out))
 		}
+		var weak, full []float64
+		for _, fs := range s.Ablation {
+			f := fs[pi]
+			for i, b := range f.Budgets {
+				if b != s.Config.IRL.IRLIterations {
+					weak = append(weak, f.InDist[Local][i])
+				} else {
+					full = append(full, f.InDist[Local][i])
+				}
+			}
+		}
+		row.LocalWeak, row.LocalFull = newStat(weak), newStat(full)
 		fits := make([]*Fit, len(s.Ablation))
 		for i, fs := range s.Ablation {
 			fits[i] = fs[pi]
@@ -252,11 +270,11 @@ func (s *Study) Table2Markdown() []byte {
 	rows := s.Table2()
 	a := s.Config.Ablation
 	fmt.Fprintf(&b, "# Table 2: ablation on the fraction of weak clients p (%d×%d, %d clients), success rate (%%), mean ± std over seeds\n\n", a.GridSize, a.GridSize, a.NumberOfClients)
-	fmt.Fprintf(&b, "| p | Weak clients | Seeds | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
-			r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
+		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
+			r.LocalWeak.format(2), r.LocalFull.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
 			r.HeldOutS.Mean.format(2), r.HeldOutS.Barycenter.format(2), r.HeldOutS.Debiased.format(2))
 	}
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (mean [95 %% t-interval]; * = interval excludes 0):\n\n")

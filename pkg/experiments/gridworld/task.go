@@ -21,6 +21,7 @@ const (
 	purposeEval     = 2
 	purposeWeak     = 3
 	purposeAblation = 4
+	purposeInit     = 5
 )
 
 func stream(seed uint64, size, purpose, index int) *rand.Rand {
@@ -100,8 +101,11 @@ func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Traject
 
 // LocalIRL runs the client's MaxEnt IRL with the configured hyperparameters
 // and an iteration budget, from θ = 0.
-func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig, budget int) (irl.Result, error) {
-	res, err := irl.MaxEnt(ctx, e.MDP, e.Phi, demos, c.config(budget))
+// theta0 (nil: zeros) is the starting θ.
+func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig, budget int, theta0 []float64) (irl.Result, error) {
+	cfg := c.config(budget)
+	cfg.Theta0 = theta0
+	res, err := irl.MaxEnt(ctx, e.MDP, e.Phi, demos, cfg)
 	if err != nil {
 		return res, fmt.Errorf("MaxEnt IRL on grid %d: %w", e.Spec.Size, err)
 	}
