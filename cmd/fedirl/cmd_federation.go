@@ -25,7 +25,7 @@ import (
 type serverOptions struct {
 	listen, store, addrFile              string
 	tlsCert, tlsKey, clientCA, adminFile string
-	insecure                             bool
+	insecure, init                       bool
 	maxMsg                               int
 }
 
@@ -106,6 +106,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
 	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
 	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
+	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
 	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd())
 	return cmd
@@ -247,7 +248,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return err
 	}
-	store, err := federation.OpenStore(f.store)
+	store, err := federation.OpenStoreWith(f.store, federation.StoreOptions{Create: f.init})
 	if err != nil {
 		return err
 	}
@@ -294,10 +295,7 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 	case (f.server == "") == (f.store == ""):
 		return errors.New("give exactly one of --server or --store")
 	case f.store != "":
-		if _, err := os.Stat(f.store); err != nil {
-			return fmt.Errorf("--store: %w", err)
-		}
-		store, err := federation.OpenStore(f.store)
+		store, err := federation.OpenStoreWith(f.store, federation.StoreOptions{ReadOnly: true})
 		if err != nil {
 			return err
 		}

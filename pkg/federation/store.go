@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,20 +56,64 @@ type taskState struct {
 	Done            bool      `json:"done"`
 }
 
-// OpenStore opens (creating if needed) the store at path. It fails with a
-// clear error after a second if another process (a running server) holds it.
-func OpenStore(path string) (*Store, error) { return openStore(path, false) }
+// ErrStoreDamaged is wrapped by errors about a store file that exists but is
+// not a usable store (empty, truncated or failing bbolt's consistency check).
+var ErrStoreDamaged = errors.New("store damaged")
 
-// openStore is OpenStore; noSync skips the fsync after each commit (bbolt
-// Options.NoSync), which is only for throwaway stores (see
-// InProcessConfig.NoSync): a crash may then lose or corrupt the file.
+// ErrNoStore is wrapped by the error of opening a missing store without
+// StoreOptions.Create.
+var ErrNoStore = errors.New("no such store")
+
+// StoreOptions says how OpenStoreWith opens a store.
+type StoreOptions struct {
+	// Create makes a new, empty store when the file does not exist; without
+	// it a missing file is an error (so a mistyped path never silently
+	// starts an empty federation).
+	Create bool
+	// ReadOnly opens the store without taking the write lock or writing
+	// anything (for offline status and checks).
+	ReadOnly bool
+	// noSync skips the fsync after each commit (bbolt Options.NoSync), only
+	// for throwaway stores (see InProcessConfig.NoSync).
+	noSync bool
+}
+
+// OpenStore opens the store at path, creating it if it does not exist. It
+// fails with a clear error after a second if another process (a running
+// server) holds it, and refuses a damaged file (see OpenStoreWith).
+func OpenStore(path string) (*Store, error) { return OpenStoreWith(path, StoreOptions{Create: true}) }
+
+// openStore is OpenStore; noSync skips the fsync after each commit, which is
+// only for throwaway stores: a crash may then lose or corrupt the file.
 func openStore(path string, noSync bool) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: noSync})
-	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
+	return OpenStoreWith(path, StoreOptions{Create: true, noSync: noSync})
+}
+
+// OpenStoreWith opens the store at path. An existing file must be a whole,
+// consistent store: an empty file, a truncated one, or one whose pages fail
+// bbolt's consistency check is refused with an error wrapping
+// ErrStoreDamaged that names the file and the problem (never a panic), and
+// the file is left untouched for recovery from a backup.
+func OpenStoreWith(path string, o StoreOptions) (*Store, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !o.Create || o.ReadOnly {
+			return nil, fmt.Errorf("opening store %s: %w (create it with \"fedirl server task create --store\" or \"fedirl server --init\")", path, ErrNoStore)
 		}
+	case err != nil:
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("opening store %s: is a directory", path)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("opening store %s: %w: the file is empty (0 bytes); it holds no tasks. Restore it from a backup, or delete it to start a new store", path, ErrStoreDamaged)
+	}
+	db, err := openChecked(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.ReadOnly {
+		return &Store{db: db, path: path}, nil
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketTasks, bucketState, bucketSubs, bucketFused} {
@@ -81,6 +128,69 @@ func openStore(path string, noSync bool) (*Store, error) {
 		return nil, fmt.Errorf("initialising store %s: %w", path, err)
 	}
 	return &Store{db: db, path: path}, nil
+}
+
+// openChecked checks an existing store read-only first (bbolt's consistency
+// check, and a file no shorter than the pages its meta page claims), then
+// opens it as asked. Any error or panic of bbolt on a bad file becomes an
+// error wrapping ErrStoreDamaged; nothing is written to a file that fails.
+func openChecked(path string, o StoreOptions) (*bolt.DB, error) {
+	if fi, err := os.Stat(path); err == nil {
+		if err := checkStore(path, fi.Size()); err != nil {
+			return nil, err
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: o.noSync, ReadOnly: o.ReadOnly})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
+		}
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// checkStore opens path read-only and verifies it, recovering from bbolt's
+// panics on corrupt pages.
+func checkStore(path string, size int64) (err error) {
+	damaged := func(what any) error {
+		return fmt.Errorf("opening store %s: %w: %v. The file was not modified; restore it from a backup", path, ErrStoreDamaged, what)
+	}
+	var db *bolt.DB
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(r)
+		}
+		if db != nil {
+			db.Close()
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
+		}
+		return damaged(err)
+	}
+	var problems []string
+	err = db.View(func(tx *bolt.Tx) error {
+		if need := tx.Size(); size < need {
+			return fmt.Errorf("the file has %d bytes but its pages need %d (truncated)", size, need)
+		}
+		for e := range tx.Check() {
+			if len(problems) < 3 {
+				problems = append(problems, e.Error())
+			}
+		}
+		return nil
+	})
+	if err == nil && len(problems) > 0 {
+		err = errors.New(strings.Join(problems, "; "))
+	}
+	if err != nil {
+		return damaged(err)
+	}
+	return nil
 }
 
 // Close closes the store.

@@ -1,0 +1,114 @@
+package federation
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goodStore writes a store with a few tasks and returns its path and bytes.
+func goodStore(t *testing.T) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fed.db")
+	s, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		spec := testSpec(fmt.Sprintf("task-%02d", i), 8, 3)
+		spec.Description = strings.Repeat("x", 500)
+		if _, err := s.CreateTask(spec, []string{"a", "b", "c"}, time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+// TestDamagedStoreIsRefusedNotPanicking: a damaged page, a truncated file and
+// an empty file are refused with an error naming the file (before this
+// check bbolt panicked on the first two and the empty file silently became
+// an empty store), and the file is left as it was.
+func TestDamagedStoreIsRefusedNotPanicking(t *testing.T) {
+	path, good := goodStore(t)
+	if len(good) < 16384 {
+		t.Fatalf("test store is only %d bytes", len(good))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, damage := range map[string]func([]byte) []byte{
+		"damaged page": func(b []byte) []byte {
+			b = bytes.Clone(b)
+			for i := 8192; i < 8192+4096; i++ {
+				b[i] = byte(rng.Uint32())
+			}
+			return b
+		},
+		"truncated": func(b []byte) []byte { return bytes.Clone(b[:len(b)/2]) },
+		"empty":     func([]byte) []byte { return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := damage(good)
+			p := filepath.Join(filepath.Dir(path), strings.ReplaceAll(name, " ", "-")+".db")
+			if err := os.WriteFile(p, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []StoreOptions{{Create: true}, {ReadOnly: true}} {
+				s, err := OpenStoreWith(p, o)
+				if err == nil {
+					s.Close()
+					t.Fatalf("%+v: damaged store opened", o)
+				}
+				if !errors.Is(err, ErrStoreDamaged) || !strings.Contains(err.Error(), p) {
+					t.Fatalf("%+v: error %q should wrap ErrStoreDamaged and name %s", o, err, p)
+				}
+			}
+			after, _ := os.ReadFile(p)
+			if !bytes.Equal(after, bad) {
+				t.Fatal("refusing the store modified the file")
+			}
+		})
+	}
+	// The intact store still opens, read-only and read-write, with its tasks.
+	for _, o := range []StoreOptions{{ReadOnly: true}, {}} {
+		s, err := OpenStoreWith(path, o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		sts, err := s.Statuses()
+		s.Close()
+		if err != nil || len(sts) != 40 {
+			t.Fatalf("%+v: %d tasks, %v", o, len(sts), err)
+		}
+	}
+}
+
+// TestMissingStoreCreatedOnlyWhenAsked: a mistyped path is an error unless
+// the caller asks for a new store; read-only never creates.
+func TestMissingStoreCreatedOnlyWhenAsked(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "new.db")
+	for _, o := range []StoreOptions{{}, {ReadOnly: true}, {ReadOnly: true, Create: true}} {
+		if _, err := OpenStoreWith(p, o); !errors.Is(err, ErrNoStore) {
+			t.Fatalf("%+v: %v, want ErrNoStore", o, err)
+		}
+		if _, err := os.Stat(p); err == nil {
+			t.Fatalf("%+v created the file", o)
+		}
+	}
+	s, err := OpenStoreWith(p, StoreOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
