@@ -27,7 +27,15 @@ type CoordinatorConfig struct {
 	Now func() time.Time
 	// Logf receives one line per notable event (default: discarded).
 	Logf func(format string, args ...any)
+	// RetryBase and RetryMax bound the exponential back-off between attempts
+	// of a fusion that failed transiently (defaults 250 ms and 1 min).
+	RetryBase, RetryMax time.Duration
 }
+
+// ErrTransient is wrapped by a Fuser's error when the same fusion may succeed
+// if tried again later (e.g. a resource was briefly unavailable). Any other
+// error marks the round failed: clients are told why instead of waiting.
+var ErrTransient = errors.New("transient fusion failure")
 
 // Coordinator is the transport-independent server core: it authenticates
 // and validates requests, records submissions idempotently in the Store,
@@ -43,9 +51,20 @@ type Coordinator struct {
 	notify map[string]chan struct{}   // closed when a task's round changes
 	seen   map[string]map[string]bool // task -> clients seen since start
 	errs   map[string]string          // task -> last fusion error
+	fusing map[string]bool            // tasks with a fusion running in this process
+	retry  map[string]retryState      // tasks whose last fusion failed transiently
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	ctx    context.Context // cancelled by Close: running fusions stop
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup // the deadline checker
+	fuses  sync.WaitGroup // running fusions
+}
+
+// retryState is the back-off of a task whose fusion failed transiently.
+type retryState struct {
+	attempts int
+	next     time.Time
 }
 
 // NewCoordinator wraps an open store, fuses any round that became ready
@@ -67,23 +86,42 @@ func NewCoordinator(store *Store, cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 250 * time.Millisecond
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = time.Minute
+	}
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
-		errs: map[string]string{}, stop: make(chan struct{})}
+		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
+		stop: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.checkDeadlines()
 	c.wg.Add(1)
 	go c.loop()
 	return c, nil
 }
 
-// Close stops the deadline checker.
+// Close stops the deadline checker and cancels running fusions, waiting up to
+// a second for them to return (a fuser that ignores its context is left
+// behind: its round stays marked fusing in the store and is fused again after
+// a restart).
 func (c *Coordinator) Close() {
 	select {
 	case <-c.stop:
 	default:
 		close(c.stop)
 	}
+	c.cancel()
 	c.wg.Wait()
+	done := make(chan struct{})
+	go func() { c.fuses.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		c.cfg.Logf("shutdown: a fusion did not stop within 1 s; its round will be fused after restart")
+	}
 }
 
 // Store returns the coordinator's store.
@@ -157,8 +195,11 @@ func (c *Coordinator) loop() {
 
 // readyToFuse reports whether a round with n submissions can be fused now.
 func readyToFuse(spec *TaskSpec, st taskState, n int, now time.Time) (bool, string) {
-	if st.Done {
+	if st.Done || st.Failed != "" {
 		return false, ""
+	}
+	if st.Fusing { // a fusion interrupted by a crash or shutdown
+		return true, st.FusingTrigger
 	}
 	if n >= spec.Quorum {
 		return true, "quorum"
@@ -341,6 +382,12 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 		case sub.Round < st.Round || st.Done:
 			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)
 			return nil
+		case st.Failed != "":
+			refusal = errorf(CodeFailedPrecondition, "task %s round %d failed and is closed: %s", sub.TaskID, sub.Round, st.Failed)
+			return nil
+		case st.Fusing:
+			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (being fused)", sub.TaskID, sub.Round)
+			return nil
 		}
 		sub.ReceivedAt = c.cfg.Now().UTC()
 		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), &sub); err != nil {
@@ -385,12 +432,45 @@ func sameSubmission(a, b *Submission) bool {
 	return true
 }
 
-// maybeFuse fuses the current round of a task if it is ready. It runs inside
-// one write transaction, so no submission can be accepted for the round
-// while it is being fused and every accepted submission is either in the
-// fused result or refused as late.
+// maybeFuse starts the fusion of a task's current round in the background
+// if the round is ready and no fusion of the task is running or backing off.
 func (c *Coordinator) maybeFuse(taskID string) {
-	var fused *FusedResult
+	c.mu.Lock()
+	if c.fusing[taskID] || c.cfg.Now().Before(c.retry[taskID].next) {
+		c.mu.Unlock()
+		return
+	}
+	select {
+	case <-c.stop:
+		c.mu.Unlock()
+		return
+	default:
+	}
+	c.fusing[taskID] = true
+	c.fuses.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.fuses.Done()
+		c.fuse(taskID)
+		c.mu.Lock()
+		delete(c.fusing, taskID)
+		c.mu.Unlock()
+	}()
+}
+
+// fuse fuses a task's current round without holding the store's write lock
+// while the fuser runs: one short transaction closes the round (state
+// "fusing") and snapshots its submissions, the fuser runs with a context
+// that Close cancels, and a second transaction stores the result only if the
+// round is still the one being fused. Every accepted submission is therefore
+// either in the fused result or was refused because the round had closed.
+func (c *Coordinator) fuse(taskID string) {
+	var (
+		spec    TaskSpec
+		round   int
+		trigger string
+		subs    []Submission
+	)
 	err := c.store.db.Update(func(tx *bolt.Tx) error {
 		rec, err := c.task(tx, taskID)
 		if err != nil {
@@ -400,70 +480,120 @@ func (c *Coordinator) maybeFuse(taskID string) {
 		if err != nil {
 			return err
 		}
-		ok, trigger := readyToFuse(&rec.Spec, st, countSubs(tx, taskID, st.Round), c.cfg.Now())
+		ok, trig := readyToFuse(&rec.Spec, st, countSubs(tx, taskID, st.Round), c.cfg.Now())
 		if !ok {
 			return nil
 		}
 		if _, done, err := readFused(tx, taskID, st.Round); err != nil || done {
 			return err // already fused: state will be advanced below only by the fusing tx
 		}
-		subs, err := listSubs(tx, taskID, st.Round)
+		if subs, err = listSubs(tx, taskID, st.Round); err != nil {
+			return err
+		}
+		spec, round, trigger = rec.Spec, st.Round, trig
+		if st.Fusing {
+			return nil
+		}
+		st.Fusing, st.FusingTrigger = true, trig
+		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
+	})
+	if err != nil || subs == nil {
+		c.fusionFailed(taskID, err, false)
+		return
+	}
+	thetas := make([][]float64, len(subs))
+	clients := make([]string, len(subs))
+	demos := make([]int, len(subs))
+	for i := range subs {
+		thetas[i], clients[i], demos[i] = subs[i].Theta, subs[i].ClientID, subs[i].DemoCount
+	}
+	start := time.Now()
+	out, err := c.cfg.Fuser.Fuse(c.ctx, spec, thetas, demos)
+	if err == nil {
+		if e := validateTheta(&TaskSpec{ID: taskID, ThetaDim: spec.ThetaDim, MaxThetaNorm: math.Inf(1)}, out.Theta); e != nil {
+			err = fmt.Errorf("fuser returned bad theta: %s", e.Msg)
+		} else if len(out.Weights) != len(subs) {
+			err = fmt.Errorf("fuser returned %d weights for %d submissions", len(out.Weights), len(subs))
+		}
+	}
+	if err != nil {
+		if c.ctx.Err() != nil {
+			c.cfg.Logf("task %s round %d: fusion interrupted by shutdown; it resumes after restart", taskID, round)
+			return
+		}
+		c.fusionFailed(taskID, fmt.Errorf("fusing task %s round %d: %w", taskID, round, err), !errors.Is(err, ErrTransient))
+		return
+	}
+	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
+		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
+	err = c.store.db.Update(func(tx *bolt.Tx) error {
+		st, err := readState(tx, taskID)
 		if err != nil {
 			return err
 		}
-		thetas := make([][]float64, len(subs))
-		clients := make([]string, len(subs))
-		for i := range subs {
-			thetas[i], clients[i] = subs[i].Theta, subs[i].ClientID
+		if !st.Fusing || st.Round != round {
+			return fmt.Errorf("round %d is no longer being fused (state round %d)", round, st.Round)
 		}
-		demos := make([]int, len(subs))
-		for i := range subs {
-			demos[i] = subs[i].DemoCount
-		}
-		out, err := c.cfg.Fuser.Fuse(context.Background(), rec.Spec, thetas, demos)
-		if err != nil {
-			return fmt.Errorf("fusing task %s round %d: %w", taskID, st.Round, err)
-		}
-		if e := validateTheta(&TaskSpec{ID: taskID, ThetaDim: rec.Spec.ThetaDim, MaxThetaNorm: math.Inf(1)}, out.Theta); e != nil {
-			return fmt.Errorf("fusing task %s round %d: fuser returned bad theta: %s", taskID, st.Round, e.Msg)
-		}
-		if len(out.Weights) != len(subs) {
-			return fmt.Errorf("fusing task %s round %d: fuser returned %d weights for %d submissions", taskID, st.Round, len(out.Weights), len(subs))
-		}
-		fr := FusedResult{TaskID: taskID, Round: st.Round, Theta: out.Theta, Method: out.Method,
-			Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-			Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
-		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(st.Round), &fr); err != nil {
+		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(round), &fr); err != nil {
 			return err
 		}
-		if st.Round >= rec.Spec.Rounds {
+		st.Fusing, st.FusingTrigger = false, ""
+		if st.Round >= spec.Rounds {
 			st.Done = true
 		} else {
 			st.Round++
 			st.FirstSubmission = time.Time{}
 		}
-		if err := writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st); err != nil {
-			return err
-		}
-		fused = &fr
-		return nil
+		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
 	})
-	c.mu.Lock()
 	if err != nil {
-		c.errs[taskID] = err.Error()
-	} else if fused != nil {
-		delete(c.errs, taskID)
-	}
-	c.mu.Unlock()
-	if err != nil {
-		c.cfg.Logf("task %s: %v", taskID, err)
+		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
 	}
-	if fused != nil {
-		c.cfg.Logf("task %s round %d: fused %d clients by %s (%s), marginal error %.3g",
-			taskID, fused.Round, len(fused.Clients), fused.Method, fused.Trigger, fused.MarginalError)
-		c.broadcast(taskID)
+	c.mu.Lock()
+	delete(c.errs, taskID)
+	delete(c.retry, taskID)
+	c.mu.Unlock()
+	c.cfg.Logf("task %s round %d: fused %d clients by %s (%s) in %s, marginal error %.3g",
+		taskID, round, len(clients), fr.Method, trigger, time.Since(start).Round(time.Millisecond), fr.MarginalError)
+	c.broadcast(taskID)
+}
+
+// fusionFailed records a failed fusion attempt. A permanent failure closes
+// the round (state Failed) and wakes the waiting clients, who are told why;
+// a transient one reopens nothing and schedules a retry with exponential
+// back-off.
+func (c *Coordinator) fusionFailed(taskID string, err error, permanent bool) {
+	if err == nil {
+		return
 	}
+	c.cfg.Logf("task %s: %v", taskID, err)
+	c.mu.Lock()
+	c.errs[taskID] = err.Error()
+	r := c.retry[taskID]
+	if !permanent {
+		d := c.cfg.RetryBase << min(r.attempts, 20)
+		r.attempts++
+		r.next = c.cfg.Now().Add(min(d, c.cfg.RetryMax))
+		c.retry[taskID] = r
+	}
+	c.mu.Unlock()
+	if !permanent {
+		return
+	}
+	uerr := c.store.db.Update(func(tx *bolt.Tx) error {
+		st, err2 := readState(tx, taskID)
+		if err2 != nil {
+			return err2
+		}
+		st.Fusing, st.FusingTrigger, st.Failed = false, "", err.Error()
+		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
+	})
+	if uerr != nil {
+		c.cfg.Logf("task %s: recording the failed round: %v", taskID, uerr)
+	}
+	c.broadcast(taskID)
 }
 
 // waiter returns the channel closed at the next round change of a task.
@@ -503,6 +633,7 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 	for {
 		ch := c.waiter(taskID)
 		var fs FusedStatus
+		var failed string
 		err := c.store.db.View(func(tx *bolt.Tx) error {
 			fs = FusedStatus{Quorum: rec.Spec.Quorum}
 			fr, ok, err := readFused(tx, taskID, round)
@@ -510,6 +641,9 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 				return err
 			}
 			fs.Ready, fs.Result = ok, fr
+			if st, err := readState(tx, taskID); err == nil && !ok && st.Round == round && st.Failed != "" {
+				failed = st.Failed
+			}
 			fs.Submissions = countSubs(tx, taskID, round)
 			return nil
 		})
@@ -518,6 +652,9 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 		}
 		if fs.Ready {
 			return fs, nil
+		}
+		if failed != "" {
+			return fs, errorf(CodeFailedPrecondition, "task %s round %d cannot be fused: %s", taskID, round, failed)
 		}
 		select {
 		case <-ch:

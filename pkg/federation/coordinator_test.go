@@ -179,8 +179,12 @@ func TestRestartKeepsSubmissionsAndRecoversFusion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sts, _ := f.coord.Status(ctx, Credentials{})
-	if len(sts[0].Fused) != 0 || !strings.Contains(sts[0].Error, "deliberately failing") {
+	var sts []TaskStatus
+	eventually(t, "the failed fusion", func() bool {
+		sts, _ = f.coord.Status(ctx, Credentials{})
+		return strings.Contains(sts[0].Error, "deliberately failing")
+	})
+	if len(sts[0].Fused) != 0 {
 		t.Fatalf("status after failed fusion: %+v", sts[0])
 	}
 	f.close()
@@ -244,6 +248,9 @@ func TestCorruptRecordIsolated(t *testing.T) {
 	}
 	if _, err := f.coord.Submit(ctx, Credentials{Token: tok["a"]}, sub("good", "a", 1, 1)); err != nil {
 		t.Fatalf("good task: %v", err)
+	}
+	if _, err := f.coord.GetFused(ctx, Credentials{Token: tok["a"]}, "good", "a", 1, 2*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	sts, err := f.coord.Status(ctx, Credentials{})
 	if err != nil || len(sts) != 2 {

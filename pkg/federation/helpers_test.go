@@ -3,7 +3,6 @@ package federation
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -52,7 +51,7 @@ func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, d
 	}
 	m.last.Store(&weights)
 	if m.fail.Load() {
-		return FuseOutput{}, errors.New("fuser deliberately failing")
+		return FuseOutput{}, fmt.Errorf("fuser deliberately failing: %w", ErrTransient)
 	}
 	sum := float64(len(thetas))
 	if weights != nil {
@@ -160,4 +159,16 @@ func (f *fixture) count(t *testing.T, task string, round int) int {
 
 func sub(task, client string, round int, theta ...float64) Submission {
 	return Submission{TaskID: task, ClientID: client, Round: round, Theta: theta, DemoCount: 10, Iterations: 3, GradNorm: 0.1}
+}
+
+// eventually polls cond every 5 ms until it holds or 3 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

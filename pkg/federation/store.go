@@ -54,6 +54,13 @@ type taskState struct {
 	// accepted: the round's deadline counts from it.
 	FirstSubmission time.Time `json:"first_submission,omitzero"`
 	Done            bool      `json:"done"`
+	// Fusing marks the current round closed and being fused from the
+	// submissions stored for it, with FusingTrigger ("quorum" or
+	// "deadline"); a restart resumes the fusion.
+	Fusing        bool   `json:"fusing,omitempty"`
+	FusingTrigger string `json:"fusing_trigger,omitempty"`
+	// Failed is why the current round can never be fused; it is then closed.
+	Failed string `json:"failed,omitempty"`
 }
 
 // ErrStoreDamaged is wrapped by errors about a store file that exists but is
