@@ -248,13 +248,17 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return err
 	}
+	loopback := federation.IsLoopback(f.listen)
+	if admin != "" && !loopback && len(admin) < federation.MinAdminTokenLength {
+		return fmt.Errorf("--admin-token-file: the admin token has %d characters; a server listening beyond loopback needs at least %d (128 bits as hex), e.g. from \"openssl rand -hex 32\"", len(admin), federation.MinAdminTokenLength)
+	}
 	store, err := federation.OpenStoreWith(f.store, federation.StoreOptions{Create: f.init})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: tasks.NewFuser(), AdminToken: admin, Logf: logger.Printf})
+		Fuser: tasks.NewFuser(), AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf})
 	if err != nil {
 		return err
 	}

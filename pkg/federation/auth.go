@@ -31,3 +31,7 @@ func tokenMatches(token, storedHash string) bool {
 	}
 	return subtle.ConstantTimeCompare(h[:], want) == 1
 }
+
+// MinAdminTokenLength is the shortest admin token a server listening beyond
+// loopback accepts: 32 characters, 128 bits when hex encoded.
+const MinAdminTokenLength = 32

@@ -17,8 +17,13 @@ import (
 type CoordinatorConfig struct {
 	// Fuser fuses a round's θ_i. Required.
 	Fuser Fuser
-	// AdminToken, when non-empty, must be presented to call Status.
+	// AdminToken, when non-empty, must be presented to call Status and the
+	// admin RPCs.
 	AdminToken string
+	// OpenStatus lets anyone call Status when there is no AdminToken (for a
+	// loopback-only quick start); otherwise Status without an admin token is
+	// refused.
+	OpenStatus bool
 	// MaxWait caps how long GetFused may block (default 30 s).
 	MaxWait time.Duration
 	// Tick is how often deadlines are checked (default 250 ms).
@@ -280,6 +285,13 @@ func (c *Coordinator) authenticate(cred Credentials, taskID, clientID string) (*
 		return nil, errorf(CodeInvalidArgument, "client id %q is not a valid identifier", truncate(clientID))
 	}
 	rec, err := c.lookupTask(taskID)
+	if CodeOf(err) == CodeNotFound {
+		// Answer an unknown task like a wrong token, so that task ids cannot
+		// be enumerated without credentials (tokenMatches still runs, to keep
+		// the timing uniform).
+		tokenMatches(cred.Token, "0000000000000000000000000000000000000000000000000000000000000000")
+		return nil, errorf(CodeUnauthenticated, "invalid token for client %s on task %s", clientID, taskID)
+	}
 	if err != nil {
 		return nil, internal(err)
 	}
@@ -671,6 +683,9 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 // Status summarises every task. When an admin token is configured, cred
 // must carry it.
 func (c *Coordinator) Status(ctx context.Context, cred Credentials) ([]TaskStatus, error) {
+	if c.cfg.AdminToken == "" && !c.cfg.OpenStatus {
+		return nil, errorf(CodePermissionDenied, "this server has no admin token; read its status offline with \"fedirl server status --store\"")
+	}
 	if c.cfg.AdminToken != "" && !c.isAdmin(cred) {
 		return nil, errorf(CodeUnauthenticated, "status requires the admin token")
 	}

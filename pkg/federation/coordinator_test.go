@@ -92,7 +92,7 @@ func TestSubmitRefusals(t *testing.T) {
 		{"Inf", Credentials{Token: tok["bob"]}, sub("t1", "bob", 1, math.Inf(-1), 0, 3), CodeInvalidArgument, "theta[0] is -Inf"},
 		{"norm above bound", Credentials{Token: tok["bob"]}, sub("t1", "bob", 1, 100, 1, 0), CodeInvalidArgument, "above the task's bound"},
 		{"oversized", Credentials{Token: tok["bob"]}, sub("t1", "bob", 1, big...), CodeResourceExhausted, "limit"},
-		{"unknown task", Credentials{Token: tok["bob"]}, sub("nope", "bob", 1, 1, 2, 3), CodeNotFound, "unknown task"},
+		{"unknown task", Credentials{Token: tok["bob"]}, sub("nope", "bob", 1, 1, 2, 3), CodeUnauthenticated, "invalid token"},
 		{"wrong token", Credentials{Token: "deadbeef"}, sub("t1", "bob", 1, 1, 2, 3), CodeUnauthenticated, "invalid token"},
 		{"no token", Credentials{}, sub("t1", "bob", 1, 1, 2, 3), CodeUnauthenticated, "invalid token"},
 		{"impersonation", Credentials{Token: tok["carol"]}, sub("t1", "bob", 1, 1, 2, 3), CodeUnauthenticated, "invalid token"},
@@ -132,7 +132,8 @@ func TestGetAndStatusRefusals(t *testing.T) {
 	if _, err := f.coord.GetTask(ctx, Credentials{Token: tok["bob"]}, "t1", "alice"); CodeOf(err) != CodeUnauthenticated {
 		t.Errorf("GetTask with bob's token as alice: %v", err)
 	}
-	if _, err := f.coord.GetTask(ctx, Credentials{Token: tok["bob"]}, "t9", "bob"); CodeOf(err) != CodeNotFound {
+	// An unknown task is answered like a wrong token: task ids cannot be enumerated.
+	if _, err := f.coord.GetTask(ctx, Credentials{Token: tok["bob"]}, "t9", "bob"); CodeOf(err) != CodeUnauthenticated {
 		t.Errorf("GetTask unknown task: %v", err)
 	}
 	if _, err := f.coord.GetFused(ctx, Credentials{Token: tok["bob"]}, "t1", "bob", 2, 0); CodeOf(err) != CodeInvalidArgument {

@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -128,4 +129,24 @@ func TestPermanentFusionFailureFailsTheRound(t *testing.T) {
 
 func errorContains(err error, s string) bool {
 	return err != nil && strings.Contains(err.Error(), s)
+}
+
+// TestStatusNeedsAdminTokenOffLoopback: without an admin token, Status is
+// open only where the operator allowed it (loopback quick start).
+func TestStatusNeedsAdminTokenOffLoopback(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		f := &fixture{path: filepath.Join(t.TempDir(), "s.db"), fuser: &meanFuser{}}
+		var err error
+		if f.store, err = OpenStore(f.path); err != nil {
+			t.Fatal(err)
+		}
+		if f.coord, err = NewCoordinator(f.store, CoordinatorConfig{Fuser: f.fuser, OpenStatus: open}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.coord.Status(context.Background(), Credentials{})
+		f.close()
+		if open != (err == nil) || (!open && CodeOf(err) != CodePermissionDenied) {
+			t.Errorf("OpenStatus %v: Status error %v", open, err)
+		}
+	}
 }

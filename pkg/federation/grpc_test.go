@@ -117,7 +117,7 @@ func TestGRPCRefusals(t *testing.T) {
 		{"oversized", sub("t1", "alice", 1, huge...), CodeResourceExhausted, "larger than max"},
 		{"wrong dimension", sub("t1", "alice", 1, 1), CodeInvalidArgument, "dimension 1"},
 		{"as bob", sub("t1", "bob", 1, 1, 2, 3, 4), CodeUnauthenticated, "invalid token for client bob"},
-		{"unknown task", sub("zz", "alice", 1, 1, 2, 3, 4), CodeNotFound, "unknown task"},
+		{"unknown task", sub("zz", "alice", 1, 1, 2, 3, 4), CodeUnauthenticated, "invalid token"},
 	} {
 		_, err := alice.Submit(ctx, tc.sub)
 		if CodeOf(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {

@@ -123,6 +123,9 @@ func (f *fixture) open(t *testing.T, cfg CoordinatorConfig) {
 	if cfg.Fuser == nil {
 		cfg.Fuser = f.fuser
 	}
+	if cfg.AdminToken == "" {
+		cfg.OpenStatus = true // as on a loopback quick start
+	}
 	if cfg.Tick == 0 {
 		cfg.Tick = 20 * time.Millisecond
 	}

@@ -55,7 +55,7 @@ func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg
 		return nil, nil, err
 	}
 	defer store.Close()
-	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser})
+	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser, OpenStatus: true}) // in-process: no network peers
 	if err != nil {
 		return nil, nil, err
 	}

@@ -60,7 +60,7 @@ func TestRunInProcessNoSync(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer s.Close()
-				c, err := NewCoordinator(s, CoordinatorConfig{Fuser: &meanFuser{}})
+				c, err := NewCoordinator(s, CoordinatorConfig{Fuser: &meanFuser{}, OpenStatus: true})
 				if err != nil {
 					t.Fatal(err)
 				}
