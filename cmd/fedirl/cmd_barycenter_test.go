@@ -131,3 +131,39 @@ func FuzzOTParseCSV(f *testing.F) {
 		}
 	})
 }
+
+// TestOTDistanceSwitchesToLogDomain: two Diracs at the ends of a 50-point
+// line overflow the scaling form at the default ε; the command switches to
+// the log domain, says so, and reports the entropic cost next to the exact
+// W2² = 49² (the only coupling moves all mass 49 spacings).
+func TestOTDistanceSwitchesToLogDomain(t *testing.T) {
+	dir := t.TempDir()
+	a, b := make([]float64, 50), make([]float64, 50)
+	a[0], b[49] = 1, 1
+	pa, pb, out := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), filepath.Join(dir, "out.json")
+	for p, m := range map[string][]float64{pa: a, pb: b} {
+		raw, _ := json.Marshal(m)
+		if err := os.WriteFile(p, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := newOTCmd()
+	cmd.SetArgs([]string{"distance", "--shape", "50", "-o", out, pa, pb})
+	cmd.SetOut(&bytes.Buffer{})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got otDistanceOutput
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.LogDomain || got.Switched == "" || got.ExactW2Sq == nil {
+		t.Fatalf("output %+v", got)
+	}
+	approx.Equal(t, "exact W2²", *got.ExactW2Sq, 49*49, 1e-9, 0)
+	approx.Equal(t, "entropic cost", got.EntropicCost, 49*49, 0, 1e-9)
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,10 +12,12 @@ import (
 
 // otDistanceOutput is the JSON written by "fedirl ot distance".
 type otDistanceOutput struct {
-	Shape         []int    `json:"shape"`
-	Eps           float64  `json:"eps"`
-	EpsAbsolute   float64  `json:"eps_absolute"`
-	LogDomain     bool     `json:"log_domain"`
+	Shape       []int   `json:"shape"`
+	Eps         float64 `json:"eps"`
+	EpsAbsolute float64 `json:"eps_absolute"`
+	LogDomain   bool    `json:"log_domain"`
+	// Switched says why the log domain was used although --log was not given.
+	Switched      string   `json:"switched_to_log,omitempty"`
 	EntropicCost  float64  `json:"entropic_cost"`
 	Objective     float64  `json:"regularized_objective"`
 	Iterations    int      `json:"iterations"`
@@ -76,13 +79,19 @@ normalized to mass 1.
 				return err
 			}
 			start := time.Now()
+			o := otDistanceOutput{Shape: l.Shape(), Eps: eps, EpsAbsolute: abs, LogDomain: logDom}
 			r, err := ot.Sinkhorn(k, in.measures[0], in.measures[1], ot.SinkhornOptions{Log: logDom, MaxIter: iters, Tol: tol})
-			if err != nil {
-				return err
+			if errors.Is(err, ot.ErrNonFinite) && !logDom {
+				// The scaling form overflowed at this ε: the log domain computes
+				// the same transport without overflow.
+				o.LogDomain, o.Switched = true, "the scaling form overflowed at this ε"
+				r, err = ot.Sinkhorn(k, in.measures[0], in.measures[1], ot.SinkhornOptions{Log: true, MaxIter: iters, Tol: tol})
 			}
-			o := otDistanceOutput{Shape: l.Shape(), Eps: eps, EpsAbsolute: abs, LogDomain: logDom,
-				EntropicCost: r.Cost, Objective: r.Objective, Iterations: r.Iterations,
-				MarginalError: r.MarginalError, Converged: r.Converged}
+			sinkErr := err
+			if err == nil {
+				o.EntropicCost, o.Objective, o.Iterations = r.Cost, r.Objective, r.Iterations
+				o.MarginalError, o.Converged = r.MarginalError, r.Converged
+			}
 			n := l.Len()
 			switch exact {
 			case "auto", "always":
@@ -99,6 +108,15 @@ normalized to mass 1.
 				return fmt.Errorf("--exact: %q is not auto, always or never", exact)
 			}
 			o.Seconds = time.Since(start).Seconds()
+			if sinkErr != nil {
+				// Print what could be computed (the exact W2²), then fail.
+				if o.ExactW2Sq != nil {
+					if err := writeJSON(out, o); err != nil {
+						return err
+					}
+				}
+				return fmt.Errorf("entropic cost: %w", sinkErr)
+			}
 			return writeJSON(out, o)
 		},
 	}

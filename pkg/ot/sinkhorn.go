@@ -1,6 +1,7 @@
 package ot
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -151,10 +152,15 @@ func Sinkhorn(k Kernel, a, b []float64, opt SinkhornOptions) (SinkhornResult, er
 	r.Objective = obj - eps*mass
 	r.F, r.G = u, v
 	if math.IsNaN(r.Cost) || math.IsInf(r.Cost, 0) || math.IsNaN(r.MarginalError) {
-		return r, fmt.Errorf("ot: Sinkhorn became non-finite after %d iterations (ε = %g; try the log-domain form)", r.Iterations, eps)
+		return r, fmt.Errorf("ot: Sinkhorn became non-finite after %d iterations (ε = %g; try the log-domain form): %w", r.Iterations, eps, ErrNonFinite)
 	}
 	return r, nil
 }
+
+// ErrNonFinite is wrapped by the error of a scaling-form solve whose scalings
+// under- or overflowed (ε too small for the cost's range); the log-domain
+// form computes the same quantity without overflow.
+var ErrNonFinite = errors.New("non-finite scalings")
 
 // normalized returns a copy of x scaled to mass 1.
 func normalized(x []float64) []float64 {
