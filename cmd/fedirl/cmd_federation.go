@@ -424,6 +424,15 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		}
 		f.store = f.server
 	} else {
+		// Offline: the same checks as a server's CreateTask (spec fields, then
+		// the task family's Validate) before anything is stored.
+		spec.Normalize()
+		if err := spec.Validate(); err != nil {
+			return err
+		}
+		if err := tasks.NewFuser().Validate(spec); err != nil {
+			return fmt.Errorf("task spec %s: %w", spec.ID, err)
+		}
 		store, err := federation.OpenStore(f.store)
 		if err != nil {
 			return err
