@@ -427,7 +427,7 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 	}
 	lf.register(cmd)
 	cmd.Flags().StringVar(&weights, "weights", "", `comma-separated barycenter weights (default: the bundle's, else uniform)`)
-	cmd.Flags().Float64Var(&eps, "eps", 0.5, "entropic regularization, in squared-smallest-spacing units (the paper's 0.5)")
+	cmd.Flags().Float64Var(&eps, "eps", ot.DefaultEps, "entropic regularization, in squared-smallest-spacing units (the paper's 0.5)")
 	cmd.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	cmd.Flags().StringVar(&method, "method", "ibp", "ibp | stabilized | debiased | paper")
 	cmd.Flags().BoolVar(&logDom, "log", false, "run debiased/paper in the log domain (finite at small ε; ibp --log = stabilized)")

@@ -121,7 +121,7 @@ normalized to mass 1.
 		},
 	}
 	lf.register(dist)
-	dist.Flags().Float64Var(&eps, "eps", 0.5, "entropic regularization, in squared-smallest-spacing units")
+	dist.Flags().Float64Var(&eps, "eps", ot.DefaultEps, "entropic regularization, in squared-smallest-spacing units")
 	dist.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	dist.Flags().BoolVar(&logDom, "log", false, "log-domain Sinkhorn (use for small ε)")
 	dist.Flags().IntVar(&iters, "iters", 10000, "maximum Sinkhorn iterations")

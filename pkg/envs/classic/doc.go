@@ -40,6 +40,6 @@
 // Chaotic motions (Acrobot, bang-bang CartPole) amplify such last-bit
 // differences to 1e-9 after a few hundred steps.
 //
-// The package does not render, does not implement LunarLander (see
-// envs/lunar), and knows nothing of learning or fusion.
+// The package does not render, does not implement the Box2D environments
+// (LunarLander is not simulated yet), and knows nothing of learning or fusion.
 package classic
