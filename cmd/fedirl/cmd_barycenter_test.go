@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/spf13/cobra"
 )
 
 // TestOTReadInputsErrors checks that bad measure files give errors naming
@@ -62,20 +63,8 @@ func TestBarycenterCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out.json")
-	cmd := newBarycenterCmd()
-	cmd.SetArgs([]string{"--method", "stabilized", "--tol", "1e-12", "-o", out, in})
-	cmd.SetOut(&bytes.Buffer{})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got barycenterOutput
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatal(err)
-	}
+	runJSONCommand(t, newBarycenterCmd(), out, &got, "--method", "stabilized", "--tol", "1e-12", "-o", out, in)
 	want, err := ot.LatticeBarycenter(ot.UniformLattice(1, 3, 4), [][]float64{
 		{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}},
 		[]float64{0.25, 0.75}, ot.BarycenterOptions{Method: ot.Stabilized, Tol: 1e-12})
@@ -147,8 +136,19 @@ func TestOTDistanceSwitchesToLogDomain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := newOTCmd()
-	cmd.SetArgs([]string{"distance", "--shape", "50", "-o", out, pa, pb})
+	var got otDistanceOutput
+	runJSONCommand(t, newOTCmd(), out, &got, "distance", "--shape", "50", "-o", out, pa, pb)
+	if !got.LogDomain || got.Switched == "" || got.ExactW2Sq == nil {
+		t.Fatalf("output %+v", got)
+	}
+	approx.Equal(t, "exact W2²", *got.ExactW2Sq, 49*49, 1e-9, 0)
+	approx.Equal(t, "entropic cost", got.EntropicCost, 49*49, 0, 1e-9)
+}
+
+// runJSONCommand runs cmd with args and decodes the JSON it wrote to out into v.
+func runJSONCommand(t *testing.T, cmd *cobra.Command, out string, v any, args ...string) {
+	t.Helper()
+	cmd.SetArgs(args)
 	cmd.SetOut(&bytes.Buffer{})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -157,13 +157,7 @@ func TestOTDistanceSwitchesToLogDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got otDistanceOutput
-	if err := json.Unmarshal(raw, &got); err != nil {
+	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatal(err)
 	}
-	if !got.LogDomain || got.Switched == "" || got.ExactW2Sq == nil {
-		t.Fatalf("output %+v", got)
-	}
-	approx.Equal(t, "exact W2²", *got.ExactW2Sq, 49*49, 1e-9, 0)
-	approx.Equal(t, "entropic cost", got.EntropicCost, 49*49, 0, 1e-9)
 }
