@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -52,8 +56,26 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
+	opts = append(opts,
+		// Peers that never finish a TLS handshake, idle connections and
+		// clients pinging too often are dropped instead of holding memory.
+		grpc.ConnectionTimeout(10*time.Second),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
 	s := grpc.NewServer(opts...)
 	pb.RegisterFederationServer(s, &grpcService{c: c})
+	// The standard health service (grpc.health.v1), for load balancers and
+	// grpc_health_probe: SERVING for the server ("") and the Federation
+	// service until the coordinator stops.
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(pb.Federation_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, hs)
+	go func() {
+		<-c.stop
+		hs.Shutdown() // NOT_SERVING for every service
+	}()
 	return s
 }
 
