@@ -366,56 +366,58 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 	// A refusal is reported through refusal, not as the function's error: the
 	// function then wrote nothing, and an error would make bbolt re-run the
 	// rest of the batch.
-	err = c.store.db.Batch(func(tx *bolt.Tx) error {
+	// decide is the round's decision on sub in tx: refuse it (refusal),
+	// acknowledge a duplicate (res.Duplicate), or accept it (true: write).
+	decide := func(tx *bolt.Tx) (taskState, bool, error) {
 		res, fuse, refusal = SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum}, false, nil
 		st, err := readState(tx, sub.TaskID)
 		if err != nil {
-			return err
+			return st, false, err
 		}
 		old, exists, err := readSub(tx, sub.TaskID, sub.Round, sub.ClientID)
 		if err != nil {
-			return err
+			return st, false, err
 		}
 		if exists {
 			if !sameSubmission(&old, &sub) {
 				refusal = errorf(CodeAlreadyExists, "client %s already submitted a different theta for task %s round %d",
 					sub.ClientID, sub.TaskID, sub.Round)
-				return nil
+				return st, false, nil
 			}
 			res.Duplicate = true
 			res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
 			res.Message = fmt.Sprintf("duplicate: already accepted at %s", old.ReceivedAt.Format(time.RFC3339Nano))
-			return nil
+			return st, false, nil
 		}
 		switch {
 		case sub.Round > st.Round:
 			refusal = errorf(CodeFailedPrecondition, "task %s round %d is not open yet (current round %d)", sub.TaskID, sub.Round, st.Round)
-			return nil
 		case sub.Round < st.Round || st.Done:
 			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)
-			return nil
 		case st.Failed != "":
 			refusal = errorf(CodeFailedPrecondition, "task %s round %d failed and is closed: %s", sub.TaskID, sub.Round, st.Failed)
-			return nil
 		case st.Fusing:
 			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (being fused)", sub.TaskID, sub.Round)
-			return nil
 		}
-		sub.ReceivedAt = c.cfg.Now().UTC()
-		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), &sub); err != nil {
-			return err
-		}
-		res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
-		if res.Submissions == 1 { // the round's deadline starts now
-			st.FirstSubmission = sub.ReceivedAt
-			if err := writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &st); err != nil {
+		return st, refusal == nil, nil
+	}
+	// Refusals and duplicates are answered from a read-only transaction: they
+	// write nothing, so they cost no fsync. Only a submission that would be
+	// accepted enters the write batch, which decides again.
+	var write bool
+	err = c.store.db.View(func(tx *bolt.Tx) error {
+		_, write, err = decide(tx)
+		return err
+	})
+	if err == nil && write {
+		err = c.store.db.Batch(func(tx *bolt.Tx) error {
+			st, accept, err := decide(tx)
+			if err != nil || !accept {
 				return err
 			}
-		}
-		fuse, _ = readyToFuse(&rec.Spec, st, res.Submissions, c.cfg.Now())
-		res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
-		return nil
-	})
+			return c.accept(tx, rec, st, &sub, &res, &fuse)
+		})
+	}
 	if err != nil {
 		return SubmitResult{}, internal(err)
 	}
@@ -429,6 +431,25 @@ func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submissi
 		c.maybeFuse(sub.TaskID)
 	}
 	return res, nil
+}
+
+// accept stores an accepted submission in tx and fills res; fuse reports
+// whether the round became ready.
+func (c *Coordinator) accept(tx *bolt.Tx, rec *taskRecord, st taskState, sub *Submission, res *SubmitResult, fuse *bool) error {
+	sub.ReceivedAt = c.cfg.Now().UTC()
+	if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), sub); err != nil {
+		return err
+	}
+	res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+	if res.Submissions == 1 { // the round's deadline starts now
+		st.FirstSubmission = sub.ReceivedAt
+		if err := writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &st); err != nil {
+			return err
+		}
+	}
+	*fuse, _ = readyToFuse(&rec.Spec, st, res.Submissions, c.cfg.Now())
+	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
+	return nil
 }
 
 func sameSubmission(a, b *Submission) bool {

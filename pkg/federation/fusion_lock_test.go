@@ -150,3 +150,28 @@ func TestStatusNeedsAdminTokenOffLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalsAndDuplicatesWriteNothing: a refused or duplicate submission
+// commits no write transaction (no fsync, no disk write).
+func TestRefusalsAndDuplicatesWriteNothing(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	tok := f.create(t, testSpec("t", 1, 3), "a", "b", "c")
+	ctx := context.Background()
+	if _, err := f.coord.Submit(ctx, Credentials{Token: tok["a"]}, sub("t", "a", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	writes := func() int64 { st := f.store.db.Stats(); return st.TxStats.GetWrite() }
+	before := writes()
+	for _, s := range []Submission{sub("t", "a", 1, 1), sub("t", "a", 1, 2), sub("t", "b", 2, 1)} { // duplicate, conflict, future round
+		_, _ = f.coord.Submit(ctx, Credentials{Token: tok[s.ClientID]}, s)
+	}
+	if after := writes(); after != before {
+		t.Fatalf("refusals and duplicates wrote %d pages", after-before)
+	}
+	if _, err := f.coord.Submit(ctx, Credentials{Token: tok["b"]}, sub("t", "b", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if writes() == before {
+		t.Fatal("an accepted submission wrote nothing: the check cannot see writes")
+	}
+}
