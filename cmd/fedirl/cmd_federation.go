@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +33,7 @@ type serverOptions struct {
 	tlsCert, tlsKey, clientCA, adminFile string
 	insecure, init                       bool
 	maxMsg                               int
+	metricsListen                        string
 }
 
 // statusOptions holds the flags of "fedirl server status".
@@ -106,6 +113,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
 	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
 	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
+	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
 	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd())
@@ -257,8 +265,10 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		return err
 	}
 	defer store.Close()
+	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: tasks.NewFuser(), AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf})
+		Fuser: tasks.NewFuser(), AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
+		Metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -266,6 +276,24 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	lis = metrics.CountConnections(lis)
+	if f.metricsListen != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		if err := metrics.Register(reg); err != nil {
+			return err
+		}
+		mlis, err := net.Listen("tcp", f.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go msrv.Serve(mlis)
+		defer msrv.Close()
+		logger.Printf("metrics on http://%s/metrics", mlis.Addr())
 	}
 	addr := lis.Addr().String()
 	if f.addrFile != "" {

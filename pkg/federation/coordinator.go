@@ -32,6 +32,8 @@ type CoordinatorConfig struct {
 	Now func() time.Time
 	// Logf receives one line per notable event (default: discarded).
 	Logf func(format string, args ...any)
+	// Metrics, if set, counts submissions and fusions (see NewMetrics).
+	Metrics *Metrics
 	// RetryBase and RetryMax bound the exponential back-off between attempts
 	// of a fusion that failed transiently (defaults 250 ms and 1 min).
 	RetryBase, RetryMax time.Duration
@@ -102,6 +104,9 @@ func NewCoordinator(store *Store, cfg CoordinatorConfig) (*Coordinator, error) {
 		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
 		stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if cfg.Metrics != nil {
+		cfg.Metrics.store.Store(store)
+	}
 	c.checkDeadlines()
 	c.wg.Add(1)
 	go c.loop()
@@ -349,6 +354,20 @@ func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, cli
 // client, task, round and content) is acknowledged with Duplicate set and
 // stores nothing; a different one for the same key is refused.
 func (c *Coordinator) Submit(ctx context.Context, cred Credentials, sub Submission) (SubmitResult, error) {
+	res, err := c.submit(ctx, cred, sub)
+	switch {
+	case err != nil:
+		c.cfg.Metrics.submission("refused", CodeOf(err))
+	case res.Duplicate:
+		c.cfg.Metrics.submission("duplicate", 0)
+	default:
+		c.cfg.Metrics.submission("accepted", 0)
+	}
+	return res, err
+}
+
+// submit is Submit without the metrics.
+func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submission) (SubmitResult, error) {
 	if e := validateSubmissionFields(&sub); e != nil {
 		return SubmitResult{}, e
 	}
@@ -551,10 +570,13 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	if err != nil {
 		if c.ctx.Err() != nil {
+			c.cfg.Metrics.fusion("interrupted", 0)
 			c.cfg.Logf("task %s round %d: fusion interrupted by shutdown; it resumes after restart", taskID, round)
 			return
 		}
-		c.fusionFailed(taskID, fmt.Errorf("fusing task %s round %d: %w", taskID, round, err), !errors.Is(err, ErrTransient))
+		permanent := !errors.Is(err, ErrTransient)
+		c.cfg.Metrics.fusion(map[bool]string{true: "failed", false: "transient"}[permanent], 0)
+		c.fusionFailed(taskID, fmt.Errorf("fusing task %s round %d: %w", taskID, round, err), permanent)
 		return
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
@@ -584,6 +606,7 @@ func (c *Coordinator) fuse(taskID string) {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
 	}
+	c.cfg.Metrics.fusion("fused", time.Since(start))
 	c.mu.Lock()
 	delete(c.errs, taskID)
 	delete(c.retry, taskID)

@@ -1,0 +1,144 @@
+package federation
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Metrics are the server's Prometheus metrics (official client library). A
+// Coordinator given Metrics counts submissions and fusions; CountConnections
+// counts open connections; the task-state gauge reads the store at scrape
+// time. Register them on a registry with Register.
+type Metrics struct {
+	submissions *prometheus.CounterVec
+	fusions     *prometheus.CounterVec
+	fusionTime  prometheus.Histogram
+	conns       prometheus.GaugeFunc
+	open        atomic.Int64
+	store       atomic.Pointer[Store]
+}
+
+// NewMetrics returns unregistered metrics.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		submissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fedirl_submissions_total",
+			Help: "Submissions by outcome (accepted, duplicate, refused) and, for refusals, the status code.",
+		}, []string{"outcome", "code"}),
+		fusions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fedirl_fusions_total",
+			Help: "Fusion attempts by outcome (fused, transient, failed, interrupted).",
+		}, []string{"outcome"}),
+		fusionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "fedirl_fusion_seconds",
+			Help:    "Duration of successful fusions.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 4.4 min
+		}),
+	}
+	m.conns = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "fedirl_open_connections",
+		Help: "Open client connections (of listeners wrapped by CountConnections).",
+	}, func() float64 { return float64(m.open.Load()) })
+	return m
+}
+
+// Register registers every metric on reg.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.conns, taskStates{m}} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Metrics) submission(outcome string, code Code) {
+	if m == nil {
+		return
+	}
+	c := ""
+	if outcome == "refused" {
+		c = code.String()
+	}
+	m.submissions.WithLabelValues(outcome, c).Inc()
+}
+
+func (m *Metrics) fusion(outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.fusions.WithLabelValues(outcome).Inc()
+	if outcome == "fused" {
+		m.fusionTime.Observe(d.Seconds())
+	}
+}
+
+// taskStates is the fedirl_tasks gauge, read from the store at scrape time.
+type taskStates struct{ m *Metrics }
+
+var taskStatesDesc = prometheus.NewDesc("fedirl_tasks", "Tasks by state (open, fusing, done, failed).", []string{"state"}, nil)
+
+func (t taskStates) Describe(ch chan<- *prometheus.Desc) { ch <- taskStatesDesc }
+
+func (t taskStates) Collect(ch chan<- prometheus.Metric) {
+	s := t.m.store.Load()
+	if s == nil {
+		return
+	}
+	counts := map[string]float64{"open": 0, "fusing": 0, "done": 0, "failed": 0}
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		for _, id := range taskIDs(tx) {
+			st, err := readState(tx, id)
+			switch {
+			case err != nil || st.Failed != "":
+				counts["failed"]++
+			case st.Done:
+				counts["done"]++
+			case st.Fusing:
+				counts["fusing"]++
+			default:
+				counts["open"]++
+			}
+		}
+		return nil
+	})
+	for _, state := range []string{"open", "fusing", "done", "failed"} {
+		ch <- prometheus.MustNewConstMetric(taskStatesDesc, prometheus.GaugeValue, counts[state], state)
+	}
+}
+
+// CountConnections wraps lis so that m counts its open connections.
+func (m *Metrics) CountConnections(lis net.Listener) net.Listener {
+	return &countingListener{Listener: lis, m: m}
+}
+
+type countingListener struct {
+	net.Listener
+	m *Metrics
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.m.open.Add(1)
+	return &countingConn{Conn: c, m: l.m}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	m      *Metrics
+	closed atomic.Bool
+}
+
+func (c *countingConn) Close() error {
+	if c.closed.CompareAndSwap(false, true) {
+		c.m.open.Add(-1)
+	}
+	return c.Conn.Close()
+}
