@@ -64,7 +64,7 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	s := grpc.NewServer(opts...)
-	pb.RegisterFederationServer(s, &grpcService{c: c})
+	pb.RegisterFederationServer(s, &grpcService{c: c, maxReply: 4 * cfg.MaxMessageBytes})
 	// The standard health service (grpc.health.v1), for load balancers and
 	// grpc_health_probe: SERVING for the server ("") and the Federation
 	// service until the coordinator stops.
@@ -82,7 +82,19 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 // grpcService adapts Coordinator to the generated FederationServer interface.
 type grpcService struct {
 	pb.UnimplementedFederationServer
-	c *Coordinator
+	c        *Coordinator
+	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
+}
+
+// tokensReplyBound bounds the encoded size of a CreateTask reply for
+// clients: per map entry the id, a 64-character token and at most 8 bytes of
+// tags and lengths.
+func tokensReplyBound(clients []string) int {
+	n := 0
+	for _, c := range clients {
+		n += len(c) + 64 + 8
+	}
+	return n
 }
 
 // credentialsFrom extracts the bearer token and verified client certificate
@@ -248,6 +260,11 @@ func (s *grpcService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.St
 
 // CreateTask implements pb.FederationServer.
 func (s *grpcService) CreateTask(ctx context.Context, req *pb.CreateTaskRequest) (*pb.CreateTaskResponse, error) {
+	// All or nothing: a task whose tokens could not fit in the reply is not
+	// created, since its tokens would be lost and the id taken.
+	if b := tokensReplyBound(req.GetClients()); b > s.maxReply {
+		return nil, toStatus(errorf(CodeResourceExhausted, "the tokens of %d clients (up to %d bytes) exceed the reply limit of %d bytes; nothing was created. Create the task offline with \"fedirl server task create --store ... --tokens-out FILE\", or raise the server's --max-message-bytes", len(req.GetClients()), b, s.maxReply))
+	}
 	tokens, err := s.c.CreateTaskAdmin(ctx, credentialsFrom(ctx), specFromPB(req.GetSpec()), req.GetClients())
 	if err != nil {
 		return nil, toStatus(err)

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -37,4 +38,30 @@ func TestHealthService(t *testing.T) {
 		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 		return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
 	})
+}
+
+// TestCreateTaskTooLargeForReplyStoresNothing: a task whose tokens could not
+// fit in the reply (60,000 clients: ≈ 4.7 MB against a 4 MiB limit) is
+// refused before anything is stored, so its id stays free (before, the task
+// was stored, the reply failed and the tokens were lost).
+func TestCreateTaskTooLargeForReplyStoresNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := newFixture(t, CoordinatorConfig{AdminToken: "adm"})
+	addr := serve(t, f, GRPCServerConfig{})
+	admin := dial(t, addr, DialConfig{Token: "adm"})
+	clients := make([]string, 60000)
+	for i := range clients {
+		clients[i] = fmt.Sprintf("c%05d", i)
+	}
+	if _, err := admin.CreateTask(ctx, testSpec("big", 1, 2), clients); CodeOf(err) != CodeResourceExhausted {
+		t.Fatalf("60k-client CreateTask: %v", err)
+	}
+	if sts, _ := f.store.Statuses(); len(sts) != 0 {
+		t.Fatalf("refused task was stored: %d tasks", len(sts))
+	}
+	tok, err := admin.CreateTask(ctx, testSpec("big", 1, 2), clients[:5000])
+	if err != nil || len(tok) != 5000 {
+		t.Fatalf("5000-client CreateTask under the same id: %d tokens, %v", len(tok), err)
+	}
 }
