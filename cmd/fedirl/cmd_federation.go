@@ -146,7 +146,74 @@ func newServerTaskCmd() *cobra.Command {
 		Use:   "task",
 		Short: "Administer tasks in a server's store",
 	}
-	cmd.AddCommand(newServerTaskCreateCmd())
+	cmd.AddCommand(newServerTaskCreateCmd(), newServerTaskListCmd(), newServerTaskDeleteCmd())
+	return cmd
+}
+
+// newServerTaskListCmd builds "fedirl server task list": the tasks of a store,
+// read-only.
+func newServerTaskListCmd() *cobra.Command {
+	var store, out string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the tasks of a store (read-only; id, round, state, clients, submissions) as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			sts, err := s.Statuses()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				ID          string `json:"id"`
+				Round       int    `json:"round"`
+				Rounds      int    `json:"rounds"`
+				Done        bool   `json:"done"`
+				Clients     int    `json:"clients"`
+				Submissions int    `json:"submissions"`
+				Error       string `json:"error,omitempty"`
+			}
+			rows := []row{}
+			for _, st := range sts {
+				rows = append(rows, row{st.ID, st.Round, st.Rounds, st.Done, len(st.ClientsAllowed), st.Submissions, st.Error})
+			}
+			return writeJSON(out, rows)
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only)")
+	cmd.Flags().StringVar(&out, "out", "-", "output JSON file (- for stdout)")
+	return cmd
+}
+
+// newServerTaskDeleteCmd builds "fedirl server task delete".
+func newServerTaskDeleteCmd() *cobra.Command {
+	var store, id string
+	cmd := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete a task with its submissions and fused results from a store (server stopped)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return errors.New("--id is required")
+			}
+			s, err := federation.OpenStoreWith(store, federation.StoreOptions{})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.DeleteTask(id); err != nil {
+				return fmt.Errorf("--id %s: %w", id, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "task %s deleted from %s\n", id, store)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file (the server must not be running on it)")
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	return cmd
 }
 

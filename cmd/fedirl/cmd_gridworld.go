@@ -14,9 +14,9 @@ import (
 func init() {
 	var (
 		size, client, clients int
-		seed         int64
-		out          string
-		configPath   string
+		seed                  int64
+		out                   string
+		configPath            string
 	)
 	gw := &cobra.Command{
 		Use:   "gridworld",

@@ -241,7 +241,7 @@ func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTasks)
 		if tb.Get([]byte(spec.ID)) != nil {
-			return errorf(CodeAlreadyExists, "task %s already exists in %s", spec.ID, s.path)
+			return errorf(CodeAlreadyExists, "task %s already exists", spec.ID)
 		}
 		if err := tb.Put([]byte(spec.ID), recJSON); err != nil {
 			return err
@@ -527,4 +527,28 @@ func (s *Store) Task(id string) (TaskSpec, error) {
 		return err
 	})
 	return rec.Spec, err
+}
+
+// DeleteTask removes task id with its submissions and fused results (an
+// operator's verb: the server must not be running on the store). Deleting an
+// unknown task is a CodeNotFound error.
+func (s *Store) DeleteTask(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTasks).Get([]byte(id)) == nil {
+			return errorf(CodeNotFound, "unknown task %q", truncate(id))
+		}
+		for _, b := range [][]byte{bucketTasks, bucketState} {
+			if err := tx.Bucket(b).Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		for _, b := range [][]byte{bucketSubs, bucketFused} {
+			if tx.Bucket(b).Bucket([]byte(id)) != nil {
+				if err := tx.Bucket(b).DeleteBucket([]byte(id)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }

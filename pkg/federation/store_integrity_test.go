@@ -2,6 +2,7 @@ package federation
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -111,4 +112,30 @@ func TestMissingStoreCreatedOnlyWhenAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
+}
+
+func TestDeleteTask(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	tok := f.create(t, testSpec("gone", 1, 2), "a", "b")
+	f.create(t, testSpec("kept", 1, 2), "a", "b")
+	if _, err := f.coord.Submit(context.Background(), Credentials{Token: tok["a"]}, sub("gone", "a", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.DeleteTask("gone"); err != nil {
+		t.Fatal(err)
+	}
+	sts, _ := f.store.Statuses()
+	if len(sts) != 1 || sts[0].ID != "kept" {
+		t.Fatalf("after delete: %+v", sts)
+	}
+	if subs, err := f.store.Submissions("gone", 1); err == nil && len(subs) != 0 {
+		t.Fatalf("%d submissions of a deleted task", len(subs))
+	}
+	if err := f.store.DeleteTask("gone"); CodeOf(err) != CodeNotFound {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	// The id is free again.
+	if _, err := f.store.CreateTask(testSpec("gone", 1, 2), []string{"a", "b"}, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
 }
