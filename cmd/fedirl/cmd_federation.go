@@ -116,7 +116,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
-	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd())
+	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd(), newServerStoreCmd())
 	return cmd
 }
 
@@ -147,6 +147,43 @@ func newServerTaskCmd() *cobra.Command {
 		Short: "Administer tasks in a server's store",
 	}
 	cmd.AddCommand(newServerTaskCreateCmd(), newServerTaskListCmd(), newServerTaskDeleteCmd())
+	return cmd
+}
+
+// newServerStoreCmd builds "fedirl server store" with its "check" verb.
+func newServerStoreCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "store", Short: "Inspect a server's store file"}
+	var store string
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Check a store file read-only (bbolt consistency, truncation) and report its tasks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			sts, err := s.Statuses()
+			if err != nil {
+				return err
+			}
+			bad := 0
+			for _, st := range sts {
+				if st.Error != "" {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "task %s: %s\n", st.ID, st.Error)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: consistent store, %d tasks, %d with unreadable records\n", store, len(sts), bad)
+			if bad > 0 {
+				return fmt.Errorf("%s: %d tasks have unreadable records", store, bad)
+			}
+			return nil
+		},
+	}
+	check.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only; works while a server holds it only if it was started read-only)")
+	cmd.AddCommand(check)
 	return cmd
 }
 

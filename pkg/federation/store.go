@@ -161,7 +161,7 @@ func openChecked(path string, o StoreOptions) (*bolt.DB, error) {
 // panics on corrupt pages.
 func checkStore(path string, size int64) (err error) {
 	damaged := func(what any) error {
-		return fmt.Errorf("opening store %s: %w: %v. The file was not modified; restore it from a backup", path, ErrStoreDamaged, what)
+		return fmt.Errorf("opening store %s: %w: %v. The file was not modified; restore it from a backup (check the backup first with \"fedirl server store check --store BACKUP\")", path, ErrStoreDamaged, what)
 	}
 	var db *bolt.DB
 	defer func() {
