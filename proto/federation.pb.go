@@ -650,13 +650,17 @@ func (x *FusedResult) GetFusedUnixNano() int64 {
 }
 
 type GetFusedResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ready         bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
-	Result        *FusedResult           `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
-	Submissions   int32                  `protobuf:"varint,3,opt,name=submissions,proto3" json:"submissions,omitempty"`
-	Quorum        int32                  `protobuf:"varint,4,opt,name=quorum,proto3" json:"quorum,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Ready       bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
+	Result      *FusedResult           `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	Submissions int32                  `protobuf:"varint,3,opt,name=submissions,proto3" json:"submissions,omitempty"`
+	Quorum      int32                  `protobuf:"varint,4,opt,name=quorum,proto3" json:"quorum,omitempty"`
+	// While not ready: admitted clients that have not submitted this round
+	// (sorted; at most 20, with waiting_for_more counting the rest).
+	WaitingFor     []string `protobuf:"bytes,5,rep,name=waiting_for,json=waitingFor,proto3" json:"waiting_for,omitempty"`
+	WaitingForMore int32    `protobuf:"varint,6,opt,name=waiting_for_more,json=waitingForMore,proto3" json:"waiting_for_more,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetFusedResponse) Reset() {
@@ -713,6 +717,20 @@ func (x *GetFusedResponse) GetSubmissions() int32 {
 func (x *GetFusedResponse) GetQuorum() int32 {
 	if x != nil {
 		return x.Quorum
+	}
+	return 0
+}
+
+func (x *GetFusedResponse) GetWaitingFor() []string {
+	if x != nil {
+		return x.WaitingFor
+	}
+	return nil
+}
+
+func (x *GetFusedResponse) GetWaitingForMore() int32 {
+	if x != nil {
+		return x.WaitingForMore
 	}
 	return 0
 }
@@ -1093,12 +1111,15 @@ const file_federation_proto_rawDesc = "" +
 	"iterations\x12\x18\n" +
 	"\atrigger\x18\t \x01(\tR\atrigger\x12&\n" +
 	"\x0ffused_unix_nano\x18\n" +
-	" \x01(\x03R\rfusedUnixNano\"\x92\x01\n" +
+	" \x01(\x03R\rfusedUnixNano\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +
 	"\vsubmissions\x18\x03 \x01(\x05R\vsubmissions\x12\x16\n" +
-	"\x06quorum\x18\x04 \x01(\x05R\x06quorum\"\x0f\n" +
+	"\x06quorum\x18\x04 \x01(\x05R\x06quorum\x12\x1f\n" +
+	"\vwaiting_for\x18\x05 \x03(\tR\n" +
+	"waitingFor\x12(\n" +
+	"\x10waiting_for_more\x18\x06 \x01(\x05R\x0ewaitingForMore\"\x0f\n" +
 	"\rStatusRequest\"\xf6\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x0e\n" +

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -146,8 +147,14 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			}
 		}
 		for {
+			// Ask the server to answer before our own deadline, so that a
+			// client that gives up can still say what it was waiting for.
+			wait := cfg.PollWait
+			if dl, ok := ctx.Deadline(); ok {
+				wait = max(0, min(wait, time.Until(dl)-250*time.Millisecond))
+			}
 			fs, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "fetching fused theta", func(ctx context.Context) (FusedStatus, error) {
-				return fed.GetFused(ctx, cfg.TaskID, cfg.ClientID, round, cfg.PollWait)
+				return fed.GetFused(ctx, cfg.TaskID, cfg.ClientID, round, wait)
 			})
 			if err != nil {
 				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
@@ -156,10 +163,13 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 				rr.Fused = fs.Result
 				break
 			}
-			if ctx.Err() != nil {
-				return rep, fmt.Errorf("task %s round %d: waiting for fusion (%d/%d submitted): %w", cfg.TaskID, round, fs.Submissions, fs.Quorum, ctx.Err())
+			if ctx.Err() != nil || wait == 0 {
+				if ctx.Err() == nil {
+					<-ctx.Done()
+				}
+				return rep, fmt.Errorf("task %s round %d: gave up waiting for fusion (%d/%d submitted%s): %w", cfg.TaskID, round, fs.Submissions, fs.Quorum, waitingText(fs), ctx.Err())
 			}
-			cfg.Logf("round %d: waiting for fusion (%d/%d submitted)", round, fs.Submissions, fs.Quorum)
+			cfg.Logf("round %d: waiting for fusion (%d/%d submitted%s)", round, fs.Submissions, fs.Quorum, waitingText(fs))
 		}
 		cfg.Logf("round %d: fused theta from %d clients by %s", round, len(rr.Fused.Clients), rr.Fused.Method)
 		rep.Rounds = append(rep.Rounds, rr)
@@ -167,4 +177,17 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 		warm = rr.Fused.Theta
 	}
 	return rep, nil
+}
+
+// waitingText names the clients a round still waits for, e.g.
+// "; waiting for bob, carol and 3 more".
+func waitingText(fs FusedStatus) string {
+	if len(fs.WaitingFor) == 0 {
+		return ""
+	}
+	s := "; waiting for " + strings.Join(fs.WaitingFor, ", ")
+	if fs.WaitingForMore > 0 {
+		s += fmt.Sprintf(" and %d more", fs.WaitingForMore)
+	}
+	return s
 }

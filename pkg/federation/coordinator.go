@@ -652,6 +652,28 @@ func (c *Coordinator) fusionFailed(taskID string, err error, permanent bool) {
 	c.broadcast(taskID)
 }
 
+// waitingFor returns the admitted clients of rec without a submission in
+// round (sorted, at most MaxWaitingFor) and how many more there are.
+func waitingFor(tx *bolt.Tx, rec *taskRecord, round int) ([]string, int) {
+	var out []string
+	more := 0
+	ids := make([]string, 0, len(rec.Clients))
+	for id := range rec.Clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if _, ok, err := readSub(tx, rec.Spec.ID, round, id); err == nil && !ok {
+			if len(out) < MaxWaitingFor {
+				out = append(out, id)
+			} else {
+				more++
+			}
+		}
+	}
+	return out, more
+}
+
 // waiter returns the channel closed at the next round change of a task.
 func (c *Coordinator) waiter(taskID string) <-chan struct{} {
 	c.mu.Lock()
@@ -701,6 +723,9 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 				failed = st.Failed
 			}
 			fs.Submissions = countSubs(tx, taskID, round)
+			if !ok {
+				fs.WaitingFor, fs.WaitingForMore = waitingFor(tx, rec, round)
+			}
 			return nil
 		})
 		if err != nil {

@@ -231,7 +231,8 @@ func (s *grpcService) GetFused(ctx context.Context, req *pb.GetFusedRequest) (*p
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &pb.GetFusedResponse{Ready: fs.Ready, Submissions: int32(fs.Submissions), Quorum: int32(fs.Quorum)}
+	resp := &pb.GetFusedResponse{Ready: fs.Ready, Submissions: int32(fs.Submissions), Quorum: int32(fs.Quorum),
+		WaitingFor: fs.WaitingFor, WaitingForMore: int32(fs.WaitingForMore)}
 	if fs.Ready {
 		resp.Result = fusedToPB(&fs.Result)
 	}
@@ -352,7 +353,8 @@ func (g *GRPCClient) GetFused(ctx context.Context, taskID, clientID string, roun
 	if err != nil {
 		return FusedStatus{}, fromStatus(ctx, err)
 	}
-	return FusedStatus{Ready: r.GetReady(), Result: fusedFromPB(r.GetResult()), Submissions: int(r.GetSubmissions()), Quorum: int(r.GetQuorum())}, nil
+	return FusedStatus{Ready: r.GetReady(), Result: fusedFromPB(r.GetResult()), Submissions: int(r.GetSubmissions()), Quorum: int(r.GetQuorum()),
+		WaitingFor: r.GetWaitingFor(), WaitingForMore: int(r.GetWaitingForMore())}, nil
 }
 
 // Status implements Federation.

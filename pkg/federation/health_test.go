@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,27 @@ func TestCreateTaskTooLargeForReplyStoresNothing(t *testing.T) {
 	tok, err := admin.CreateTask(ctx, testSpec("big", 1, 2), clients[:5000])
 	if err != nil || len(tok) != 5000 {
 		t.Fatalf("5000-client CreateTask under the same id: %d tokens, %v", len(tok), err)
+	}
+}
+
+// TestWaitingClientNamesTheMissing: a client whose quorum never arrives says
+// whom it waited for, once, when it gives up.
+func TestWaitingClientNamesTheMissing(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	tok := f.create(t, testSpec("t", 1, 3), "alice", "bob", "carol")
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	var lines []string
+	_, err := RunClient(ctx, InProcess{C: f.coord, Cred: Credentials{Token: tok["alice"]}}, fixedLearner{Delta: []float64{1}},
+		ClientConfig{TaskID: "t", ClientID: "alice", PollWait: 200 * time.Millisecond,
+			Logf: func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }})
+	if err == nil || !strings.Contains(err.Error(), "waiting for bob, carol") {
+		t.Fatalf("error %v should name the missing clients", err)
+	}
+	if n := strings.Count(err.Error(), "deadline exceeded"); n != 1 {
+		t.Errorf("%q repeats the cause %d times", err, n)
+	}
+	if len(lines) == 0 || !strings.Contains(lines[len(lines)-1], "waiting for bob, carol") {
+		t.Errorf("progress lines %q", lines)
 	}
 }

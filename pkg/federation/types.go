@@ -88,7 +88,15 @@ type FusedStatus struct {
 	Result      FusedResult
 	Submissions int
 	Quorum      int
+	// WaitingFor lists (sorted, at most MaxWaitingFor) the admitted clients
+	// that have not submitted in the round while it is not fused;
+	// WaitingForMore counts the others.
+	WaitingFor     []string
+	WaitingForMore int
 }
+
+// MaxWaitingFor caps FusedStatus.WaitingFor.
+const MaxWaitingFor = 20
 
 // TaskStatus summarises one task for operators.
 type TaskStatus struct {
