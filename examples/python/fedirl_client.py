@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A minimal Python client of a fedirl federation.
+
+It learns nothing itself: it submits a reward parameter vector theta_i read
+from a NumPy .npy file (learned however you like, e.g. with imitation's
+MaxEnt IRL on the task's features) and waits for the server's fused theta.
+The gRPC stubs are generated at run time from proto/federation.proto with
+grpc_tools (nothing generated is committed).
+
+Needs grpcio, grpcio-tools and numpy (Debian: python3-grpcio,
+python3-grpc-tools, python3-numpy).
+
+  python3 examples/python/fedirl_client.py --server 127.0.0.1:7443 --insecure \\
+      --task grid5 --id carol --token-file quickstart/tokens.json \\
+      --theta carol_theta.npy --out quickstart/carol-fused.json
+"""
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+
+import grpc
+import numpy as np
+from grpc_tools import protoc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
+
+
+def load_stubs(proto_dir):
+    """Generates federation_pb2 and federation_pb2_grpc into a temporary folder and imports them."""
+    proto = os.path.join(proto_dir, "federation.proto")
+    if not os.path.exists(proto):
+        sys.exit(f"fedirl_client: {proto} not found (set --proto-dir)")
+    out = tempfile.mkdtemp(prefix="fedirl-stubs-")
+    rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
+    if rc != 0:
+        sys.exit(f"fedirl_client: grpc_tools.protoc failed with {rc} on {proto}")
+    sys.path.insert(0, out)
+    return importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+
+
+def read_token(path, client_id):
+    """A file holding the bare token, or the tokens JSON of 'fedirl server task create'."""
+    if not path:
+        token = os.environ.get("FEDIRL_TOKEN", "")
+        if not token:
+            sys.exit("fedirl_client: give --token-file or set FEDIRL_TOKEN")
+        return token
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip()
+    if text.startswith("{"):
+        tokens = json.loads(text)
+        if client_id not in tokens:
+            sys.exit(f"fedirl_client: {path} has no token for client {client_id!r}")
+        return tokens[client_id]
+    return text
+
+
+def is_loopback(addr):
+    host = addr.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", default="127.0.0.1:7443", help="server address host:port")
+    ap.add_argument("--insecure", action="store_true", help="plaintext gRPC (loopback servers only)")
+    ap.add_argument("--ca", help="PEM CA bundle that signed the server certificate (TLS)")
+    ap.add_argument("--task", required=True, help="task id")
+    ap.add_argument("--id", required=True, help="this client's id")
+    ap.add_argument("--token-file", help="file with this client's token, or the tokens JSON (default: $FEDIRL_TOKEN)")
+    ap.add_argument("--theta", required=True, help=".npy file with theta_i (theta_dim floats)")
+    ap.add_argument("--demo-count", type=int, default=0, help="demonstrations behind theta_i (for 'demos' weighting)")
+    ap.add_argument("--out", default="-", help="JSON output file (- for stdout)")
+    ap.add_argument("--timeout", type=float, default=600, help="give up after this many seconds")
+    ap.add_argument("--proto-dir", default=DEFAULT_PROTO_DIR, help="folder holding federation.proto")
+    args = ap.parse_args()
+
+    pb, pb_grpc = load_stubs(args.proto_dir)
+    if args.insecure:
+        if not is_loopback(args.server):
+            sys.exit(f"fedirl_client: --insecure is only allowed to loopback addresses, not {args.server}")
+        channel = grpc.insecure_channel(args.server)
+    else:
+        roots = open(args.ca, "rb").read() if args.ca else None
+        channel = grpc.secure_channel(args.server, grpc.ssl_channel_credentials(root_certificates=roots))
+    stub = pb_grpc.FederationStub(channel)
+    md = [("authorization", "Bearer " + read_token(args.token_file, args.id))]
+
+    theta = np.load(args.theta).astype(np.float64).ravel()
+    if not np.all(np.isfinite(theta)):
+        sys.exit(f"fedirl_client: {args.theta} holds non-finite values")
+    task = stub.GetTask(pb.GetTaskRequest(task_id=args.task, client_id=args.id), metadata=md, timeout=30)
+    if len(theta) != task.spec.theta_dim:
+        sys.exit(f"fedirl_client: {args.theta} has {len(theta)} values, task {args.task} wants theta_dim {task.spec.theta_dim}")
+    rnd = task.current_round
+    res = stub.Submit(pb.SubmitRequest(task_id=args.task, round=rnd, client_id=args.id, theta=theta.tolist(),
+                                       demo_count=args.demo_count), metadata=md, timeout=30)
+    print(f"fedirl_client {args.id}: round {rnd}: {res.message}", file=sys.stderr)
+
+    deadline = time.monotonic() + args.timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            sys.exit(f"fedirl_client: gave up waiting for the fusion of task {args.task} round {rnd}")
+        r = stub.GetFused(pb.GetFusedRequest(task_id=args.task, round=rnd, client_id=args.id,
+                                             wait_ms=int(min(10, left) * 1000)), metadata=md, timeout=min(10, left) + 5)
+        if r.ready:
+            break
+        waiting = ", ".join(r.waiting_for) + (f" and {r.waiting_for_more} more" if r.waiting_for_more else "")
+        print(f"fedirl_client {args.id}: waiting for fusion ({r.submissions}/{r.quorum} submitted; waiting for {waiting})",
+              file=sys.stderr)
+    f = r.result
+    out = {"task_id": f.task_id, "round": f.round, "client_id": args.id, "local_theta": theta.tolist(),
+           "theta": list(f.theta), "method": f.method, "clients": list(f.clients), "weights": list(f.weights),
+           "marginal_error": f.marginal_error, "trigger": f.trigger}
+    text = json.dumps(out, indent=2) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    print(f"fedirl_client {args.id}: fused theta from {len(f.clients)} clients by {f.method}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

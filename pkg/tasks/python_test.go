@@ -1,0 +1,82 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+)
+
+// pythonWithGRPC returns a Python interpreter that has grpc, grpc_tools and
+// numpy, or "" (Debian's /usr/bin/python3 with python3-grpcio,
+// python3-grpc-tools and python3-numpy qualifies; CI installs them).
+func pythonWithGRPC() string {
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import grpc, grpc_tools, numpy").Run() == nil {
+			return py
+		}
+	}
+	return ""
+}
+
+// TestPythonClientFederatesWithGoClient runs a real server, the Go client
+// (MaxEnt IRL on its exported grid world) and the Python example client
+// (a θ from a .npy file) in one mean-fused task, and checks both receive
+// the same fused θ, the mean of the two submissions.
+func TestPythonClientFederatesWithGoClient(t *testing.T) {
+	py := pythonWithGRPC()
+	if py == "" {
+		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir := t.TempDir()
+	store, tokens := filepath.Join(dir, "fed.db"), filepath.Join(dir, "tokens.json")
+	runCLI(t, "server", "task", "create", "--store", store, "--id", "mixed", "--gridworld-size", "5", "--seed", "7",
+		"--clients", "gopher,pythonista", "--fusion", "mean", "--tokens-out", tokens)
+	_, addr := startServer(t, ctx, dir, store, "127.0.0.1:0")
+	mdpPath, demosPath := exportClient(t, dir, 7, 0)
+	goOut := filepath.Join(dir, "go.json")
+	goClient := start(t, ctx, "go client", "client", "--server", addr, "--insecure", "--task", "mixed", "--id", "gopher",
+		"--token-file", tokens, "--mdp", mdpPath, "--demos", demosPath, "--out", goOut)
+
+	thetaFile, pyOut := filepath.Join(dir, "theta.npy"), filepath.Join(dir, "py.json")
+	if out, err := exec.Command(py, "-c", "import numpy, sys; numpy.save(sys.argv[1], numpy.array([-0.25, 0.125]))", thetaFile).CombinedOutput(); err != nil {
+		t.Fatalf("writing theta.npy: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, py, filepath.Join(root, "examples", "python", "fedirl_client.py"), "--server", addr, "--insecure",
+		"--task", "mixed", "--id", "pythonista", "--token-file", tokens, "--theta", thetaFile, "--out", pyOut, "--timeout", "60")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python client: %v\n%s", err, out)
+	}
+	goClient.wait(t, "go client", 60*time.Second)
+
+	var pyRes struct {
+		Theta   []float64 `json:"theta"`
+		Clients []string  `json:"clients"`
+		Method  string    `json:"method"`
+	}
+	b, err := os.ReadFile(pyOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &pyRes); err != nil {
+		t.Fatal(err)
+	}
+	goRes := readReport(t, goOut)
+	approx.Slices(t, "fused θ (python vs go client)", pyRes.Theta, goRes.Final.Theta, 0, 0)
+	local := goRes.Rounds[0].Local.Theta
+	want := []float64{(local[0] - 0.25) / 2, (local[1] + 0.125) / 2}
+	approx.Slices(t, "fused θ = mean of the two submissions", pyRes.Theta, want, 1e-15, 1e-15)
+	if pyRes.Method != "mean" || len(pyRes.Clients) != 2 {
+		t.Fatalf("python result %+v", pyRes)
+	}
+}
