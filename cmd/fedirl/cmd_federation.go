@@ -32,7 +32,7 @@ type serverOptions struct {
 	listen, store, addrFile              string
 	tlsCert, tlsKey, clientCA, adminFile string
 	insecure, init                       bool
-	maxMsg                               int
+	maxMsg, maxConns, maxStreams         int
 	metricsListen                        string
 }
 
@@ -113,6 +113,8 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
 	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
 	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
+	sf.IntVar(&f.maxConns, "max-connections", federation.DefaultMaxConnections, "connections served at once (further peers wait); bounds what unauthenticated peers can hold")
+	sf.IntVar(&f.maxStreams, "max-streams-per-connection", 16, "concurrent calls per connection")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
@@ -381,7 +383,11 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	lis = metrics.CountConnections(lis)
+	if f.maxConns < 1 || f.maxStreams < 1 {
+		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
+	}
+	gcfg.MaxConcurrentStreams = uint32(f.maxStreams)
+	lis = metrics.CountConnections(federation.LimitConnections(lis, f.maxConns))
 	if f.metricsListen != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,12 +1,16 @@
 package federation
 
 import (
+	"net"
+
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -36,8 +40,28 @@ type GRPCServerConfig struct {
 	TLS *tls.Config
 	// MaxMessageBytes caps each received message (default DefaultMaxMessageBytes).
 	MaxMessageBytes int
-	// MaxConcurrentStreams caps concurrent calls per connection (default 1000).
+	// MaxConcurrentStreams caps concurrent calls per connection (default
+	// 16: a client makes one call at a time). With LimitConnections it bounds
+	// what unauthenticated peers can hold: a stream whose request is never
+	// completed costs the server memory until the peer goes away.
 	MaxConcurrentStreams uint32
+	// MaxConnectionAge closes every connection after this long (default 10
+	// min, with a minute's grace for calls in flight), so half-sent requests
+	// cannot be held forever; clients reconnect transparently.
+	MaxConnectionAge time.Duration
+}
+
+// DefaultMaxConnections is the default of LimitConnections' n.
+const DefaultMaxConnections = 2048
+
+// LimitConnections returns lis accepting at most n connections at once
+// (n ≤ 0 means DefaultMaxConnections); further peers wait in the kernel's
+// backlog until one closes.
+func LimitConnections(lis net.Listener, n int) net.Listener {
+	if n <= 0 {
+		n = DefaultMaxConnections
+	}
+	return netutil.LimitListener(lis, n)
 }
 
 // NewGRPCServer returns a gRPC server exposing c as the Federation service.
@@ -46,7 +70,10 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if cfg.MaxConcurrentStreams == 0 {
-		cfg.MaxConcurrentStreams = 1000
+		cfg.MaxConcurrentStreams = 16
+	}
+	if cfg.MaxConnectionAge <= 0 {
+		cfg.MaxConnectionAge = 10 * time.Minute
 	}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
@@ -60,7 +87,8 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		// Peers that never finish a TLS handshake, idle connections and
 		// clients pinging too often are dropped instead of holding memory.
 		grpc.ConnectionTimeout(10*time.Second),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: 2 * time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 5 * time.Minute, Time: 2 * time.Minute, Timeout: 20 * time.Second,
+			MaxConnectionAge: cfg.MaxConnectionAge, MaxConnectionAgeGrace: time.Minute}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	s := grpc.NewServer(opts...)
