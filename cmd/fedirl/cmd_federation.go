@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"net/http"
 
 	"context"
@@ -341,6 +342,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	logger := log.New(os.Stderr, "fedirl server: ", log.LstdFlags|log.Lmicroseconds)
 	var gcfg federation.GRPCServerConfig
 	gcfg.MaxMessageBytes = f.maxMsg
+	// Security events (refused requests, failed TLS handshakes) as structured
+	// records on stderr, beside the human-readable progress lines.
+	gcfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server")
 	switch {
 	case f.insecure && f.tlsCert != "":
 		return errors.New("--insecure and --tls-cert are exclusive")

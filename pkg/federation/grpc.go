@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"log/slog"
 	"net"
 
 	"context"
@@ -45,6 +46,9 @@ type GRPCServerConfig struct {
 	// what unauthenticated peers can hold: a stream whose request is never
 	// completed costs the server memory until the peer goes away.
 	MaxConcurrentStreams uint32
+	// Log receives structured records of refused authentication and failed
+	// TLS handshakes (with the peer's address); nil discards them.
+	Log *slog.Logger
 	// MaxConnectionAge closes every connection after this long (default 10
 	// min, with a minute's grace for calls in flight), so half-sent requests
 	// cannot be held forever; clients reconnect transparently.
@@ -80,9 +84,23 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
 	}
-	if cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(cfg.TLS), cfg.Log}))
+	}
+	opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		if c := status.Code(err); c == codes.Unauthenticated || c == codes.PermissionDenied {
+			addr := ""
+			if p, ok := peer.FromContext(ctx); ok {
+				addr = p.Addr.String()
+			}
+			cfg.Log.Warn("request refused", "peer", addr, "method", info.FullMethod, "code", c.String(), "reason", status.Convert(err).Message())
+		}
+		return resp, err
+	}))
 	opts = append(opts,
 		// Peers that never finish a TLS handshake, idle connections and
 		// clients pinging too often are dropped instead of holding memory.
@@ -112,6 +130,27 @@ type grpcService struct {
 	pb.UnimplementedFederationServer
 	c        *Coordinator
 	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
+}
+
+// loggingCreds logs failed server-side TLS handshakes (a scanner, a client
+// without the right certificate) before returning the error to grpc.
+type loggingCreds struct {
+	credentials.TransportCredentials
+	log *slog.Logger
+}
+
+// ServerHandshake implements credentials.TransportCredentials.
+func (l loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	c, info, err := l.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		l.log.Warn("TLS handshake failed", "peer", conn.RemoteAddr().String(), "error", err.Error())
+	}
+	return c, info, err
+}
+
+// Clone implements credentials.TransportCredentials.
+func (l loggingCreds) Clone() credentials.TransportCredentials {
+	return loggingCreds{l.TransportCredentials.Clone(), l.log}
 }
 
 // tokensReplyBound bounds the encoded size of a CreateTask reply for

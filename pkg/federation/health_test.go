@@ -1,9 +1,14 @@
 package federation
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/fedirl/fedirl/pkg/federation/fedtest"
 	pb "github.com/fedirl/fedirl/proto"
 )
 
@@ -87,4 +93,48 @@ func TestWaitingClientNamesTheMissing(t *testing.T) {
 	if len(lines) == 0 || !strings.Contains(lines[len(lines)-1], "waiting for bob, carol") {
 		t.Errorf("progress lines %q", lines)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRefusalsAndHandshakeFailuresAreLogged: a wrong token and a peer that
+// is not speaking TLS leave structured log records with the peer's address.
+func TestRefusalsAndHandshakeFailuresAreLogged(t *testing.T) {
+	var logs lockedBuffer
+	ca := fedtest.NewCA(t)
+	f := newFixture(t, CoordinatorConfig{})
+	f.create(t, testSpec("t", 1, 1), "alice")
+	addr := serve(t, f, GRPCServerConfig{Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		TLS: &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "server", true)}}})
+	c := dial(t, addr, DialConfig{Token: "not-a-token", TLS: &tls.Config{RootCAs: ca.Pool}})
+	if _, err := c.GetTask(context.Background(), "t", "alice"); CodeOf(err) != CodeUnauthenticated {
+		t.Fatalf("wrong token: %v", err)
+	}
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	raw.Close()
+	eventually(t, "both log records", func() bool {
+		s := logs.String()
+		return strings.Contains(s, `msg="request refused"`) && strings.Contains(s, "code=Unauthenticated") &&
+			strings.Contains(s, `msg="TLS handshake failed"`) && strings.Contains(s, "peer=127.0.0.1:")
+	})
 }
