@@ -3,19 +3,28 @@ package federation
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // loadResult summarises one load run.
 type loadResult struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
+	scrapes  []float64 // the accepted-submissions counter, scraped during the run
 }
 
 // runLoad starts a real gRPC server on 127.0.0.1 and n concurrent clients
@@ -31,11 +40,35 @@ func runLoad(tb testing.TB, n, dim int) loadResult {
 		tb.Fatal(err)
 	}
 	defer store.Close()
-	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &meanFuser{}})
+	metrics := NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := metrics.Register(reg); err != nil {
+		tb.Fatal(err)
+	}
+	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: &meanFuser{}, Metrics: metrics})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer coord.Close()
+	// The metrics endpoint is scraped over HTTP while the load runs.
+	msrv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer msrv.Close()
+	var scrapes []float64 // fedirl_submissions_total{outcome="accepted"} per scrape
+	stopScrape := make(chan struct{})
+	scraped := make(chan struct{})
+	go func() {
+		defer close(scraped)
+		for {
+			if v, ok := scrapeAccepted(msrv.URL); ok {
+				scrapes = append(scrapes, v)
+			}
+			select {
+			case <-stopScrape:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("client-%04d", i)
@@ -112,8 +145,31 @@ func runLoad(tb testing.TB, n, dim int) loadResult {
 			tb.Fatalf("fused theta[%d] off by %g", k, d)
 		}
 	}
+	close(stopScrape)
+	<-scraped
+	if v, _ := scrapeAccepted(msrv.URL); v != float64(n) {
+		tb.Fatalf("metrics count %v accepted submissions, want %d", v, n)
+	}
 	slices.Sort(lat)
-	return loadResult{elapsed: elapsed, p50: lat[n/2], p99: lat[(99*n)/100]}
+	return loadResult{elapsed: elapsed, p50: lat[n/2], p99: lat[(99*n)/100], scrapes: scrapes}
+}
+
+// scrapeAccepted GETs a metrics endpoint and returns the accepted
+// submissions counter (0, true before the first submission).
+func scrapeAccepted(url string) (float64, bool) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, `fedirl_submissions_total{code="",outcome="accepted"} `); ok {
+			x, err := strconv.ParseFloat(v, 64)
+			return x, err == nil
+		}
+	}
+	return 0, true
 }
 
 // TestLoad1000Clients checks zero lost submissions under 1,000 concurrent
@@ -123,7 +179,17 @@ func TestLoad1000Clients(t *testing.T) {
 		t.Skip("load test skipped in -short mode")
 	}
 	r := runLoad(t, 1000, 64)
-	t.Logf("1000 clients, dim 64: %.0f submissions/s, p50 %v, p99 %v", 1000/r.elapsed.Seconds(), r.p50, r.p99)
+	t.Logf("1000 clients, dim 64: %.0f submissions/s, p50 %v, p99 %v; accepted-submissions counter over %d scrapes: %v",
+		1000/r.elapsed.Seconds(), r.p50, r.p99, len(r.scrapes), r.scrapes)
+	moved := false
+	for i := 1; i < len(r.scrapes); i++ {
+		if r.scrapes[i] > r.scrapes[i-1] {
+			moved = true
+		}
+	}
+	if !moved {
+		t.Errorf("the accepted-submissions counter did not move between scrapes during the load: %v", r.scrapes)
+	}
 }
 
 // BenchmarkLoad1000Clients64D measures 1,000 concurrent clients submitting
