@@ -203,24 +203,6 @@ func (c *Coordinator) loop() {
 	}
 }
 
-// readyToFuse reports whether a round with n submissions can be fused now.
-func readyToFuse(spec *TaskSpec, st taskState, n int, now time.Time) (bool, string) {
-	if st.Done || st.Failed != "" {
-		return false, ""
-	}
-	if st.Fusing { // a fusion interrupted by a crash or shutdown
-		return true, st.FusingTrigger
-	}
-	if n >= spec.Quorum {
-		return true, "quorum"
-	}
-	if spec.DeadlineSeconds > 0 && n >= spec.MinClients && !st.FirstSubmission.IsZero() &&
-		!now.Before(st.FirstSubmission.Add(time.Duration(spec.DeadlineSeconds*float64(time.Second)))) {
-		return true, "deadline"
-	}
-	return false, ""
-}
-
 // checkDeadlines fuses every round that is ready (quorum reached while the
 // fuser failed or the server was down, or deadline passed).
 func (c *Coordinator) checkDeadlines() {
@@ -397,28 +379,18 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 		if err != nil {
 			return st, false, err
 		}
+		var prev *Submission
 		if exists {
-			if !sameSubmission(&old, &sub) {
-				refusal = errorf(CodeAlreadyExists, "client %s already submitted a different theta for task %s round %d",
-					sub.ClientID, sub.TaskID, sub.Round)
-				return st, false, nil
-			}
+			prev = &old
+		}
+		v := decideSubmission(st, prev, &sub)
+		if v == Duplicate {
 			res.Duplicate = true
 			res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
 			res.Message = fmt.Sprintf("duplicate: already accepted at %s", old.ReceivedAt.Format(time.RFC3339Nano))
-			return st, false, nil
 		}
-		switch {
-		case sub.Round > st.Round:
-			refusal = errorf(CodeFailedPrecondition, "task %s round %d is not open yet (current round %d)", sub.TaskID, sub.Round, st.Round)
-		case sub.Round < st.Round || st.Done:
-			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (already fused)", sub.TaskID, sub.Round)
-		case st.Failed != "":
-			refusal = errorf(CodeFailedPrecondition, "task %s round %d failed and is closed: %s", sub.TaskID, sub.Round, st.Failed)
-		case st.Fusing:
-			refusal = errorf(CodeFailedPrecondition, "task %s round %d is closed (being fused)", sub.TaskID, sub.Round)
-		}
-		return st, refusal == nil, nil
+		refusal = v.refusal(st, &sub)
+		return st, v == Accept, nil
 	}
 	// Refusals and duplicates are answered from a read-only transaction: they
 	// write nothing, so they cost no fsync. Only a submission that would be
@@ -460,8 +432,8 @@ func (c *Coordinator) accept(tx *bolt.Tx, rec *taskRecord, st taskState, sub *Su
 		return err
 	}
 	res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
-	if res.Submissions == 1 { // the round's deadline starts now
-		st.FirstSubmission = sub.ReceivedAt
+	if next := afterAccept(st, res.Submissions, sub.ReceivedAt); next != st {
+		st = next
 		if err := writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &st); err != nil {
 			return err
 		}
@@ -546,7 +518,7 @@ func (c *Coordinator) fuse(taskID string) {
 		if st.Fusing {
 			return nil
 		}
-		st.Fusing, st.FusingTrigger = true, trig
+		st = startFusing(st, trig)
 		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
 	})
 	if err != nil || subs == nil {
@@ -587,20 +559,14 @@ func (c *Coordinator) fuse(taskID string) {
 		if err != nil {
 			return err
 		}
-		if !st.Fusing || st.Round != round {
-			return fmt.Errorf("round %d is no longer being fused (state round %d)", round, st.Round)
+		next, err := afterFusion(st, &spec, round)
+		if err != nil {
+			return err
 		}
 		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(round), &fr); err != nil {
 			return err
 		}
-		st.Fusing, st.FusingTrigger = false, ""
-		if st.Round >= spec.Rounds {
-			st.Done = true
-		} else {
-			st.Round++
-			st.FirstSubmission = time.Time{}
-		}
-		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
+		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &next)
 	})
 	if err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
@@ -643,7 +609,7 @@ func (c *Coordinator) fusionFailed(taskID string, err error, permanent bool) {
 		if err2 != nil {
 			return err2
 		}
-		st.Fusing, st.FusingTrigger, st.Failed = false, "", err.Error()
+		st = failRound(st, err.Error())
 		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
 	})
 	if uerr != nil {
