@@ -153,6 +153,17 @@ func newServerTaskCmd() *cobra.Command {
 	return cmd
 }
 
+// storeStatuses opens a store read-only (checking it) and returns the status
+// of every task.
+func storeStatuses(path string) ([]federation.TaskStatus, error) {
+	s, err := federation.OpenStoreWith(path, federation.StoreOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Statuses()
+}
+
 // newServerStoreCmd builds "fedirl server store" with its "check" verb.
 func newServerStoreCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Inspect a server's store file"}
@@ -162,12 +173,7 @@ func newServerStoreCmd() *cobra.Command {
 		Short: "Check a store file read-only (bbolt consistency, truncation) and report its tasks",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			sts, err := s.Statuses()
+			sts, err := storeStatuses(store)
 			if err != nil {
 				return err
 			}
@@ -199,12 +205,7 @@ func newServerTaskListCmd() *cobra.Command {
 		Short: "List the tasks of a store (read-only; id, round, state, clients, submissions) as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			sts, err := s.Statuses()
+			sts, err := storeStatuses(store)
 			if err != nil {
 				return err
 			}
@@ -441,12 +442,8 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 	case (f.server == "") == (f.store == ""):
 		return errors.New("give exactly one of --server or --store")
 	case f.store != "":
-		store, err := federation.OpenStoreWith(f.store, federation.StoreOptions{ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		defer store.Close()
-		if sts, err = store.Statuses(); err != nil {
+		var err error
+		if sts, err = storeStatuses(f.store); err != nil {
 			return err
 		}
 	default:
