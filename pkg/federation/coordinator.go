@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"sync"
@@ -753,6 +754,12 @@ func internal(err error) error {
 	var fe *Error
 	if errors.As(err, &fe) {
 		return fe
+	}
+	// File errors (a full disk, a vanished store) name the server's files;
+	// a client is told what failed, not where.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("the server could not store the request: %s: %v", pe.Op, pe.Err)}
 	}
 	return &Error{Code: CodeInternal, Msg: err.Error()}
 }

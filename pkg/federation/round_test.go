@@ -1,6 +1,10 @@
 package federation
 
 import (
+	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -96,5 +100,14 @@ func TestRoundTransitions(t *testing.T) {
 	}
 	if ok, _ := readyToFuse(spec, failed, 9, t0); ok {
 		t.Fatal("a failed round is ready to fuse")
+	}
+}
+
+// TestInternalErrorsHideServerPaths: a disk-full write error reaches the
+// client without the store's absolute path.
+func TestInternalErrorsHideServerPaths(t *testing.T) {
+	err := internal(fmt.Errorf("commit: %w", &fs.PathError{Op: "write", Path: "/srv/secret/fed.db", Err: syscall.ENOSPC}))
+	if CodeOf(err) != CodeInternal || strings.Contains(err.Error(), "/srv/secret") || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("client-visible error %q", err)
 	}
 }
