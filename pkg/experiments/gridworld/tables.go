@@ -89,6 +89,15 @@ func pairedCols(fits []*Fit, heldOut, withLocal bool) PairedCols {
 	return pc
 }
 
+// round2 rounds to the two decimals shown, without a negative zero.
+func round2(x float64) float64 {
+	r := math.Round(x*100) / 100
+	if r == 0 {
+		return 0
+	}
+	return r
+}
+
 // formatPaired renders a paired difference as "+0.12 [−0.30, +0.54]", with a
 // star when the interval excludes 0.
 func formatPaired(p *report.Paired) string {
@@ -96,13 +105,13 @@ func formatPaired(p *report.Paired) string {
 		return "–"
 	}
 	if p.N < 2 {
-		return fmt.Sprintf("%+.2f", p.Mean)
+		return fmt.Sprintf("%+.2f", round2(p.Mean))
 	}
 	star := ""
 	if p.Excludes0() {
 		star = " *"
 	}
-	return fmt.Sprintf("%+.2f [%+.2f, %+.2f]%s", p.Mean, p.Lo, p.Hi, star)
+	return fmt.Sprintf("%+.2f [%+.2f, %+.2f]%s", round2(p.Mean), round2(p.Lo), round2(p.Hi), star)
 }
 
 // Cols holds one Stat per method (Local is empty for held-out).
