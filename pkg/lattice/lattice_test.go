@@ -106,3 +106,43 @@ func TestDiameterAndCostUnit(t *testing.T) {
 	approx.Equal(t, "diameter", l.Diameter(), math.Sqrt(2.25+9+1), 1e-14, 0)
 	approx.Equal(t, "cost unit", l.CostUnit(), 0.25, 1e-15, 0)
 }
+
+// TestCellSnapsToItsPoint checks that every coordinate strictly inside
+// Axis.Cell(j) has point j as its nearest point, and that neighbouring cells
+// tile the axis without gaps.
+func TestCellSnapsToItsPoint(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for k, a := range testLattice().Axes {
+		for j := range a.Len() {
+			lo, hi := a.Cell(j)
+			if a.Categorical {
+				if lo != a.Coords[j] || hi != a.Coords[j] {
+					t.Fatalf("axis %d categorical cell %d = [%v, %v], want the point", k, j, lo, hi)
+				}
+				continue
+			}
+			if !(lo < a.Coords[j] && a.Coords[j] < hi) {
+				t.Fatalf("axis %d cell %d = [%v, %v] does not contain its point %v", k, j, lo, hi, a.Coords[j])
+			}
+			for range 200 {
+				x := lo + (hi-lo)*(1e-9+(1-2e-9)*rng.Float64())
+				if got := a.Nearest(x); got != j {
+					t.Fatalf("axis %d: x = %v in cell %d = [%v, %v] snaps to %d", k, x, j, lo, hi, got)
+				}
+			}
+			if j > 0 {
+				if _, phi := a.Cell(j - 1); phi != lo {
+					t.Fatalf("axis %d: cell %d ends at %v but cell %d starts at %v", k, j-1, phi, j, lo)
+				}
+			}
+		}
+		if a.Period > 0 {
+			lo0, _ := a.Cell(0)
+			_, hiN := a.Cell(a.Len() - 1)
+			approx.Equal(t, "periodic cells cover one period", hiN-lo0, a.Period, 1e-12, 0)
+		}
+	}
+	if lo, hi := RangeAxis(1, 0, 2).Cell(0); lo != 1 || hi != 1 {
+		t.Fatalf("single-point cell = [%v, %v], want [1, 1]", lo, hi)
+	}
+}

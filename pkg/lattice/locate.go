@@ -177,3 +177,39 @@ func (l Lattice) Interp(idx []int, w []float64, x []float64) int {
 	}
 	return m
 }
+
+// Cell returns the interval [lo, hi] of coordinates whose nearest axis point
+// is point j: bounded by the midpoints to its neighbours. At the ends of an
+// open axis the cell extends outward by half the neighbouring spacing (points
+// beyond it still snap to the end point); on a periodic axis the neighbours
+// wrap around, so lo may lie below Coords[0] or hi beyond the last
+// coordinate. A categorical or single-point axis gives lo = hi = Coords[j].
+// Coordinates must be increasing.
+func (a Axis) Cell(j int) (lo, hi float64) {
+	n := a.Len()
+	if j < 0 || j >= n {
+		panic(fmt.Sprintf("lattice: Axis.Cell(%d) out of range [0, %d)", j, n))
+	}
+	c := a.Coords[j]
+	if a.Categorical || n == 1 {
+		return c, c
+	}
+	var prev, next float64
+	switch {
+	case j > 0:
+		prev = a.Coords[j-1]
+	case a.Period > 0:
+		prev = a.Coords[n-1] - a.Period
+	default:
+		prev = c - (a.Coords[1] - c)
+	}
+	switch {
+	case j < n-1:
+		next = a.Coords[j+1]
+	case a.Period > 0:
+		next = a.Coords[0] + a.Period
+	default:
+		next = c + (c - a.Coords[n-2])
+	}
+	return (prev + c) / 2, (c + next) / 2
+}

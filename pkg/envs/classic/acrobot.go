@@ -27,10 +27,10 @@ func init() {
 	register(&spec{
 		info: Info{
 			Name:    "Acrobot-v1",
-			Summary: "swing the tip of a two-link chain above the goal height; obs (cos θ1, sin θ1, cos θ2, sin θ2, θ̇1, θ̇2), actions 0,1,2 = torque −1,0,+1",
+			Summary: "swing the tip of a two-link chain above the goal line −cos θ1 − cos(θ1+θ2) > 1; obs (cos θ1, sin θ1, cos θ2, sin θ2, θ̇1, θ̇2), actions 0,1,2 = torque −1,0,+1",
 			Params: append([]ParamInfo{
-				{AcrobotLinkLength1, 1.0, "length of link 1 (m); enters the dynamics and the goal test"},
-				{AcrobotLinkLength2, 1.0, "length of link 2 (m); enters only the goal test (as in Gymnasium)"},
+				{AcrobotLinkLength1, 1.0, "length of link 1 (m); enters the dynamics but not the goal test (as in Gymnasium)"},
+				{AcrobotLinkLength2, 1.0, "length of link 2 (m); as in Gymnasium it enters neither the dynamics nor the goal test (only rendering)"},
 				{AcrobotLinkMass1, 1.0, "mass of link 1 (kg)"},
 				{AcrobotLinkMass2, 1.0, "mass of link 2 (kg)"},
 				{AcrobotLinkCOMPos1, 0.5, "position of the centre of mass of link 1 (m)"},
@@ -41,11 +41,11 @@ func init() {
 				{AcrobotMaxVel1, 4 * pi, "θ̇1 is clipped to ±max_vel_1 (rad/s)"},
 				{AcrobotMaxVel2, 9 * pi, "θ̇2 is clipped to ±max_vel_2 (rad/s)"},
 				{AcrobotTorqueScale, 1.0, "extension: the available torques are torque_scale × (−1, 0, +1) (N·m)"},
-				{AcrobotGoalHeight, 1.0, "extension: terminate when the tip height −l1·cos θ1 − l2·cos(θ1+θ2) exceeds this (m)"},
+				{AcrobotGoalHeight, 1.0, "extension: terminate when −cos θ1 − cos(θ1+θ2) exceeds this (Gymnasium: 1; in unit link lengths, whatever the link_length parameters)"},
 			}, commonParams(500)...),
 			Client: "client i with s = 1+0.05i: link masses ×s, link lengths and centre-of-mass positions ×s, " +
 				"moment of inertia ×s³ (mass × length²), torques ×s² (mass × length: keeps the ratio of actuation to gravity torque), " +
-				"goal height ×s (same swing-up task in link units), obs_noise_std = 0.005i",
+				"obs_noise_std = 0.005i; the goal test stays Gymnasium's −cos θ1 − cos(θ1+θ2) > 1 (lengths set as Gymnasium's attributes do not enter it)",
 		},
 		build: newAcrobot,
 		client: func(i int, p map[string]float64) {
@@ -58,7 +58,6 @@ func init() {
 			p[AcrobotLinkCOMPos2] *= s
 			p[AcrobotLinkMOI] *= s * s * s
 			p[AcrobotTorqueScale] *= s * s
-			p[AcrobotGoalHeight] *= s
 			p[paramNoise] = 0.005 * float64(i)
 		},
 	})
@@ -72,9 +71,11 @@ func init() {
 // the torques −1, 0, +1 (times torque_scale) at the joint between the links.
 // One step is one RK4 step of length dt = 0.2 s, after which the angles are
 // wrapped into [−π, π] and the velocities clipped to ±4π and ±9π. The episode
-// terminates with reward 0 when −l1·cos θ1 − l2·cos(θ1+θ2) > goal_height (which
-// is Gymnasium's −cos θ1 − cos(θ1+θ2) > 1 at the defaults); every other step
-// gives −1. It is truncated after 500 steps. Reset draws each coordinate from
+// terminates with reward 0 when −cos θ1 − cos(θ1+θ2) > goal_height (1 by
+// default: Gymnasium's test); every other step gives −1. As in Gymnasium, the
+// goal test ignores the link lengths: it asks whether the tip of a chain of
+// two unit links would be above the line, so a client made by changing
+// Gymnasium's LINK_LENGTH_1/LINK_LENGTH_2 attributes keeps the same test. It is truncated after 500 steps. Reset draws each coordinate from
 // U[−0.1, 0.1) and rounds it to float32, as Gymnasium does.
 type Acrobot struct {
 	episode
@@ -229,10 +230,11 @@ func (e *Acrobot) Step(action []float64) (obs []float64, reward float64, termina
 	return e.Observe(), reward, terminated, truncated
 }
 
-// terminal reports whether the tip is above the goal height.
+// terminal is Gymnasium's _terminal, -cos(s[0]) - cos(s[1] + s[0]) > 1.0,
+// with goal_height in place of 1.0; the link lengths do not enter it.
 func (e *Acrobot) terminal() bool {
 	s := &e.s
-	return -e.l1*math.Cos(s[0])-e.l2*math.Cos(s[1]+s[0]) > e.goal
+	return -math.Cos(s[0])-math.Cos(s[1]+s[0]) > e.goal
 }
 
 // dsdt is Gymnasium's AcrobotEnv._dsdt ("book" dynamics), in the same

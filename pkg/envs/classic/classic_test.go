@@ -471,7 +471,7 @@ func TestClientParams(t *testing.T) {
 		{"Pendulum-v1", 3, map[string]float64{"g": 10.41, "torque_scale": 1.3, "damping": 0.2 * 1.15, "obs_noise_std": 0.015}},
 		{"CartPole-v1", 2, map[string]float64{"force_mag": 12, "gravity": 9.8 * 1.01, "masscart": 1.1, "masspole": 0.11, "length": 0.55, "obs_noise_std": 0.01}},
 		{"Acrobot-v1", 4, map[string]float64{"link_mass_1": 1.2, "link_mass_2": 1.2, "link_length_1": 1.2, "link_length_2": 1.2,
-			"link_com_pos_1": 0.6, "link_com_pos_2": 0.6, "link_moi": 1.2 * 1.2 * 1.2, "torque_scale": 1.44, "goal_height": 1.2, "obs_noise_std": 0.02}},
+			"link_com_pos_1": 0.6, "link_com_pos_2": 0.6, "link_moi": 1.2 * 1.2 * 1.2, "torque_scale": 1.44, "goal_height": 1, "obs_noise_std": 0.02}},
 	}
 	for _, tc := range tests {
 		p, err := ClientParams(tc.env, tc.i)

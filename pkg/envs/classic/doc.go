@@ -25,7 +25,8 @@
 //     programmer error) instead of Gymnasium's warning.
 //   - Optional extras that default to off and leave the defaults bit-identical
 //     to Gymnasium: Pendulum damping and torque scale, Acrobot torque scale and
-//     goal height in physical units, Gaussian observation noise.
+//     goal threshold, Gaussian observation noise. The Acrobot goal test is
+//     Gymnasium's −cos θ1 − cos(θ1+θ2) > 1 and ignores the link lengths.
 //
 // # Agreement with Gymnasium
 //

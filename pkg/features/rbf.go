@@ -1,0 +1,404 @@
+package features
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/lattice"
+)
+
+// RBFAxis is one factor of the product grid of RBF centres: the centres'
+// coordinates along one state or action coordinate and the kernel along it.
+type RBFAxis struct {
+	// Name labels the coordinate (for example "theta"); it is documentation only.
+	Name string `json:"name,omitempty"`
+	// Centres are the centre coordinates along this axis.
+	Centres []float64 `json:"centres"`
+	// Bandwidth is the kernel width σ along this axis (> 0); unused when Categorical.
+	Bandwidth float64 `json:"bandwidth,omitempty"`
+	// Period, when > 0, makes the axis periodic (angles: 2π): distances are
+	// wrapped into [−Period/2, Period/2].
+	Period float64 `json:"period,omitempty"`
+	// Categorical makes the factor an indicator: 1 for the centre nearest to
+	// the coordinate (ties to the first), 0 for the others; for discrete
+	// actions this is a one-hot encoding.
+	Categorical bool `json:"categorical,omitempty"`
+}
+
+// RBFSpec describes radial-basis-function features on a product grid of
+// centres: feature j, for the centre c_j with multi-index (j_1, …, j_D), is
+//
+//	φ_j(x) = Π_k g_k(x_k, c_{k,j_k}),   g_k(x, c) = exp(−½ (d_k(x, c)/σ_k)²),
+//
+// with d_k the plain difference, or the wrapped one on a periodic axis, and
+// g_k an indicator on a categorical axis. Features are numbered row-major over
+// the centre grid (last axis fastest); with Bias a constant 1 is appended as
+// the last feature. A point x has one coordinate per axis, in axis order
+// (state coordinates first, then action coordinates, for state–action
+// features). The spec is plain JSON (ReadRBFSpec, WriteRBFSpec).
+//
+// An RBFSpec is read-only after Validate and safe for concurrent use.
+type RBFSpec struct {
+	// Axes are the factors of the centre grid, slowest first.
+	Axes []RBFAxis `json:"axes"`
+	// Bias appends a constant feature 1.
+	Bias bool `json:"bias"`
+}
+
+// ErrRBFSpec is wrapped by every error about an invalid RBF spec.
+var ErrRBFSpec = errors.New("invalid RBF spec")
+
+// maxRBFCentres bounds the total number of centres over all axes, so point
+// evaluation can keep its per-axis factors in a fixed stack buffer.
+const maxRBFCentres = 512
+
+// maxRBFFeatures bounds the number of features (the product of the axis sizes).
+const maxRBFFeatures = 1 << 20
+
+// Validate returns an error wrapping ErrRBFSpec that names the first
+// offending axis and field, or nil.
+func (s *RBFSpec) Validate() error {
+	if len(s.Axes) == 0 {
+		return fmt.Errorf("%w: no axes", ErrRBFSpec)
+	}
+	if len(s.Axes) > maxRBFAxes {
+		return fmt.Errorf("%w: %d axes, at most %d are supported", ErrRBFSpec, len(s.Axes), maxRBFAxes)
+	}
+	total, prod := 0, 1
+	for k, a := range s.Axes {
+		where := fmt.Sprintf("axes[%d]", k)
+		if a.Name != "" {
+			where += fmt.Sprintf(" (%s)", a.Name)
+		}
+		if len(a.Centres) == 0 {
+			return fmt.Errorf("%w: %s: no centres", ErrRBFSpec, where)
+		}
+		for i, c := range a.Centres {
+			if math.IsNaN(c) || math.IsInf(c, 0) {
+				return fmt.Errorf("%w: %s: centres[%d] = %v is not finite", ErrRBFSpec, where, i, c)
+			}
+		}
+		if math.IsNaN(a.Period) || math.IsInf(a.Period, 0) || a.Period < 0 {
+			return fmt.Errorf("%w: %s: period %v must be a non-negative finite number", ErrRBFSpec, where, a.Period)
+		}
+		if a.Categorical {
+			if a.Period != 0 {
+				return fmt.Errorf("%w: %s: a categorical axis cannot be periodic", ErrRBFSpec, where)
+			}
+			for i := range a.Centres {
+				for j := range i {
+					if a.Centres[i] == a.Centres[j] {
+						return fmt.Errorf("%w: %s: categorical centres[%d] and centres[%d] are both %v", ErrRBFSpec, where, j, i, a.Centres[i])
+					}
+				}
+			}
+		} else if !(a.Bandwidth > 0) || math.IsInf(a.Bandwidth, 0) {
+			return fmt.Errorf("%w: %s: bandwidth %v must be positive and finite", ErrRBFSpec, where, a.Bandwidth)
+		}
+		total += len(a.Centres)
+		prod *= len(a.Centres)
+		if total > maxRBFCentres || prod > maxRBFFeatures {
+			return fmt.Errorf("%w: too many centres (%d over the axes, %d features; limits %d and %d)", ErrRBFSpec, total, prod, maxRBFCentres, maxRBFFeatures)
+		}
+	}
+	return nil
+}
+
+// NumCentres returns the number of RBF features, the product of the axis sizes.
+func (s *RBFSpec) NumCentres() int {
+	n := 1
+	for _, a := range s.Axes {
+		n *= len(a.Centres)
+	}
+	return n
+}
+
+// Dim returns the number of features: NumCentres, plus one with Bias.
+func (s *RBFSpec) Dim() int {
+	if s.Bias {
+		return s.NumCentres() + 1
+	}
+	return s.NumCentres()
+}
+
+// Names returns one label per feature: "rbf[i,j,…]" with the centre's
+// multi-index, and "bias".
+func (s *RBFSpec) Names() []string {
+	out := make([]string, 0, s.Dim())
+	idx := make([]int, len(s.Axes))
+	parts := make([]string, len(s.Axes))
+	for range s.NumCentres() {
+		for k, i := range idx {
+			parts[k] = fmt.Sprint(i)
+		}
+		out = append(out, "rbf["+strings.Join(parts, ",")+"]")
+		for k := len(idx) - 1; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < len(s.Axes[k].Centres) {
+				break
+			}
+			idx[k] = 0
+		}
+	}
+	if s.Bias {
+		out = append(out, "bias")
+	}
+	return out
+}
+
+// UniformRBFAxis returns an axis of n centres at the midpoints of n equal
+// cells of [lo, hi], with bandwidth equal to the cell width; with period > 0
+// (use lo = 0, hi = period) the axis is periodic.
+func UniformRBFAxis(name string, n int, lo, hi, period float64) RBFAxis {
+	if n < 1 || !(lo < hi) {
+		panic(fmt.Sprintf("features: UniformRBFAxis(%q, %d, %g, %g): need n ≥ 1 and lo < hi", name, n, lo, hi))
+	}
+	h := (hi - lo) / float64(n)
+	c := make([]float64, n)
+	for i := range c {
+		c[i] = lo + (float64(i)+0.5)*h
+	}
+	return RBFAxis{Name: name, Centres: c, Bandwidth: h, Period: period}
+}
+
+// diff returns the signed difference x − c along axis a (wrapped into
+// [−P/2, P/2] on a periodic axis).
+func (a *RBFAxis) diff(x, c float64) float64 {
+	d := x - c
+	if a.Period > 0 {
+		d -= a.Period * math.Round(d/a.Period)
+	}
+	return d
+}
+
+// factors writes g_k(x, c_i) for every centre i of the axis into g and, when
+// dg is not nil, the derivatives ∂g/∂x into dg (0 on a categorical axis).
+func (a *RBFAxis) factors(g, dg []float64, x float64) {
+	if a.Categorical {
+		best, bd := 0, math.Inf(1)
+		for i, c := range a.Centres {
+			if d := math.Abs(x - c); d < bd {
+				best, bd = i, d
+			}
+		}
+		for i := range g {
+			g[i] = 0
+		}
+		g[best] = 1
+		if dg != nil {
+			clear(dg)
+		}
+		return
+	}
+	inv := 1 / a.Bandwidth
+	for i, c := range a.Centres {
+		u := a.diff(x, c) * inv
+		g[i] = math.Exp(-0.5 * u * u)
+		if dg != nil {
+			dg[i] = -u * inv * g[i]
+		}
+	}
+}
+
+// product runs over the centre grid (last axis fastest) forming the products
+// p_j = Π_k f_k(j_k) of the per-axis factors, which are consecutive blocks of
+// f (axis altAxis's block replaced by alt when alt is not nil). With dst it
+// stores p_j in dst[j] and returns 0; otherwise it returns Σ_j θ_j p_j.
+func (s *RBFSpec) product(dst, theta, f, alt []float64, altAxis int) float64 {
+	D := len(s.Axes)
+	var off, idx [maxRBFAxes]int
+	var prefix [maxRBFAxes + 1]float64
+	o := 0
+	for k, a := range s.Axes {
+		off[k] = o
+		o += len(a.Centres)
+	}
+	fac := func(k, i int) float64 {
+		if k == altAxis && alt != nil {
+			return alt[i]
+		}
+		return f[off[k]+i]
+	}
+	prefix[0] = 1
+	for k := range D {
+		prefix[k+1] = prefix[k] * fac(k, 0)
+	}
+	n := s.NumCentres()
+	sum := 0.0
+	for j := 0; j < n; j++ {
+		if dst != nil {
+			dst[j] = prefix[D]
+		} else {
+			sum += theta[j] * prefix[D]
+		}
+		k := D - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < len(s.Axes[k].Centres) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			break
+		}
+		for i := k; i < D; i++ {
+			prefix[i+1] = prefix[i] * fac(i, idx[i])
+		}
+	}
+	return sum
+}
+
+// maxRBFAxes bounds the number of axes (the stack buffers of contract).
+const maxRBFAxes = 16
+
+func (s *RBFSpec) checkPoint(x []float64) {
+	if len(x) != len(s.Axes) {
+		panic(fmt.Sprintf("features: RBF point has %d coordinates, want %d axes", len(x), len(s.Axes)))
+	}
+	if len(s.Axes) > maxRBFAxes {
+		panic(fmt.Sprintf("features: RBF spec has %d axes, at most %d are supported", len(s.Axes), maxRBFAxes))
+	}
+}
+
+// Eval writes φ(x) (length Dim) into dst, allocating it when nil or of the
+// wrong length, and returns it. The spec must be valid.
+func (s *RBFSpec) Eval(dst, x []float64) []float64 {
+	s.checkPoint(x)
+	if len(dst) != s.Dim() {
+		dst = make([]float64, s.Dim())
+	}
+	var buf [maxRBFCentres]float64
+	o := 0
+	for k := range s.Axes {
+		n := len(s.Axes[k].Centres)
+		s.Axes[k].factors(buf[o:o+n], nil, x[k])
+		o += n
+	}
+	s.product(dst, nil, buf[:o], nil, -1)
+	n := s.NumCentres()
+	if s.Bias {
+		dst[n] = 1
+	}
+	return dst
+}
+
+// Reward returns θᵀφ(x) without allocating (the spec must be valid and θ of
+// length Dim); this is the learned reward r(x) that a policy optimizer
+// queries at continuous state–action points.
+func (s *RBFSpec) Reward(theta, x []float64) float64 {
+	s.checkPoint(x)
+	if len(theta) != s.Dim() {
+		panic(fmt.Sprintf("features: RBF θ has length %d, want %d", len(theta), s.Dim()))
+	}
+	var buf [maxRBFCentres]float64
+	o := 0
+	for k := range s.Axes {
+		n := len(s.Axes[k].Centres)
+		s.Axes[k].factors(buf[o:o+n], nil, x[k])
+		o += n
+	}
+	r := s.product(nil, theta, buf[:o], nil, -1)
+	if s.Bias {
+		r += theta[s.NumCentres()]
+	}
+	return r
+}
+
+// Gradient writes ∇_x θᵀφ(x) (one entry per axis; 0 along categorical axes)
+// into dst, allocating it when nil or of the wrong length, and returns it.
+// Along a periodic axis the derivative is that of the wrapped distance, which
+// is undefined only at the antipode of a centre.
+func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
+	s.checkPoint(x)
+	if len(theta) != s.Dim() {
+		panic(fmt.Sprintf("features: RBF θ has length %d, want %d", len(theta), s.Dim()))
+	}
+	if len(dst) != len(s.Axes) {
+		dst = make([]float64, len(s.Axes))
+	}
+	var buf, dbuf [maxRBFCentres]float64
+	o := 0
+	for k := range s.Axes {
+		n := len(s.Axes[k].Centres)
+		s.Axes[k].factors(buf[o:o+n], dbuf[o:o+n], x[k])
+		o += n
+	}
+	o = 0
+	for k, a := range s.Axes {
+		n := len(a.Centres)
+		if a.Categorical {
+			dst[k] = 0
+		} else {
+			dst[k] = s.product(nil, theta, buf[:], dbuf[o:o+n], k)
+		}
+		o += n
+	}
+	return dst
+}
+
+// Matrix returns the l.Len() × Dim feature matrix with row i = φ(point i of
+// l); l must have one axis per spec axis. For state–action features pass the
+// product lattice of the state axes followed by the action axes (see
+// StateActionMatrix), so that row s*A+a is the pair (s, a).
+func (s *RBFSpec) Matrix(l lattice.Lattice) (*mat.Dense, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if len(l.Axes) != len(s.Axes) {
+		return nil, fmt.Errorf("features: RBF spec has %d axes but the lattice has %d", len(s.Axes), len(l.Axes))
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("features: RBF matrix: %w", err)
+	}
+	n, d := l.Len(), s.Dim()
+	phi := mat.NewDense(n, d, nil)
+	x := make([]float64, len(l.Axes))
+	for i := range n {
+		s.Eval(phi.RawRowView(i), l.Point(x, i))
+	}
+	return phi, nil
+}
+
+// StateActionMatrix returns the (S·A) × Dim matrix with row s*A+a equal to
+// φ(state point s, action point a), for a spec whose axes are the state axes
+// followed by the action axes.
+func (s *RBFSpec) StateActionMatrix(states, actions lattice.Lattice) (*mat.Dense, error) {
+	axes := make([]lattice.Axis, 0, len(states.Axes)+len(actions.Axes))
+	axes = append(append(axes, states.Axes...), actions.Axes...)
+	return s.Matrix(lattice.Lattice{Axes: axes})
+}
+
+// ReadRBFSpec decodes a JSON RBF spec from r (unknown keys are errors) and
+// validates it; path names the source in errors.
+func ReadRBFSpec(r io.Reader, path string) (*RBFSpec, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var s RBFSpec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrRBFSpec, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: %w: trailing data after the spec", path, ErrRBFSpec)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// WriteRBFSpec writes s as indented JSON to w after validating it.
+func WriteRBFSpec(w io.Writer, s *RBFSpec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
