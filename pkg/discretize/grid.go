@@ -31,6 +31,9 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/lattice"
 )
 
@@ -223,4 +226,20 @@ func (g *Grid) SnapTrajectory(states, actions [][]float64, terminated bool) (s, 
 		s[len(s)-1] = g.Terminal()
 	}
 	return s, a, nil
+}
+
+// PairFeatures returns the feature matrix Φ of an MDP on g, row s·A + a for
+// every state s (the terminal state's rows are zero: it carries no visits
+// and no reward) and action level a, with row (s, a) = spec's φ at the
+// state point s followed by the action point a. spec must have one axis per
+// state axis followed by one per action axis.
+func PairFeatures(g *Grid, spec *features.RBFSpec) (*mat.Dense, error) {
+	cells, err := spec.StateActionMatrix(g.States, g.Actions)
+	if err != nil {
+		return nil, err
+	}
+	n, d := cells.Dims()
+	phi := mat.NewDense(n+g.NumActions(), d, nil)
+	copy(phi.RawMatrix().Data, cells.RawMatrix().Data)
+	return phi, nil
 }
