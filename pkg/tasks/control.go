@@ -1,0 +1,319 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/lattice"
+)
+
+// Control is the family of the paper's continuous-control tasks
+// ("control"): the probe JSON is a ControlProbe (environment id, lattice
+// and RBF features), from which the server builds the fusion support
+// X = S × A of the lattice (each open or periodic axis weighted by
+// 1/spacing², so ε is measured in squared spacings along every axis;
+// categorical axes cost 1 between categories) and Φ restricted to it.
+type Control struct{}
+
+func init() { Register(Control{}) }
+
+// Name implements Family.
+func (Control) Name() string { return "control" }
+
+// ControlProbe is the family-specific JSON of a control task.
+type ControlProbe struct {
+	// Env is the Gymnasium id, e.g. "Pendulum-v1".
+	Env string `json:"env"`
+	// Grid is the state–action lattice the clients learn on.
+	Grid discretize.GridSpec `json:"grid"`
+	// RBF is the feature map: one axis per state axis, then one per action axis.
+	RBF features.RBFSpec `json:"rbf"`
+}
+
+// Probe implements Family.
+func (Control) Probe(raw json.RawMessage) (fusion.Probe, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p ControlProbe
+	if err := dec.Decode(&p); err != nil {
+		return fusion.Probe{}, fmt.Errorf("decoding control probe: %w", err)
+	}
+	return p.Build()
+}
+
+// Build returns the fusion probe of p: Φ on every non-terminal state–action
+// pair (the rows of the clients' Φ without the terminal state) and the
+// weighted pair lattice.
+func (p ControlProbe) Build() (fusion.Probe, error) {
+	if _, err := LookupControl(p.Env); err != nil {
+		return fusion.Probe{}, err
+	}
+	g, err := discretize.New(p.Grid)
+	if err != nil {
+		return fusion.Probe{}, err
+	}
+	if err := p.check(g); err != nil {
+		return fusion.Probe{}, err
+	}
+	phi, err := p.RBF.StateActionMatrix(g.States, g.Actions)
+	if err != nil {
+		return fusion.Probe{}, err
+	}
+	return fusion.Probe{Phi: phi, Lattice: FusionLattice(g)}, nil
+}
+
+func (p ControlProbe) check(g *discretize.Grid) error {
+	if err := p.RBF.Validate(); err != nil {
+		return err
+	}
+	if n, want := len(p.RBF.Axes), g.StateDim()+g.ActionDim(); n != want {
+		return fmt.Errorf("control probe: the RBF spec has %d axes, the grid %d state and %d action axes", n, g.StateDim(), g.ActionDim())
+	}
+	return nil
+}
+
+// FusionLattice returns g's pair lattice with every non-categorical axis
+// weighted by 1/spacing² (spacing = the distance between neighbouring
+// points), so that one step along any axis costs 1.
+func FusionLattice(g *discretize.Grid) lattice.Lattice {
+	l := g.PairLattice()
+	for k := range l.Axes {
+		a := &l.Axes[k]
+		if a.Categorical || a.Len() < 2 {
+			continue
+		}
+		h := a.Coords[1] - a.Coords[0]
+		a.Weight = 1 / (h * h)
+	}
+	return l
+}
+
+// ControlEnv says how the control study discretises one environment: its
+// lattice presets, its default RBF features, and how an observation maps to
+// the lattice's state coordinates (the simulator's full state).
+type ControlEnv struct {
+	// Name is the Gymnasium id.
+	Name string
+	// Grids are the lattice presets: "paper" (the appendix's flags), "fine"
+	// (≈10⁵ state–action pairs) and "ultra" (≈10⁶).
+	Grids map[string]discretize.GridSpec
+	// RBF returns the default features: 64 Gaussian centres on a product
+	// grid over the state and action coordinates, plus a bias.
+	RBF func() features.RBFSpec
+	// StateOf writes the state coordinates of an observation into dst
+	// (angles recovered with atan2 from their cosine and sine).
+	StateOf func(dst, obs []float64) []float64
+	// Note documents deviations from the paper for this environment.
+	Note string
+}
+
+// LatticePresets lists the lattice preset names in order of size.
+var LatticePresets = []string{"paper", "fine", "ultra"}
+
+var controlEnvs = map[string]*ControlEnv{}
+
+func registerControl(e *ControlEnv) { controlEnvs[e.Name] = e }
+
+// ControlEnvNames returns the environments of the control family, sorted.
+func ControlEnvNames() []string {
+	out := make([]string, 0, len(controlEnvs))
+	for n := range controlEnvs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LookupControl returns the control environment named name, or an error
+// listing the known ones.
+func LookupControl(name string) (*ControlEnv, error) {
+	e, ok := controlEnvs[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q has no control-study discretisation (known: %s)", classic.ErrUnknownEnv, name, strings.Join(ControlEnvNames(), ", "))
+	}
+	return e, nil
+}
+
+// Grid returns the named lattice preset with per-axis overrides: bins maps
+// an axis name (e.g. "theta", "action") to its number of points.
+func (e *ControlEnv) Grid(preset string, bins map[string]int) (discretize.GridSpec, error) {
+	g, ok := e.Grids[preset]
+	if !ok {
+		return discretize.GridSpec{}, fmt.Errorf("lattice preset %q: unknown (known: %s)", preset, strings.Join(LatticePresets, ", "))
+	}
+	g.State = append([]discretize.AxisSpec(nil), g.State...)
+	g.Action = append([]discretize.AxisSpec(nil), g.Action...)
+	for name, n := range bins {
+		found := false
+		for _, axes := range [][]discretize.AxisSpec{g.State, g.Action} {
+			for k := range axes {
+				if axes[k].Name == name {
+					if axes[k].Categorical && axes[k].N != n {
+						return discretize.GridSpec{}, fmt.Errorf("--n-%s %d: %s's action space is Discrete(%d); its number of levels cannot change", name, n, e.Name, axes[k].N)
+					}
+					axes[k].N, found = n, true
+				}
+			}
+		}
+		if !found {
+			return discretize.GridSpec{}, fmt.Errorf("--n-%s: %s has no lattice axis %q (its axes: %s)", name, e.Name, name, strings.Join(e.AxisNames(), ", "))
+		}
+	}
+	return g, g.Validate()
+}
+
+// AxisNames returns the names of the lattice axes, state axes first.
+func (e *ControlEnv) AxisNames() []string {
+	g := e.Grids["paper"]
+	var out []string
+	for _, a := range append(append([]discretize.AxisSpec(nil), g.State...), g.Action...) {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// Probe returns the probe of a task on this environment with the given grid and the default features.
+func (e *ControlEnv) Probe(grid discretize.GridSpec) ControlProbe {
+	return ControlProbe{Env: e.Name, Grid: grid, RBF: e.RBF()}
+}
+
+// Features returns Φ of a client's lattice MDP for probe p: row s·A + a for
+// every state s including the terminal one (zero rows), the same rows as
+// the probe's Φ on the non-terminal pairs.
+func (p ControlProbe) Features() (*discretize.Grid, *mat.Dense, error) {
+	g, err := discretize.New(p.Grid)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.check(g); err != nil {
+		return nil, nil, err
+	}
+	phi, err := discretize.PairFeatures(g, &p.RBF)
+	return g, phi, err
+}
+
+// RewardFunc returns the learned reward r(obs, a) = θᵀφ(state(obs), a) of
+// probe p for a policy optimizer: obs is a raw observation and action the
+// action applied (a Discrete action as its index). The returned function
+// allocates nothing and is not safe for concurrent use.
+func (p ControlProbe) RewardFunc(theta []float64) (func(obs, action []float64) float64, error) {
+	e, err := LookupControl(p.Env)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.RBF.Validate(); err != nil {
+		return nil, err
+	}
+	if len(theta) != p.RBF.Dim() {
+		return nil, fmt.Errorf("reward: θ has %d entries, the features %d", len(theta), p.RBF.Dim())
+	}
+	ns, na := len(p.Grid.State), len(p.Grid.Action)
+	if len(p.RBF.Axes) != ns+na {
+		return nil, fmt.Errorf("reward: the RBF spec has %d axes, the grid %d", len(p.RBF.Axes), ns+na)
+	}
+	theta = append([]float64(nil), theta...)
+	x := make([]float64, ns+na)
+	return func(obs, action []float64) float64 {
+		e.StateOf(x[:ns], obs)
+		copy(x[ns:], action)
+		return p.RBF.Reward(theta, x)
+	}, nil
+}
+
+func angleAxis(name string, n int) discretize.AxisSpec {
+	return discretize.AxisSpec{Name: name, N: n, Lo: -math.Pi, Hi: math.Pi, Periodic: true}
+}
+
+func openAxis(name string, n int, lo, hi float64) discretize.AxisSpec {
+	return discretize.AxisSpec{Name: name, N: n, Lo: lo, Hi: hi}
+}
+
+func actionIndexAxis(n int) discretize.AxisSpec {
+	return discretize.AxisSpec{Name: "action", N: n, Categorical: true}
+}
+
+func init() {
+	pend := func(nTheta, nDot, nAct int) discretize.GridSpec {
+		return discretize.GridSpec{
+			State:  []discretize.AxisSpec{angleAxis("theta", nTheta), openAxis("thdot", nDot, -8, 8)},
+			Action: []discretize.AxisSpec{openAxis("action", nAct, -2, 2)},
+		}
+	}
+	registerControl(&ControlEnv{
+		Name:  "Pendulum-v1",
+		Grids: map[string]discretize.GridSpec{"paper": pend(32, 21, 5), "fine": pend(160, 125, 5), "ultra": pend(500, 400, 5)},
+		RBF: func() features.RBFSpec {
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("theta", 4, -math.Pi, math.Pi, 2*math.Pi),
+				features.UniformRBFAxis("thdot", 4, -8, 8, 0),
+				features.UniformRBFAxis("action", 4, -2, 2, 0),
+			}, Bias: true}
+		},
+		StateOf: func(dst, obs []float64) []float64 {
+			dst[0], dst[1] = math.Atan2(obs[1], obs[0]), obs[2]
+			return dst
+		},
+		Note: "state (θ, θ̇) with θ periodic on [−π, π); the torque levels are evenly spaced in [−2, 2] (client torque scales act inside the simulator)",
+	})
+
+	cart := func(nx, nxd, nth, nthd int) discretize.GridSpec {
+		return discretize.GridSpec{
+			State: []discretize.AxisSpec{openAxis("x", nx, -2.4, 2.4), openAxis("xdot", nxd, -3, 3),
+				openAxis("theta", nth, -0.2095, 0.2095), openAxis("thetadot", nthd, -3.5, 3.5)},
+			Action: []discretize.AxisSpec{actionIndexAxis(2)},
+		}
+	}
+	registerControl(&ControlEnv{
+		Name:  "CartPole-v1",
+		Grids: map[string]discretize.GridSpec{"paper": cart(5, 5, 7, 5), "fine": cart(12, 12, 25, 14), "ultra": cart(20, 20, 50, 25)},
+		RBF: func() features.RBFSpec {
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("x", 2, -2.4, 2.4, 0),
+				features.UniformRBFAxis("xdot", 2, -3, 3, 0),
+				features.UniformRBFAxis("theta", 4, -0.2095, 0.2095, 0),
+				features.UniformRBFAxis("thetadot", 2, -3.5, 3.5, 0),
+				{Name: "action", Centres: []float64{0, 1}, Categorical: true},
+			}, Bias: true}
+		},
+		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:4]); return dst },
+		Note:    "θ spans the failure thresholds ±12° (±0.2095 rad); states beyond the lattice snap to its edge cells",
+	})
+
+	acro := func(n1, n2, nd1, nd2 int) discretize.GridSpec {
+		return discretize.GridSpec{
+			State: []discretize.AxisSpec{angleAxis("theta1", n1), angleAxis("theta2", n2),
+				openAxis("thdot1", nd1, -4*math.Pi, 4*math.Pi), openAxis("thdot2", nd2, -9*math.Pi, 9*math.Pi)},
+			Action: []discretize.AxisSpec{actionIndexAxis(3)},
+		}
+	}
+	registerControl(&ControlEnv{
+		Name:  "Acrobot-v1",
+		Grids: map[string]discretize.GridSpec{"paper": acro(9, 9, 5, 5), "fine": acro(21, 21, 9, 9), "ultra": acro(36, 36, 16, 16)},
+		RBF: func() features.RBFSpec {
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("theta1", 4, -math.Pi, math.Pi, 2*math.Pi),
+				features.UniformRBFAxis("theta2", 2, -math.Pi, math.Pi, 2*math.Pi),
+				features.UniformRBFAxis("thdot1", 2, -4*math.Pi, 4*math.Pi, 0),
+				features.UniformRBFAxis("thdot2", 2, -9*math.Pi, 9*math.Pi, 0),
+				// The action index 0, 1, 2 is the torque −1, 0, +1: two centres at the ends.
+				{Name: "action", Centres: []float64{0, 2}, Bandwidth: 1},
+			}, Bias: true}
+		},
+		StateOf: func(dst, obs []float64) []float64 {
+			dst[0], dst[1] = math.Atan2(obs[1], obs[0]), math.Atan2(obs[3], obs[2])
+			dst[2], dst[3] = obs[4], obs[5]
+			return dst
+		},
+		Note: "Acrobot-v1 has 3 actions (torque −1, 0, +1), not the 5 of the appendix table, so the paper lattice has 9·9·5·5·3 = 6075 pairs, not 10125",
+	})
+}

@@ -1,0 +1,201 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/ot"
+)
+
+func controlProbe(t *testing.T, env, preset string) ControlProbe {
+	t.Helper()
+	e, err := LookupControl(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Grid(preset, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Probe(g)
+}
+
+// observation builds the observation an environment returns in state x.
+func observation(env string, x []float64) []float64 {
+	switch env {
+	case "Pendulum-v1":
+		return []float64{math.Cos(x[0]), math.Sin(x[0]), x[1]}
+	case "Acrobot-v1":
+		return []float64{math.Cos(x[0]), math.Sin(x[0]), math.Cos(x[1]), math.Sin(x[1]), x[2], x[3]}
+	}
+	return append([]float64(nil), x...)
+}
+
+// TestRewardAtCellsEqualsMatrixRows checks the reward adapter PPO uses, at
+// the observation of each cell's point and each action level, against the
+// rows of Φθ the clients learn with, for every environment and preset 64
+// features plus a bias.
+func TestRewardAtCellsEqualsMatrixRows(t *testing.T) {
+	for _, env := range ControlEnvNames() {
+		p := controlProbe(t, env, "paper")
+		if d := p.RBF.Dim(); d != 65 {
+			t.Errorf("%s: %d features, want 64 RBF centres and a bias", env, d)
+		}
+		g, phi, err := p.Features()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		theta := make([]float64, p.RBF.Dim())
+		for j := range theta {
+			theta[j] = rng.NormFloat64()
+		}
+		r, err := p.RewardFunc(theta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, g.NumStates()*g.NumActions())
+		for i := range want {
+			want[i] = floats.Dot(phi.RawRowView(i), theta)
+		}
+		x := make([]float64, g.StateDim())
+		act := make([]float64, g.ActionDim())
+		worst := 0.0
+		for s := range g.NumCells() {
+			obs := observation(env, g.States.Point(x, s))
+			for a := range g.NumActions() {
+				got := r(obs, g.Action(act, a))
+				worst = math.Max(worst, math.Abs(got-want[s*g.NumActions()+a]))
+			}
+		}
+		if worst > 1e-12 {
+			t.Errorf("%s: reward at cell points differs from Φθ by up to %g", env, worst)
+		}
+		for a := range g.NumActions() {
+			if v := want[g.Terminal()*g.NumActions()+a]; v != 0 {
+				t.Errorf("%s: terminal state has reward %v", env, v)
+			}
+		}
+	}
+}
+
+// TestLatticePresetSizes checks the presets' sizes: the appendix's paper
+// lattices and fine ≈ 10⁵, ultra ≈ 10⁶ state–action pairs.
+func TestLatticePresetSizes(t *testing.T) {
+	want := map[string]int{"Pendulum-v1": 3360, "CartPole-v1": 1750, "Acrobot-v1": 6075}
+	for _, env := range ControlEnvNames() {
+		e, _ := LookupControl(env)
+		for _, preset := range LatticePresets {
+			g, err := e.Grid(preset, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 1
+			for _, a := range append(g.State, g.Action...) {
+				n *= a.N
+			}
+			switch preset {
+			case "paper":
+				if n != want[env] {
+					t.Errorf("%s paper lattice: %d pairs, want %d", env, n, want[env])
+				}
+			case "fine":
+				if n < 90_000 || n > 120_000 {
+					t.Errorf("%s fine lattice: %d pairs, want ≈ 1e5", env, n)
+				}
+			case "ultra":
+				if n < 900_000 || n > 1_100_000 {
+					t.Errorf("%s ultra lattice: %d pairs, want ≈ 1e6", env, n)
+				}
+			}
+		}
+	}
+	e, _ := LookupControl("Pendulum-v1")
+	if g, err := e.Grid("paper", map[string]int{"theta": 8}); err != nil || g.State[0].N != 8 {
+		t.Fatalf("override theta 8: %v %v", g.State[0], err)
+	}
+	for bins, msg := range map[string]map[string]int{
+		"no lattice axis": {"n_x": 3},
+		"n = 0":           {"thdot": 0},
+	} {
+		if _, err := e.Grid("paper", msg); err == nil || !contains(err.Error(), bins) {
+			t.Errorf("override %v: %v, want an error with %q", msg, err, bins)
+		}
+	}
+	if _, err := e.Grid("huge", nil); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
+
+// TestIdenticalControlClientsFuseBack: K identical clients fuse back to
+// their θ, the mean exactly and the debiased barycenter within tolerance.
+func TestIdenticalControlClientsFuseBack(t *testing.T) {
+	p := controlProbe(t, "Pendulum-v1", "paper")
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	theta := make([]float64, p.RBF.Dim())
+	for j := range theta {
+		theta[j] = 0.5 * rng.NormFloat64()
+	}
+	thetas := [][]float64{theta, theta, theta}
+	f := NewFuser()
+	for _, tc := range []struct {
+		opt fusion.Options
+		tol float64
+	}{
+		{fusion.Options{Method: fusion.MethodMean}, 1e-15},
+		{fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.Debiased, Tol: 1e-9, MaxIter: 2000}, 2e-3},
+	} {
+		spec := federation.TaskSpec{ID: "c-" + tc.opt.MethodName(), EnvFamily: "control", Probe: raw, ThetaDim: len(theta), Quorum: 3, MinClients: 3, Rounds: 1}
+		if spec.Fusion, err = EncodeFusion(tc.opt); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Validate(spec); err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Fuse(context.Background(), spec, thetas, []int{1, 1, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := make([]float64, len(theta))
+		floats.SubTo(d, out.Theta, theta)
+		rel := floats.Norm(d, 2) / floats.Norm(theta, 2)
+		if rel > tc.tol {
+			t.Errorf("%s: identical clients fuse to θ with relative error %.3g, want ≤ %g", tc.opt.MethodName(), rel, tc.tol)
+		}
+		t.Logf("%s: relative error %.3g", tc.opt.MethodName(), rel)
+	}
+}
+
+// TestControlProbeErrors: a bad probe is refused with a clear error.
+func TestControlProbeErrors(t *testing.T) {
+	p := controlProbe(t, "CartPole-v1", "paper")
+	bad := p
+	bad.Env = "Nope-v0"
+	raw, _ := json.Marshal(bad)
+	if _, err := (Control{}).Probe(raw); err == nil || !contains(err.Error(), "Nope-v0") {
+		t.Errorf("unknown env: %v", err)
+	}
+	bad = p
+	bad.RBF.Axes = bad.RBF.Axes[:2]
+	raw, _ = json.Marshal(bad)
+	if _, err := (Control{}).Probe(raw); err == nil || !contains(err.Error(), "RBF spec has 2 axes") {
+		t.Errorf("short RBF: %v", err)
+	}
+	if _, err := (Control{}).Probe(json.RawMessage(`{"env":"CartPole-v1","grid":{},"rbf":{},"extra":1}`)); err == nil {
+		t.Error("unknown key accepted")
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
