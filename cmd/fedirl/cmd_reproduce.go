@@ -22,6 +22,7 @@ func newReproduceCmd() *cobra.Command {
 		Short: "Reproduce the paper's studies (tables and figures into a run folder)",
 	}
 	cmd.AddCommand(newReproduceGridworldCmd())
+	cmd.AddCommand(newReproduceControlCmd())
 	return cmd
 }
 

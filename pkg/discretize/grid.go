@@ -214,11 +214,17 @@ func (g *Grid) SnapTrajectory(states, actions [][]float64, terminated bool) (s, 
 		if len(x) != g.StateDim() {
 			return nil, nil, fmt.Errorf("discretize: trajectory state %d has %d coordinates, the grid %d", t, len(x), g.StateDim())
 		}
+		if err := finite(x); err != nil {
+			return nil, nil, fmt.Errorf("discretize: trajectory state %d: %w", t, err)
+		}
 		s[t] = g.SnapState(x)
 	}
 	for t, x := range actions {
 		if len(x) != g.ActionDim() {
 			return nil, nil, fmt.Errorf("discretize: trajectory action %d has %d coordinates, the grid %d", t, len(x), g.ActionDim())
+		}
+		if err := finite(x); err != nil {
+			return nil, nil, fmt.Errorf("discretize: trajectory action %d: %w", t, err)
 		}
 		a[t] = g.SnapAction(x)
 	}
@@ -242,4 +248,13 @@ func PairFeatures(g *Grid, spec *features.RBFSpec) (*mat.Dense, error) {
 	phi := mat.NewDense(n+g.NumActions(), d, nil)
 	copy(phi.RawMatrix().Data, cells.RawMatrix().Data)
 	return phi, nil
+}
+
+func finite(x []float64) error {
+	for k, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("coordinate %d is %v", k, v)
+		}
+	}
+	return nil
 }

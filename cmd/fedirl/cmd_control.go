@@ -1,0 +1,269 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedirl/fedirl/pkg/experiments/control"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// controlAxisNames lists every lattice axis name of the control family (the appendix's --n-* flags).
+func controlAxisNames() []string {
+	var out []string
+	for _, env := range tasks.ControlEnvNames() {
+		e, _ := tasks.LookupControl(env)
+		for _, a := range e.AxisNames() {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// newReproduceControlCmd builds "fedirl reproduce control" and its "merge".
+func newReproduceControlCmd() *cobra.Command {
+	var (
+		envList, lattice, configPath, out, shard string
+		quick, full                              bool
+		seeds, jobs                              int
+	)
+	bins := map[string]*int{}
+	cmd := &cobra.Command{
+		Use:   "control",
+		Short: "Continuous-control study: experts, demonstrations, lattice MaxEnt IRL, mean vs barycentric fusion, PPO on the fused rewards (Figures 3 and 5)",
+		Long: `Runs the paper's continuous-control study. For each environment and seed, each
+client (its own physics, appendix "Setups") trains a PPO expert and records
+demonstrations; MaxEnt IRL on a lattice model of its own simulator gives θ_i
+(64 RBF features plus a bias); the server fuses them by averaging, by the
+Wasserstein barycenter and by the debiased barycenter, through the same
+federation code as the network path; PPO is trained on each reward in every
+training and held-out client's environment and judged by the true return.
+
+Every unit of work is a file under OUT/units, named by a hash of what it
+depends on: rerunning continues a killed run, and changing a setting
+recomputes only what depends on it. --shard i/n runs a deterministic subset
+of the PPO evaluations (and the upstream units they need); then
+"fedirl reproduce control merge OUT SHARD_DIR..." assembles the outputs.
+
+Outputs: config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
+figure3.png (Pendulum, CartPole), figure5.png (Acrobot; LunarLander when
+present), resolution.png, log.txt.`,
+		Example: `  fedirl reproduce control --quick --out /tmp/control-smoke
+  fedirl reproduce control --env Acrobot-v1 --lattice fine --seeds 5
+  fedirl reproduce control --env Pendulum-v1 --n-theta 64 --n-thdot 41
+  fedirl reproduce control --full --shard 3/10 --out runs/control-full   # one job of an array`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if quick && full {
+				return fmt.Errorf("--quick and --full exclude each other")
+			}
+			cfg := control.DefaultConfig()
+			name := "default"
+			switch {
+			case quick:
+				cfg, name = control.QuickConfig(), "quick"
+			case full:
+				cfg, name = control.FullConfig(), "full"
+			}
+			if configPath != "" {
+				var err error
+				if cfg, err = control.LoadConfig(configPath, cfg); err != nil {
+					return err
+				}
+			}
+			if cmd.Flags().Changed("env") {
+				var envs []string
+				for _, e := range strings.Split(envList, ",") {
+					e = strings.TrimSpace(e)
+					if _, err := tasks.LookupControl(e); err != nil {
+						return fmt.Errorf("--env: %w", err)
+					}
+					if _, ok := cfg.Env[e]; !ok {
+						return fmt.Errorf("--env %s: the %s preset has no settings for it", e, name)
+					}
+					envs = append(envs, e)
+				}
+				cfg.Envs = envs
+			}
+			if cmd.Flags().Changed("lattice") {
+				ls := strings.Split(lattice, ",")
+				for _, l := range ls {
+					if !slices.Contains(tasks.LatticePresets, l) {
+						return fmt.Errorf("--lattice %q: want paper, fine or ultra (comma-separated for several)", l)
+					}
+				}
+				for _, e := range cfg.Envs {
+					cfg.Lattices[e] = ls
+				}
+			}
+			for axis, n := range bins {
+				if !cmd.Flags().Changed("n-" + axis) {
+					continue
+				}
+				if *n < 1 {
+					return fmt.Errorf("--n-%s %d: want ≥ 1 bins", axis, *n)
+				}
+				used := false
+				for _, e := range cfg.Envs {
+					ce, _ := tasks.LookupControl(e)
+					if slices.Contains(ce.AxisNames(), axis) {
+						ec := cfg.Env[e]
+						ec.Bins = mapsClone(ec.Bins)
+						ec.Bins[axis] = *n
+						cfg.Env[e] = ec
+						used = true
+					}
+				}
+				if !used {
+					return fmt.Errorf("--n-%s: none of the selected environments (%s) has a %q axis", axis, strings.Join(cfg.Envs, ", "), axis)
+				}
+			}
+			if cmd.Flags().Changed("seeds") {
+				if seeds < 1 {
+					return fmt.Errorf("--seeds %d: want ≥ 1", seeds)
+				}
+				cfg.NumberOfSeeds = seeds
+			}
+			var sh control.Shard
+			if shard != "" {
+				var err error
+				if sh, err = control.ParseShard(shard); err != nil {
+					return err
+				}
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			if out == "" {
+				out = filepath.Join("runs", "control-"+name)
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("creating --out %s: %w", out, err)
+			}
+			logf, err := os.OpenFile(filepath.Join(out, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("creating log: %w", err)
+			}
+			defer logf.Close()
+			log := io.MultiWriter(logf, cmd.ErrOrStderr())
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			start := time.Now()
+			fmt.Fprintf(log, "fedirl reproduce control (%s): %s, %d seeds, %d+%d clients, %d jobs, GOMAXPROCS %d, shard %q, started %s\n",
+				name, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), shard, start.UTC().Format(time.RFC3339))
+			st, err := control.New(cfg, out, jobs, logf)
+			if err != nil {
+				return err
+			}
+			st.Progress = true
+			if err := st.WriteConfig(); err != nil {
+				return err
+			}
+			if err := st.Run(ctx, sh); err != nil {
+				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+				return err
+			}
+			fmt.Fprintf(log, "units computed: %v; %v\n", st.Computed, time.Since(start).Round(time.Millisecond))
+			if sh.Count > 1 {
+				fmt.Fprintf(log, "shard %s done; assemble with: fedirl reproduce control merge --config %s/config.yaml OUT SHARD_DIRS...\n", shard, out)
+				return nil
+			}
+			sum, err := st.WriteOutputs()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "wrote %s in %v\n", out, time.Since(start).Round(time.Millisecond))
+			fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&envList, "env", "", "comma-separated environments (default: the preset's; known: "+strings.Join(tasks.ControlEnvNames(), ", ")+")")
+	f.StringVar(&lattice, "lattice", "", "lattice preset(s) for every environment: paper, fine (≈1e5 pairs), ultra (≈1e6), comma-separated")
+	f.StringVar(&configPath, "config", "", "YAML config (keys as in the run folder's config.yaml) over the preset")
+	f.StringVar(&out, "out", "", "run folder (default runs/control-<preset>)")
+	f.StringVar(&shard, "shard", "", "run only shard i/n of the PPO evaluations (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
+	f.BoolVar(&quick, "quick", false, "smoke test (≤ 90 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets")
+	f.BoolVar(&full, "full", false, "the paper's scale: 6 clients, 10 seeds, the appendix's budgets, paper and fine lattices")
+	f.IntVar(&seeds, "seeds", 0, "number of seeds (default: the preset's)")
+	f.IntVar(&jobs, "jobs", 2, "units run in parallel (results do not depend on it)")
+	for _, a := range controlAxisNames() {
+		bins[a] = new(int)
+		f.IntVar(bins[a], "n-"+a, 0, fmt.Sprintf("bins of the %q lattice axis in every selected environment that has one (0: the lattice preset's)", a))
+	}
+	cmd.AddCommand(newControlMergeCmd())
+	return cmd
+}
+
+func mapsClone(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// newControlMergeCmd builds "fedirl reproduce control merge".
+func newControlMergeCmd() *cobra.Command {
+	var (
+		configPath  string
+		quick, full bool
+	)
+	cmd := &cobra.Command{
+		Use:   "merge OUT SHARD_DIR...",
+		Short: "Assemble the outputs of sharded runs into OUT (the same bytes as one unsharded run)",
+		Example: `  fedirl reproduce control merge runs/control runs/control-shard-*
+  fedirl reproduce control merge --full runs/full runs/full-shard-*`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := control.DefaultConfig()
+			switch {
+			case quick && full:
+				return fmt.Errorf("--quick and --full exclude each other")
+			case quick:
+				cfg = control.QuickConfig()
+			case full:
+				cfg = control.FullConfig()
+			}
+			if configPath != "" {
+				var err error
+				if cfg, err = control.LoadConfig(configPath, cfg); err != nil {
+					return err
+				}
+			}
+			out := args[0]
+			n, err := control.Merge(out, args[1:])
+			if err != nil {
+				return err
+			}
+			st, err := control.New(cfg, out, 1, nil)
+			if err != nil {
+				return err
+			}
+			sum, err := st.WriteOutputs()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "merged %d unit files into %s\n", n, out)
+			fmt.Fprint(cmd.OutOrStdout(), sum.Markdown())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "", "the config the shards ran with (e.g. a shard folder's config, or your YAML)")
+	cmd.Flags().BoolVar(&quick, "quick", false, "the shards ran with --quick")
+	cmd.Flags().BoolVar(&full, "full", false, "the shards ran with --full")
+	return cmd
+}

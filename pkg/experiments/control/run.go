@@ -1,0 +1,289 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/progress"
+)
+
+// Shard selects the evaluation units of one job of a job array: those whose
+// index in the study's fixed order is ≡ Index (mod Count). The zero Shard
+// (Count 0 or 1) is the whole study.
+type Shard struct{ Index, Count int }
+
+// ParseShard reads "i/n" (0 ≤ i < n).
+func ParseShard(s string) (Shard, error) {
+	var sh Shard
+	if _, err := fmt.Sscanf(s, "%d/%d", &sh.Index, &sh.Count); err != nil || sh.Count < 1 || sh.Index < 0 || sh.Index >= sh.Count {
+		return Shard{}, fmt.Errorf("--shard %q: want i/n with 0 ≤ i < n, e.g. 0/3", s)
+	}
+	return sh, nil
+}
+
+func (sh Shard) has(i int) bool { return sh.Count <= 1 || i%sh.Count == sh.Index }
+
+// Study runs the control study into a run folder.
+type Study struct {
+	cfg  Config
+	dir  string
+	jobs int
+	log  io.Writer
+	// Progress, when true, draws a progress bar per phase on a terminal.
+	Progress bool
+	// Computed counts the units computed (not found on disk) by kind.
+	Computed map[string]int
+	mu       sync.Mutex
+}
+
+// New returns a study of cfg writing into dir with jobs parallel units;
+// log receives one line per phase and per computed unit.
+func New(cfg Config, dir string, jobs int, log io.Writer) (*Study, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if jobs < 1 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	return &Study{cfg: cfg, dir: dir, jobs: jobs, log: log, Computed: map[string]int{}}, nil
+}
+
+// evalJobs lists every evaluation run of the study in a fixed order.
+func (s *Study) evalJobs() []evalJob {
+	var out []evalJob
+	c := s.cfg
+	for _, env := range c.Envs {
+		for si := range c.NumberOfSeeds {
+			seed := c.Seed + uint64(si)
+			for _, m := range c.Methods {
+				lattices := c.Lattices[env]
+				if m == MethodTrue {
+					lattices = []string{"-"}
+				}
+				for _, l := range lattices {
+					n := c.NumberOfClients + c.HeldOutClients
+					if m == MethodLocal {
+						n = c.NumberOfClients
+					}
+					for client := range n {
+						out = append(out, evalJob{env, l, m, seed, client})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// task is one unit with the function that computes it.
+type task struct {
+	u   unit
+	run func(ctx context.Context, workers int) error
+	env string
+}
+
+// plan returns, phase by phase, the units the selected evaluation runs need.
+func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
+	jobs := s.evalJobs()
+	var mine []evalJob
+	for i, j := range jobs {
+		if sh.has(i) {
+			mine = append(mine, j)
+		}
+	}
+	seen := map[string]bool{}
+	phases := make([][]task, 5)
+	add := func(p int, t task) {
+		if !seen[t.u.kind+t.u.key] {
+			seen[t.u.kind+t.u.key] = true
+			phases[p] = append(phases[p], t)
+		}
+	}
+	addClient := func(env, lattice string, client int, seed uint64) error {
+		du, dsp, eu, esp, err := s.demosUnit(env, client, seed)
+		if err != nil {
+			return err
+		}
+		add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env})
+		add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, env})
+		if lattice == "-" {
+			return nil
+		}
+		iu, isp, err := s.irlUnit(env, lattice, client, seed)
+		if err != nil {
+			return err
+		}
+		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env})
+		return nil
+	}
+	for _, j := range mine {
+		switch j.Method {
+		case MethodTrue:
+		case MethodLocal:
+			if err := addClient(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
+				return nil, nil, err
+			}
+		default:
+			for c := range s.cfg.NumberOfClients {
+				if err := addClient(j.Env, j.Lattice, c, j.Seed); err != nil {
+					return nil, nil, err
+				}
+			}
+			fu, fsp, locals, err := s.fusionUnit(j.Env, j.Lattice, j.Method, j.Seed)
+			if err != nil {
+				return nil, nil, err
+			}
+			j := j
+			add(3, task{fu, func(ctx context.Context, _ int) error {
+				return s.runFusion(ctx, fu, fsp, locals, j.Env, j.Lattice, j.Method, j.Seed)
+			}, j.Env})
+		}
+		eu, esp, err := s.evalUnit(j)
+		if err != nil {
+			return nil, nil, err
+		}
+		j := j
+		add(4, task{eu, func(ctx context.Context, _ int) error { return s.runEval(ctx, eu, esp, j) }, j.Env})
+	}
+	return phases, mine, nil
+}
+
+var phaseNames = []string{"experts", "demonstrations", "local IRL", "fusion", "PPO evaluation"}
+
+// Run computes the units of shard sh that are not on disk yet, phase by
+// phase, jobs at a time. The outputs are written by WriteOutputs.
+func (s *Study) Run(ctx context.Context, sh Shard) error {
+	phases, _, err := s.plan(sh)
+	if err != nil {
+		return err
+	}
+	for p, ts := range phases {
+		var todo []task
+		for _, t := range ts {
+			if !exists(t.u.path(s.dir)) {
+				todo = append(todo, t)
+			}
+		}
+		fmt.Fprintf(s.log, "%s: %d units, %d on disk, %d to compute\n", phaseNames[p], len(ts), len(ts)-len(todo), len(todo))
+		if len(todo) == 0 {
+			continue
+		}
+		var bar *progress.Bar
+		if s.Progress {
+			bar = progress.New(len(todo), phaseNames[p])
+		}
+		err := s.pool(ctx, todo, bar)
+		bar.Finish()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pool runs tasks jobs at a time; the first error cancels the rest.
+func (s *Study) pool(ctx context.Context, todo []task, bar *progress.Bar) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := 1
+	if s.jobs == 1 {
+		workers = runtime.GOMAXPROCS(0) // one unit at a time: let its kernels use every core
+	}
+	ch := make(chan task)
+	errs := make(chan error, len(todo))
+	var wg sync.WaitGroup
+	for range min(s.jobs, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range ch {
+				start := time.Now()
+				if err := t.run(ctx, workers); err != nil {
+					errs <- fmt.Errorf("%s %s: %w", t.u.kind, t.u.name, err)
+					cancel()
+					continue
+				}
+				s.mu.Lock()
+				s.Computed[t.u.kind]++
+				fmt.Fprintf(s.log, "  %s %s (%v)\n", t.u.kind, t.u.name, time.Since(start).Round(time.Millisecond))
+				s.mu.Unlock()
+				bar.Add(1)
+			}
+		}()
+	}
+	for _, t := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		ch <- t
+	}
+	close(ch)
+	wg.Wait()
+	close(errs)
+	if err, ok := <-errs; ok {
+		return err
+	}
+	return ctx.Err()
+}
+
+// Merge copies the unit files of other run folders into dir (a unit with
+// the same name has the same content, by construction of the keys).
+func Merge(dir string, from []string) (int, error) {
+	n := 0
+	for _, src := range from {
+		for _, kind := range []string{"expert", "demos", "irl", "fusion", "eval"} {
+			entries, err := os.ReadDir(fmt.Sprintf("%s/units/%s", src, kind))
+			if os.IsNotExist(err) {
+				continue
+			}
+			if err != nil {
+				return n, fmt.Errorf("merge: %w", err)
+			}
+			for _, e := range entries {
+				if e.IsDir() || e.Name()[0] == '.' {
+					continue
+				}
+				dst := fmt.Sprintf("%s/units/%s/%s", dir, kind, e.Name())
+				if exists(dst) {
+					continue
+				}
+				b, err := os.ReadFile(fmt.Sprintf("%s/units/%s/%s", src, kind, e.Name()))
+				if err != nil {
+					return n, fmt.Errorf("merge: %w", err)
+				}
+				if err := report.WriteFile(dst, b); err != nil {
+					return n, err
+				}
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// Missing returns the evaluation units of the whole study that are not on disk.
+func (s *Study) Missing() ([]string, error) {
+	var out []string
+	for _, j := range s.evalJobs() {
+		u, _, err := s.evalUnit(j)
+		if err != nil {
+			return nil, err
+		}
+		if !exists(u.path(s.dir)) {
+			out = append(out, u.name)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
