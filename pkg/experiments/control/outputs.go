@@ -335,7 +335,8 @@ func panel(evals []EvalFile, env, lattice string, methods []string) (*plot.Plot,
 	p.Title.Text = env + " (" + lattice + " lattice)"
 	p.X.Label.Text = "PPO training steps"
 	p.Y.Label.Text = "true environment return"
-	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	for _, m := range methods {
 		// seed -> step -> (sum, n)
 		type sn struct {
@@ -397,7 +398,7 @@ func panel(evals []EvalFile, env, lattice string, methods []string) (*plot.Plot,
 		if err != nil {
 			return nil, err
 		}
-		poly.Color = color.RGBA{col.R, col.G, col.B, 50}
+		poly.Color = color.NRGBA{col.R, col.G, col.B, 45} // non-premultiplied: a translucent band
 		poly.LineStyle.Width = 0
 		l, err := plotter.NewLine(mean)
 		if err != nil {
@@ -470,6 +471,16 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 		p.Y.Label.Text = "final true return"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Legend.Top = true
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range sum.Rows {
+			if r.Env == env && r.Pairs > 0 {
+				lo, hi = math.Min(lo, float64(r.Pairs)), math.Max(hi, float64(r.Pairs))
+			}
+		}
+		if lo <= hi { // at least a decade either side, so the log axis has labelled ticks
+			p.X.Min, p.X.Max = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi*1.01)))
+		}
 		for _, m := range []string{MethodMean, MethodBarycenter, MethodDebiased} {
 			var pts, lo, hi plotter.XYs
 			for _, r := range sum.Rows {
