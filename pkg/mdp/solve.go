@@ -459,7 +459,9 @@ func (ws *Workspace) softRange(w, lo, hi int) {
 					sum += math.Exp(z)
 				}
 			}
-			v = mx + tau*math.Log(sum)
+			if sum != 1 { // sum is exactly 1 when only the maximum contributes: log 1 = 0
+				v = mx + tau*math.Log(sum)
+			}
 		}
 		if d := math.Abs(v - vIn[s]); d > diff || d != d {
 			diff = d
