@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // CoordinatorConfig configures a Coordinator. Zero values are documented defaults.
@@ -46,12 +44,12 @@ type CoordinatorConfig struct {
 var ErrTransient = errors.New("transient fusion failure")
 
 // Coordinator is the transport-independent server core: it authenticates
-// and validates requests, records submissions idempotently in the Store,
+// and validates requests, records submissions idempotently in its store,
 // fuses each round when its quorum is reached (or at the deadline with at
 // least MinClients), advances rounds and serves fused results. It is safe for
 // concurrent use.
 type Coordinator struct {
-	store *Store
+	store roundStore
 	cfg   CoordinatorConfig
 
 	mu     sync.Mutex
@@ -79,6 +77,12 @@ type retryState struct {
 // while the server was down, and starts the deadline checker. Close stops it
 // (the store is closed by its owner).
 func NewCoordinator(store *Store, cfg CoordinatorConfig) (*Coordinator, error) {
+	return newCoordinator(store, cfg)
+}
+
+// newCoordinator is NewCoordinator on any roundStore (the in-memory one of
+// RunInProcess).
+func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Fuser == nil {
 		return nil, errors.New("federation: CoordinatorConfig.Fuser is nil")
 	}
@@ -106,7 +110,7 @@ func NewCoordinator(store *Store, cfg CoordinatorConfig) (*Coordinator, error) {
 		stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
-		cfg.Metrics.store.Store(store)
+		cfg.Metrics.store.Store(&store)
 	}
 	c.checkDeadlines()
 	c.wg.Add(1)
@@ -135,8 +139,12 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// Store returns the coordinator's store.
-func (c *Coordinator) Store() *Store { return c.store }
+// Store returns the coordinator's bbolt store, or nil when it runs on the
+// in-memory store of an in-process run.
+func (c *Coordinator) Store() *Store {
+	s, _ := c.store.(*Store)
+	return s
+}
 
 // CreateTask defines a task and returns one bearer token per client.
 // The task's family must accept the spec (Fuser.Validate), so that a task the
@@ -145,7 +153,7 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 	if err := c.checkFusable(spec); err != nil {
 		return nil, err
 	}
-	return c.store.CreateTask(spec, clients, c.cfg.Now())
+	return createTask(c.store, spec, clients, c.cfg.Now())
 }
 
 // checkFusable normalizes and validates spec and asks the fuser whether it
@@ -209,46 +217,26 @@ func (c *Coordinator) loop() {
 func (c *Coordinator) checkDeadlines() {
 	var ready []string
 	now := c.cfg.Now()
-	c.store.db.View(func(tx *bolt.Tx) error {
-		for _, id := range taskIDs(tx) {
-			rec, err := c.task(tx, id)
-			if err != nil {
-				continue
-			}
-			st, err := readState(tx, id)
-			if err != nil {
-				continue
-			}
-			if ok, _ := readyToFuse(&rec.Spec, st, countSubs(tx, id, st.Round), now); ok {
-				ready = append(ready, id)
-			}
+	tasks, _ := c.store.listTasks()
+	for _, t := range tasks {
+		if t.Err != nil {
+			continue
 		}
-		return nil
-	})
+		rec, err := c.lookupTask(t.ID)
+		if err != nil {
+			continue
+		}
+		if ok, _ := readyToFuse(&rec.Spec, t.State, t.Submissions, now); ok {
+			ready = append(ready, t.ID)
+		}
+	}
 	for _, id := range ready {
 		c.maybeFuse(id)
 	}
 }
 
-// task returns the cached task record of id, reading it in tx on first use.
-func (c *Coordinator) task(tx *bolt.Tx, id string) (*taskRecord, error) {
-	c.mu.Lock()
-	rec := c.tasks[id]
-	c.mu.Unlock()
-	if rec != nil {
-		return rec, nil
-	}
-	r, err := readTask(tx, id)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	c.tasks[id] = &r
-	c.mu.Unlock()
-	return &r, nil
-}
-
-// lookupTask is task in its own read transaction.
+// lookupTask returns the cached task record of id, reading it from the store
+// on first use.
 func (c *Coordinator) lookupTask(id string) (*taskRecord, error) {
 	c.mu.Lock()
 	rec := c.tasks[id]
@@ -256,12 +244,14 @@ func (c *Coordinator) lookupTask(id string) (*taskRecord, error) {
 	if rec != nil {
 		return rec, nil
 	}
-	err := c.store.db.View(func(tx *bolt.Tx) error {
-		var err error
-		rec, err = c.task(tx, id)
-		return err
-	})
-	return rec, err
+	r, err := c.store.task(id)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.tasks[id] = &r
+	c.mu.Unlock()
+	return &r, nil
 }
 
 // authenticate checks that cred may act as clientID on task taskID.
@@ -309,25 +299,19 @@ func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, cli
 		return TaskInfo{}, err
 	}
 	info := TaskInfo{Spec: rec.Spec}
-	err = c.store.db.View(func(tx *bolt.Tx) error {
-		st, err := readState(tx, taskID)
-		if err != nil {
-			return err
-		}
-		info.CurrentRound, info.Done = st.Round, st.Done
-		if rec.Spec.WarmStart && st.Round > 1 {
-			fr, ok, err := readFused(tx, taskID, st.Round-1)
-			if err != nil {
-				return err
-			}
-			if ok {
-				info.WarmStart = fr.Theta
-			}
-		}
-		return nil
-	})
+	st, err := c.store.state(taskID)
 	if err != nil {
 		return TaskInfo{}, internal(err)
+	}
+	info.CurrentRound, info.Done = st.Round, st.Done
+	if rec.Spec.WarmStart && st.Round > 1 {
+		fr, ok, err := c.store.fused(taskID, st.Round-1)
+		if err != nil {
+			return TaskInfo{}, internal(err)
+		}
+		if ok {
+			info.WarmStart = fr.Theta
+		}
 	}
 	info.Spec.Probe = slices.Clone(info.Spec.Probe)
 	return info, nil
@@ -362,86 +346,26 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 		return SubmitResult{}, e
 	}
 	sub.Theta = slices.Clone(sub.Theta)
-	var res SubmitResult
-	var fuse bool
-	var refusal *Error
-	// A refusal is reported through refusal, not as the function's error: the
-	// function then wrote nothing, and an error would make bbolt re-run the
-	// rest of the batch.
-	// decide is the round's decision on sub in tx: refuse it (refusal),
-	// acknowledge a duplicate (res.Duplicate), or accept it (true: write).
-	decide := func(tx *bolt.Tx) (taskState, bool, error) {
-		res, fuse, refusal = SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum}, false, nil
-		st, err := readState(tx, sub.TaskID)
-		if err != nil {
-			return st, false, err
-		}
-		old, exists, err := readSub(tx, sub.TaskID, sub.Round, sub.ClientID)
-		if err != nil {
-			return st, false, err
-		}
-		var prev *Submission
-		if exists {
-			prev = &old
-		}
-		v := decideSubmission(st, prev, &sub)
-		if v == Duplicate {
-			res.Duplicate = true
-			res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
-			res.Message = fmt.Sprintf("duplicate: already accepted at %s", old.ReceivedAt.Format(time.RFC3339Nano))
-		}
-		refusal = v.refusal(st, &sub)
-		return st, v == Accept, nil
-	}
-	// Refusals and duplicates are answered from a read-only transaction: they
-	// write nothing, so they cost no fsync. Only a submission that would be
-	// accepted enters the write batch, which decides again.
-	var write bool
-	err = c.store.db.View(func(tx *bolt.Tx) error {
-		_, write, err = decide(tx)
-		return err
-	})
-	if err == nil && write {
-		err = c.store.db.Batch(func(tx *bolt.Tx) error {
-			st, accept, err := decide(tx)
-			if err != nil || !accept {
-				return err
-			}
-			return c.accept(tx, rec, st, &sub, &res, &fuse)
-		})
-	}
+	sub.ReceivedAt = c.cfg.Now().UTC()
+	r, err := c.store.recordSubmission(&sub)
 	if err != nil {
 		return SubmitResult{}, internal(err)
 	}
-	if refusal != nil {
+	if refusal := r.Verdict.refusal(r.State, &sub); refusal != nil {
 		return SubmitResult{}, refusal
 	}
-	if !res.Duplicate {
-		c.cfg.Logf("task %s round %d: accepted theta from %s (%d/%d)", sub.TaskID, sub.Round, sub.ClientID, res.Submissions, rec.Spec.Quorum)
+	res := SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum, Submissions: r.Submissions}
+	if r.Verdict == Duplicate {
+		res.Duplicate = true
+		res.Message = fmt.Sprintf("duplicate: already accepted at %s", r.Old.ReceivedAt.Format(time.RFC3339Nano))
+		return res, nil
 	}
-	if fuse {
+	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
+	c.cfg.Logf("task %s round %d: accepted theta from %s (%d/%d)", sub.TaskID, sub.Round, sub.ClientID, res.Submissions, rec.Spec.Quorum)
+	if fuse, _ := readyToFuse(&rec.Spec, r.State, res.Submissions, c.cfg.Now()); fuse {
 		c.maybeFuse(sub.TaskID)
 	}
 	return res, nil
-}
-
-// accept stores an accepted submission in tx and fills res; fuse reports
-// whether the round became ready.
-func (c *Coordinator) accept(tx *bolt.Tx, rec *taskRecord, st taskState, sub *Submission, res *SubmitResult, fuse *bool) error {
-	sub.ReceivedAt = c.cfg.Now().UTC()
-	if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), sub); err != nil {
-		return err
-	}
-	res.Submissions = countSubs(tx, sub.TaskID, sub.Round)
-	if next := afterAccept(st, res.Submissions, sub.ReceivedAt); next != st {
-		st = next
-		if err := writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &st); err != nil {
-			return err
-		}
-	}
-	*fuse, _ = readyToFuse(&rec.Spec, st, res.Submissions, c.cfg.Now())
-	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
-	return nil
 }
 
 func sameSubmission(a, b *Submission) bool {
@@ -490,38 +414,14 @@ func (c *Coordinator) maybeFuse(taskID string) {
 // round is still the one being fused. Every accepted submission is therefore
 // either in the fused result or was refused because the round had closed.
 func (c *Coordinator) fuse(taskID string) {
-	var (
-		spec    TaskSpec
-		round   int
-		trigger string
-		subs    []Submission
-	)
-	err := c.store.db.Update(func(tx *bolt.Tx) error {
-		rec, err := c.task(tx, taskID)
-		if err != nil {
-			return err
-		}
-		st, err := readState(tx, taskID)
-		if err != nil {
-			return err
-		}
-		ok, trig := readyToFuse(&rec.Spec, st, countSubs(tx, taskID, st.Round), c.cfg.Now())
-		if !ok {
-			return nil
-		}
-		if _, done, err := readFused(tx, taskID, st.Round); err != nil || done {
-			return err // already fused: state will be advanced below only by the fusing tx
-		}
-		if subs, err = listSubs(tx, taskID, st.Round); err != nil {
-			return err
-		}
-		spec, round, trigger = rec.Spec, st.Round, trig
-		if st.Fusing {
-			return nil
-		}
-		st = startFusing(st, trig)
-		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
-	})
+	rec, err := c.lookupTask(taskID)
+	if err != nil {
+		c.fusionFailed(taskID, err, false)
+		return
+	}
+	spec := rec.Spec
+	snap, err := c.store.beginFusing(&spec, c.cfg.Now())
+	round, trigger, subs := snap.Round, snap.Trigger, snap.Subs
 	if err != nil || subs == nil {
 		c.fusionFailed(taskID, err, false)
 		return
@@ -555,21 +455,7 @@ func (c *Coordinator) fuse(taskID string) {
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
 		Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
-	err = c.store.db.Update(func(tx *bolt.Tx) error {
-		st, err := readState(tx, taskID)
-		if err != nil {
-			return err
-		}
-		next, err := afterFusion(st, &spec, round)
-		if err != nil {
-			return err
-		}
-		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(taskID)), roundKey(round), &fr); err != nil {
-			return err
-		}
-		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &next)
-	})
-	if err != nil {
+	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
 	}
@@ -605,23 +491,16 @@ func (c *Coordinator) fusionFailed(taskID string, err error, permanent bool) {
 	if !permanent {
 		return
 	}
-	uerr := c.store.db.Update(func(tx *bolt.Tx) error {
-		st, err2 := readState(tx, taskID)
-		if err2 != nil {
-			return err2
-		}
-		st = failRound(st, err.Error())
-		return writeJSONValue(tx.Bucket(bucketState), []byte(taskID), &st)
-	})
-	if uerr != nil {
+	if uerr := c.store.failRound(taskID, err.Error()); uerr != nil {
 		c.cfg.Logf("task %s: recording the failed round: %v", taskID, uerr)
 	}
 	c.broadcast(taskID)
 }
 
-// waitingFor returns the admitted clients of rec without a submission in
-// round (sorted, at most MaxWaitingFor) and how many more there are.
-func waitingFor(tx *bolt.Tx, rec *taskRecord, round int) ([]string, int) {
+// waitingFor returns the admitted clients of rec not in submitted (sorted
+// ids of the clients with a submission in the round), sorted, at most
+// MaxWaitingFor, and how many more there are.
+func waitingFor(rec *taskRecord, submitted []string) ([]string, int) {
 	var out []string
 	more := 0
 	ids := make([]string, 0, len(rec.Clients))
@@ -630,7 +509,7 @@ func waitingFor(tx *bolt.Tx, rec *taskRecord, round int) ([]string, int) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		if _, ok, err := readSub(tx, rec.Spec.ID, round, id); err == nil && !ok {
+		if _, ok := slices.BinarySearch(submitted, id); !ok {
 			if len(out) < MaxWaitingFor {
 				out = append(out, id)
 			} else {
@@ -677,24 +556,7 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 	defer timer.Stop()
 	for {
 		ch := c.waiter(taskID)
-		var fs FusedStatus
-		var failed string
-		err := c.store.db.View(func(tx *bolt.Tx) error {
-			fs = FusedStatus{Quorum: rec.Spec.Quorum}
-			fr, ok, err := readFused(tx, taskID, round)
-			if err != nil {
-				return err
-			}
-			fs.Ready, fs.Result = ok, fr
-			if st, err := readState(tx, taskID); err == nil && !ok && st.Round == round && st.Failed != "" {
-				failed = st.Failed
-			}
-			fs.Submissions = countSubs(tx, taskID, round)
-			if !ok {
-				fs.WaitingFor, fs.WaitingForMore = waitingFor(tx, rec, round)
-			}
-			return nil
-		})
+		fs, failed, err := c.fusedStatus(rec, round)
 		if err != nil {
 			return FusedStatus{}, internal(err)
 		}
@@ -716,6 +578,30 @@ func (c *Coordinator) GetFused(ctx context.Context, cred Credentials, taskID, cl
 	}
 }
 
+// fusedStatus reads a round's fused result, or its submissions and who it
+// waits for; failed is why the round cannot be fused, if it failed.
+func (c *Coordinator) fusedStatus(rec *taskRecord, round int) (fs FusedStatus, failed string, err error) {
+	id := rec.Spec.ID
+	fs = FusedStatus{Quorum: rec.Spec.Quorum}
+	if fs.Result, fs.Ready, err = c.store.fused(id, round); err != nil {
+		return FusedStatus{}, "", err
+	}
+	if !fs.Ready {
+		if st, err := c.store.state(id); err == nil && st.Round == round && st.Failed != "" {
+			failed = st.Failed
+		}
+	}
+	submitted, err := c.store.submitters(id, round)
+	if err != nil {
+		return FusedStatus{}, "", err
+	}
+	fs.Submissions = len(submitted)
+	if !fs.Ready {
+		fs.WaitingFor, fs.WaitingForMore = waitingFor(rec, submitted)
+	}
+	return fs, failed, nil
+}
+
 // Status summarises every task. When an admin token is configured, cred
 // must carry it.
 func (c *Coordinator) Status(ctx context.Context, cred Credentials) ([]TaskStatus, error) {
@@ -725,26 +611,20 @@ func (c *Coordinator) Status(ctx context.Context, cred Credentials) ([]TaskStatu
 	if c.cfg.AdminToken != "" && !c.isAdmin(cred) {
 		return nil, errorf(CodeUnauthenticated, "status requires the admin token")
 	}
-	var out []TaskStatus
-	err := c.store.db.View(func(tx *bolt.Tx) error {
-		for _, id := range taskIDs(tx) {
-			c.mu.Lock()
-			seen := make(map[string]bool, len(c.seen[id]))
-			for k := range c.seen[id] {
-				seen[k] = true
-			}
-			lastErr := c.errs[id]
-			c.mu.Unlock()
-			ts := taskStatus(tx, id, seen)
-			if ts.Error == "" {
-				ts.Error = lastErr
-			}
-			out = append(out, ts)
-		}
-		return nil
-	})
+	out, err := c.store.statuses()
 	if err != nil {
 		return nil, internal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range out {
+		ts := &out[i]
+		if ts.Round > 0 { // record and state readable: add the clients seen since start
+			ts.ClientsSeen = mergeSeen(ts.ClientsSeen, c.seen[ts.ID])
+		}
+		if ts.Error == "" {
+			ts.Error = c.errs[ts.ID]
+		}
 	}
 	return out, nil
 }

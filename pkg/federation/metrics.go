@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Metrics are the server's Prometheus metrics (official client library). A
@@ -19,7 +18,7 @@ type Metrics struct {
 	fusionTime  prometheus.Histogram
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
-	store       atomic.Pointer[Store]
+	store       atomic.Pointer[roundStore]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -90,22 +89,19 @@ func (t taskStates) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[string]float64{"open": 0, "fusing": 0, "done": 0, "failed": 0}
-	_ = s.db.View(func(tx *bolt.Tx) error {
-		for _, id := range taskIDs(tx) {
-			st, err := readState(tx, id)
-			switch {
-			case err != nil || st.Failed != "":
-				counts["failed"]++
-			case st.Done:
-				counts["done"]++
-			case st.Fusing:
-				counts["fusing"]++
-			default:
-				counts["open"]++
-			}
+	tasks, _ := (*s).listTasks()
+	for _, t := range tasks {
+		switch {
+		case t.Err != nil || t.State.Failed != "":
+			counts["failed"]++
+		case t.State.Done:
+			counts["done"]++
+		case t.State.Fusing:
+			counts["fusing"]++
+		default:
+			counts["open"]++
 		}
-		return nil
-	})
+	}
 	for _, state := range []string{"open", "fusing", "done", "failed"} {
 		ch <- prometheus.MustNewConstMetric(taskStatesDesc, prometheus.GaugeValue, counts[state], state)
 	}

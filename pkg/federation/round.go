@@ -7,8 +7,8 @@ import (
 
 // The round state machine: the coordinator's decisions as pure functions of
 // a task's round state, so they can be table-tested without a store. The
-// Coordinator reads the state in a transaction, asks these functions, and
-// writes what they return.
+// store's verbs (roundStore) read the state in a transaction, ask these
+// functions, and write what they return; the Coordinator asks them too.
 //
 //	open ──quorum or deadline──▶ fusing ──fused──▶ open (next round) or done
 //	                               │

@@ -3,8 +3,6 @@ package federation
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -17,13 +15,13 @@ type LocalClient struct {
 
 // InProcessConfig configures RunInProcess. Zero values are documented defaults.
 type InProcessConfig struct {
-	// StorePath is the bbolt file to use; "" means a temporary file removed afterwards.
+	// StorePath is the bbolt file to use (fsynced, kept afterwards); ""
+	// means an in-memory store that is discarded when RunInProcess returns.
 	StorePath string
-	// NoSync skips the fsync after each commit of the temporary store (bbolt
-	// Options.NoSync). It applies only when StorePath is "": the file is
-	// deleted when RunInProcess returns, so durability buys nothing, and
-	// simulations that run many small federations (the grid-world study)
-	// need not wait for the disk. A StorePath store is always fsynced.
+	// NoSync has no effect: it asked for an unsynced temporary file, and the
+	// temporary store is now in memory (no file, no fsync) whatever it says.
+	// A StorePath store is always fsynced. Kept so that existing
+	// configurations compile.
 	NoSync bool
 	// Fuser fuses each round (e.g. tasks.Fuser); required.
 	Fuser Fuser
@@ -31,31 +29,22 @@ type InProcessConfig struct {
 	Client ClientConfig
 }
 
-// noSync reports whether the store is opened without fsync: only a
-// temporary store, and only when asked.
-func (c InProcessConfig) noSync() bool { return c.NoSync && c.StorePath == "" }
-
 // RunInProcess runs a whole federation in one process through the same
 // Coordinator and RunClient that the networked server and client use, with
 // the InProcess transport: it creates the task, runs every client
 // concurrently, and returns the fused result of each round and each
 // client's report (in the order of clients).
 func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg InProcessConfig) ([]FusedResult, []ClientReport, error) {
-	path := cfg.StorePath
-	if path == "" {
-		dir, err := os.MkdirTemp("", "fedirl-inprocess-")
+	var store roundStore = newMemStore()
+	if cfg.StorePath != "" {
+		s, err := OpenStore(cfg.StorePath)
 		if err != nil {
-			return nil, nil, fmt.Errorf("in-process federation: %w", err)
+			return nil, nil, err
 		}
-		defer os.RemoveAll(dir)
-		path = filepath.Join(dir, "store.db")
+		defer s.Close()
+		store = s
 	}
-	store, err := openStore(path, cfg.noSync())
-	if err != nil {
-		return nil, nil, err
-	}
-	defer store.Close()
-	coord, err := NewCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser, OpenStatus: true}) // in-process: no network peers
+	coord, err := newCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser, OpenStatus: true}) // in-process: no network peers
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 )
 
-// TestRunInProcessNoSync checks that NoSync applies only to the temporary
-// store, opens it without fsync, and changes no result: every variant fuses
-// the independent weighted mean of the clients' θ_i (demo-count weights).
+// TestRunInProcessNoSync checks that without StorePath the run keeps its
+// store in memory (no file, whatever NoSync says), that a StorePath store is
+// a synced bbolt file kept afterwards, and that no variant changes the
+// result: every one fuses the independent weighted mean of the clients' θ_i
+// (demo-count weights).
 func TestRunInProcessNoSync(t *testing.T) {
 	dir := t.TempDir()
 	clients := []LocalClient{
@@ -21,28 +24,17 @@ func TestRunInProcessNoSync(t *testing.T) {
 	}
 	want := []float64{(1*1 + 3*3) / 4.0, (1*2 + 3*-2) / 4.0}
 	for _, tc := range []struct {
-		name       string
-		cfg        InProcessConfig
-		wantNoSync bool
+		name string
+		cfg  InProcessConfig
 	}{
-		{"temp-synced", InProcessConfig{}, false},
-		{"temp-nosync", InProcessConfig{NoSync: true}, true},
-		{"path-ignores-nosync", InProcessConfig{NoSync: true, StorePath: filepath.Join(dir, "kept.db")}, false},
-		{"path-synced", InProcessConfig{StorePath: filepath.Join(dir, "kept2.db")}, false},
+		{"temp", InProcessConfig{}},
+		{"temp-nosync", InProcessConfig{NoSync: true}},
+		{"path-ignores-nosync", InProcessConfig{NoSync: true, StorePath: filepath.Join(dir, "kept.db")}},
+		{"path-synced", InProcessConfig{StorePath: filepath.Join(dir, "kept2.db")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.cfg.noSync(); got != tc.wantNoSync {
-				t.Fatalf("noSync() = %v, want %v", got, tc.wantNoSync)
-			}
-			path := filepath.Join(t.TempDir(), "probe.db")
-			s, err := openStore(path, tc.cfg.noSync())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.db.NoSync != tc.wantNoSync {
-				t.Errorf("bbolt NoSync = %v, want %v", s.db.NoSync, tc.wantNoSync)
-			}
-			s.Close()
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // a temporary store file would appear here
 			spec := testSpec("nosync", 2, 2)
 			spec.Fusion = json.RawMessage(`{"weighting":"demos"}`)
 			tc.cfg.Fuser = &meanFuser{}
@@ -54,6 +46,9 @@ func TestRunInProcessNoSync(t *testing.T) {
 				t.Fatalf("%d fused rounds, %d reports", len(fused), len(reps))
 			}
 			approx.Slices(t, "fused theta", fused[0].Theta, want, 1e-15, 0)
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("the run left %d files in TMPDIR", len(left))
+			}
 			if tc.cfg.StorePath != "" { // a named store keeps the run
 				s, err := OpenStore(tc.cfg.StorePath)
 				if err != nil {
@@ -74,9 +69,8 @@ func TestRunInProcessNoSync(t *testing.T) {
 	}
 }
 
-// BenchmarkRunInProcess measures one whole in-process federation (store,
-// task, ten clients, one fused round) with and without fsync on the
-// temporary store.
+// BenchmarkRunInProcess measures one whole in-process federation (in-memory
+// store, task, ten clients, one fused round); NoSync no longer matters.
 func BenchmarkRunInProcess(b *testing.B) {
 	var clients []LocalClient
 	for i := range 10 {

@@ -18,10 +18,11 @@ import (
 
 // Store is the server's embedded database: one bbolt file holding task
 // definitions (with SHA-256 hashes of client tokens), round state, every
-// accepted submission and every fused result. Every write is one bbolt
-// transaction, fsynced before it returns, so an acknowledged submission
-// survives a crash or kill -9 (except the throwaway temporary store of an
-// in-process run with InProcessConfig.NoSync, which is never fsynced).
+// accepted submission and every fused result. It implements the
+// coordinator's store verbs (roundStore); in-process runs use an in-memory
+// implementation instead. Every write is one bbolt transaction, fsynced
+// before it returns, so an acknowledged submission survives a crash or
+// kill -9.
 //
 // Layout: bucket "tasks" (id -> task record), "state" (id -> round state),
 // "subs" (one nested bucket per task; "RRRRRRRRRR/client" -> submission) and
@@ -80,21 +81,12 @@ type StoreOptions struct {
 	// ReadOnly opens the store without taking the write lock or writing
 	// anything (for offline status and checks).
 	ReadOnly bool
-	// noSync skips the fsync after each commit (bbolt Options.NoSync), only
-	// for throwaway stores (see InProcessConfig.NoSync).
-	noSync bool
 }
 
 // OpenStore opens the store at path, creating it if it does not exist. It
 // fails with a clear error after a second if another process (a running
 // server) holds it, and refuses a damaged file (see OpenStoreWith).
 func OpenStore(path string) (*Store, error) { return OpenStoreWith(path, StoreOptions{Create: true}) }
-
-// openStore is OpenStore; noSync skips the fsync after each commit, which is
-// only for throwaway stores: a crash may then lose or corrupt the file.
-func openStore(path string, noSync bool) (*Store, error) {
-	return OpenStoreWith(path, StoreOptions{Create: true, noSync: noSync})
-}
 
 // OpenStoreWith opens the store at path. An existing file must be a whole,
 // consistent store: an empty file, a truncated one, or one whose pages fail
@@ -147,7 +139,7 @@ func openChecked(path string, o StoreOptions) (*bolt.DB, error) {
 			return nil, err
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: o.noSync, ReadOnly: o.ReadOnly})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: o.ReadOnly})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("opening store %s: locked by another process (is a server running on it?): %w", path, err)
@@ -210,55 +202,33 @@ func (s *Store) Path() string { return s.path }
 // a fresh bearer token per client (only their hashes are stored). Creating a
 // task whose id exists is an error.
 func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[string]string, error) {
-	spec.Normalize()
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if len(clients) < spec.Quorum {
-		return nil, fmt.Errorf("task %s: %d clients cannot reach quorum %d", spec.ID, len(clients), spec.Quorum)
-	}
-	if len(clients) > MaxClientsPerTask {
-		return nil, fmt.Errorf("task %s: %d clients, limit %d", spec.ID, len(clients), MaxClientsPerTask)
-	}
-	rec := taskRecord{Spec: spec, Clients: make(map[string]string, len(clients)), CreatedAt: now.UTC()}
-	tokens := make(map[string]string, len(clients))
-	for _, id := range clients {
-		if !ValidID(id) {
-			return nil, fmt.Errorf("task %s: client id %q: want 1-%d characters from [A-Za-z0-9._-]", spec.ID, id, MaxIDLength)
-		}
-		if _, dup := rec.Clients[id]; dup {
-			return nil, fmt.Errorf("task %s: client id %q listed twice", spec.ID, id)
-		}
-		tok := NewToken()
-		tokens[id] = tok
-		rec.Clients[id] = HashToken(tok)
-	}
+	return createTask(s, spec, clients, now)
+}
+
+func (s *Store) createTask(rec *taskRecord) error {
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
-		return nil, fmt.Errorf("task %s: encoding: %w", spec.ID, err)
+		return fmt.Errorf("encoding: %w", err)
 	}
 	stJSON, _ := json.Marshal(taskState{Round: 1})
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	id := []byte(rec.Spec.ID)
+	return s.db.Update(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTasks)
-		if tb.Get([]byte(spec.ID)) != nil {
-			return errorf(CodeAlreadyExists, "task %s already exists", spec.ID)
+		if tb.Get(id) != nil {
+			return errorf(CodeAlreadyExists, "task %s already exists", rec.Spec.ID)
 		}
-		if err := tb.Put([]byte(spec.ID), recJSON); err != nil {
+		if err := tb.Put(id, recJSON); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketState).Put([]byte(spec.ID), stJSON); err != nil {
+		if err := tx.Bucket(bucketState).Put(id, stJSON); err != nil {
 			return err
 		}
-		if _, err := tx.Bucket(bucketSubs).CreateBucketIfNotExists([]byte(spec.ID)); err != nil {
+		if _, err := tx.Bucket(bucketSubs).CreateBucketIfNotExists(id); err != nil {
 			return err
 		}
-		_, err := tx.Bucket(bucketFused).CreateBucketIfNotExists([]byte(spec.ID))
+		_, err := tx.Bucket(bucketFused).CreateBucketIfNotExists(id)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("creating task %s: %w", spec.ID, err)
-	}
-	return tokens, nil
 }
 
 // decodeTaskRecord decodes and checks a stored task record.
@@ -439,8 +409,8 @@ func taskIDs(tx *bolt.Tx) []string {
 	return ids
 }
 
-// taskStatus builds a task's status in tx; seen adds clients observed in memory.
-func taskStatus(tx *bolt.Tx, id string, seen map[string]bool) TaskStatus {
+// taskStatus builds a task's status in tx.
+func taskStatus(tx *bolt.Tx, id string) TaskStatus {
 	ts := TaskStatus{ID: id}
 	rec, err := readTask(tx, id)
 	if err != nil {
@@ -459,9 +429,6 @@ func taskStatus(tx *bolt.Tx, id string, seen map[string]bool) TaskStatus {
 	}
 	sort.Strings(ts.ClientsAllowed)
 	seenAll := map[string]bool{}
-	for c := range seen {
-		seenAll[c] = true
-	}
 	if b := tx.Bucket(bucketSubs).Bucket([]byte(id)); b != nil {
 		cur := roundKey(st.Round)
 		b.ForEach(func(k, _ []byte) error {
@@ -494,11 +461,13 @@ func taskStatus(tx *bolt.Tx, id string, seen map[string]bool) TaskStatus {
 }
 
 // Statuses summarises every task in the store (usable offline, without a server).
-func (s *Store) Statuses() ([]TaskStatus, error) {
+func (s *Store) Statuses() ([]TaskStatus, error) { return s.statuses() }
+
+func (s *Store) statuses() ([]TaskStatus, error) {
 	var out []TaskStatus
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for _, id := range taskIDs(tx) {
-			out = append(out, taskStatus(tx, id, nil))
+			out = append(out, taskStatus(tx, id))
 		}
 		return nil
 	})
@@ -508,6 +477,10 @@ func (s *Store) Statuses() ([]TaskStatus, error) {
 // Submissions returns every stored submission of a task in a round (for tests
 // and audits), sorted by client id.
 func (s *Store) Submissions(task string, round int) ([]Submission, error) {
+	return s.submissions(task, round)
+}
+
+func (s *Store) submissions(task string, round int) ([]Submission, error) {
 	var subs []Submission
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
@@ -520,13 +493,185 @@ func (s *Store) Submissions(task string, round int) ([]Submission, error) {
 // Task returns the stored spec of task id (for audits, tests and offline
 // tools).
 func (s *Store) Task(id string) (TaskSpec, error) {
+	rec, err := s.task(id)
+	return rec.Spec, err
+}
+
+func (s *Store) task(id string) (taskRecord, error) {
 	var rec taskRecord
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
 		rec, err = readTask(tx, id)
 		return err
 	})
-	return rec.Spec, err
+	return rec, err
+}
+
+func (s *Store) listTasks() ([]taskSummary, error) {
+	var out []taskSummary
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, id := range taskIDs(tx) {
+			st, err := readState(tx, id)
+			ts := taskSummary{ID: id, State: st, Err: err}
+			if err == nil {
+				ts.Submissions = countSubs(tx, id, st.Round)
+			}
+			out = append(out, ts)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) state(id string) (taskState, error) {
+	var st taskState
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		st, err = readState(tx, id)
+		return err
+	})
+	return st, err
+}
+
+// recordSubmission decides in a read-only transaction first: refusals and
+// duplicates write nothing, so they cost no fsync. Only a submission that
+// would be accepted enters the write batch (concurrent submissions share one
+// transaction and one fsync), which decides again.
+func (s *Store) recordSubmission(sub *Submission) (recorded, error) {
+	var r recorded
+	// decide is the round's decision on sub in tx.
+	decide := func(tx *bolt.Tx) error {
+		r = recorded{}
+		st, err := readState(tx, sub.TaskID)
+		if err != nil {
+			return err
+		}
+		r.State = st
+		old, exists, err := readSub(tx, sub.TaskID, sub.Round, sub.ClientID)
+		if err != nil {
+			return err
+		}
+		var prev *Submission
+		if exists {
+			r.Old, prev = old, &old
+		}
+		r.Verdict = decideSubmission(st, prev, sub)
+		if r.Verdict == Duplicate {
+			r.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+		}
+		return nil
+	}
+	if err := s.db.View(decide); err != nil || r.Verdict != Accept {
+		return r, err
+	}
+	// A refusal found by the second decision is reported in r, not as the
+	// function's error: the function then wrote nothing, and an error would
+	// make bbolt re-run the rest of the batch.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
+		if err := decide(tx); err != nil || r.Verdict != Accept {
+			return err
+		}
+		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), sub); err != nil {
+			return err
+		}
+		r.Submissions = countSubs(tx, sub.TaskID, sub.Round)
+		if next := afterAccept(r.State, r.Submissions, sub.ReceivedAt); next != r.State {
+			r.State = next
+			return writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &r.State)
+		}
+		return nil
+	})
+	return r, err
+}
+
+func (s *Store) submitters(task string, round int) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSubs).Bucket([]byte(task))
+		if b == nil {
+			return fmt.Errorf("store: task %s: submissions bucket missing", task)
+		}
+		prefix := append(roundKey(round), '/')
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			out = append(out, string(k[len(prefix):]))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) beginFusing(spec *TaskSpec, now time.Time) (fusingRound, error) {
+	var fr fusingRound
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		fr = fusingRound{}
+		st, err := readState(tx, spec.ID)
+		if err != nil {
+			return err
+		}
+		ok, trig := readyToFuse(spec, st, countSubs(tx, spec.ID, st.Round), now)
+		if !ok {
+			return nil
+		}
+		if _, done, err := readFused(tx, spec.ID, st.Round); err != nil || done {
+			return err // already fused: the state was advanced by the commit
+		}
+		subs, err := listSubs(tx, spec.ID, st.Round)
+		if err != nil {
+			return err
+		}
+		fr = fusingRound{Round: st.Round, Trigger: trig, Subs: subs}
+		if st.Fusing {
+			return nil
+		}
+		st = startFusing(st, trig)
+		return writeJSONValue(tx.Bucket(bucketState), []byte(spec.ID), &st)
+	})
+	if err != nil {
+		return fusingRound{}, err
+	}
+	return fr, nil
+}
+
+func (s *Store) commitFusion(spec *TaskSpec, fr *FusedResult) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		st, err := readState(tx, spec.ID)
+		if err != nil {
+			return err
+		}
+		next, err := afterFusion(st, spec, fr.Round)
+		if err != nil {
+			return err
+		}
+		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(spec.ID)), roundKey(fr.Round), fr); err != nil {
+			return err
+		}
+		return writeJSONValue(tx.Bucket(bucketState), []byte(spec.ID), &next)
+	})
+}
+
+func (s *Store) failRound(id, reason string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		st, err := readState(tx, id)
+		if err != nil {
+			return err
+		}
+		st = failRound(st, reason)
+		return writeJSONValue(tx.Bucket(bucketState), []byte(id), &st)
+	})
+}
+
+func (s *Store) fused(task string, round int) (FusedResult, bool, error) {
+	var (
+		fr FusedResult
+		ok bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		fr, ok, err = readFused(tx, task, round)
+		return err
+	})
+	return fr, ok, err
 }
 
 // DeleteTask removes task id with its submissions and fused results (an
