@@ -18,11 +18,6 @@ type InProcessConfig struct {
 	// StorePath is the bbolt file to use (fsynced, kept afterwards); ""
 	// means an in-memory store that is discarded when RunInProcess returns.
 	StorePath string
-	// NoSync has no effect: it asked for an unsynced temporary file, and the
-	// temporary store is now in memory (no file, no fsync) whatever it says.
-	// A StorePath store is always fsynced. Kept so that existing
-	// configurations compile.
-	NoSync bool
 	// Fuser fuses each round (e.g. tasks.Fuser); required.
 	Fuser Fuser
 	// Client is the template client configuration (TaskID and ClientID are set per client).

@@ -11,12 +11,12 @@ import (
 	"github.com/fedirl/fedirl/pkg/approx"
 )
 
-// TestRunInProcessNoSync checks that without StorePath the run keeps its
-// store in memory (no file, whatever NoSync says), that a StorePath store is
+// TestRunInProcessStores checks that without StorePath the run keeps its
+// store in memory (no file), that a StorePath store is
 // a synced bbolt file kept afterwards, and that no variant changes the
 // result: every one fuses the independent weighted mean of the clients' θ_i
 // (demo-count weights).
-func TestRunInProcessNoSync(t *testing.T) {
+func TestRunInProcessStores(t *testing.T) {
 	dir := t.TempDir()
 	clients := []LocalClient{
 		{"a", fixedLearner{Delta: []float64{1, 2}, Demos: 1}},
@@ -28,8 +28,6 @@ func TestRunInProcessNoSync(t *testing.T) {
 		cfg  InProcessConfig
 	}{
 		{"temp", InProcessConfig{}},
-		{"temp-nosync", InProcessConfig{NoSync: true}},
-		{"path-ignores-nosync", InProcessConfig{NoSync: true, StorePath: filepath.Join(dir, "kept.db")}},
 		{"path-synced", InProcessConfig{StorePath: filepath.Join(dir, "kept2.db")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,22 +68,18 @@ func TestRunInProcessNoSync(t *testing.T) {
 }
 
 // BenchmarkRunInProcess measures one whole in-process federation (in-memory
-// store, task, ten clients, one fused round); NoSync no longer matters.
+// store, task, ten clients, one fused round).
 func BenchmarkRunInProcess(b *testing.B) {
 	var clients []LocalClient
 	for i := range 10 {
 		clients = append(clients, LocalClient{fmt.Sprintf("c%02d", i), fixedLearner{Delta: []float64{float64(i), 1}, Demos: 1}})
 	}
-	for _, noSync := range []bool{false, true} {
-		b.Run(fmt.Sprintf("nosync=%v", noSync), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := RunInProcess(context.Background(), testSpec("bench", 2, 10), clients,
-					InProcessConfig{Fuser: &meanFuser{}, NoSync: noSync}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "federations/s")
-		})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := RunInProcess(context.Background(), testSpec("bench", 2, 10), clients,
+			InProcessConfig{Fuser: &meanFuser{}}); err != nil {
+			b.Fatal(err)
+		}
 	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "federations/s")
 }

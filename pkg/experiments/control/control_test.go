@@ -190,8 +190,16 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{func(c *Config) { c.Envs = []string{"Nope-v0"} }, "Nope-v0"},
 		{func(c *Config) { c.Study = "gridworld" }, "study"},
-		{func(c *Config) { e := c.Env["Pendulum-v1"]; e.Bins = map[string]int{"theta": 0}; c.Env["Pendulum-v1"] = e }, "n = 0"},
-		{func(c *Config) { e := c.Env["Pendulum-v1"]; e.Bins = map[string]int{"zeta": 4}; c.Env["Pendulum-v1"] = e }, "no lattice axis"},
+		{func(c *Config) {
+			e := c.Env["Pendulum-v1"]
+			e.Bins = map[string]int{"theta": 0}
+			c.Env["Pendulum-v1"] = e
+		}, "n = 0"},
+		{func(c *Config) {
+			e := c.Env["Pendulum-v1"]
+			e.Bins = map[string]int{"zeta": 4}
+			c.Env["Pendulum-v1"] = e
+		}, "no lattice axis"},
 		{func(c *Config) { c.Lattices["CartPole-v1"] = []string{"ultra"}; c.MemoryLimitGB = 0.01 }, "GB"},
 		{func(c *Config) { c.Methods = []string{"median"} }, "median"},
 	} {

@@ -562,7 +562,7 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	if spec.Fusion, err = tasks.EncodeFusion(sp.Fusion); err != nil {
 		return err
 	}
-	fused, _, err := federation.RunInProcess(ctx, spec, clients, federation.InProcessConfig{Fuser: tasks.NewFuser(), NoSync: true})
+	fused, _, err := federation.RunInProcess(ctx, spec, clients, federation.InProcessConfig{Fuser: tasks.NewFuser()})
 	if err != nil {
 		return fmt.Errorf("federation %s: %w", u.name, err)
 	}

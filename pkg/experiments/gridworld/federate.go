@@ -144,7 +144,7 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		if err != nil {
 			return err
 		}
-		fused, reports, err := federation.RunInProcess(ctx, spec, local, federation.InProcessConfig{Fuser: fuser, NoSync: true})
+		fused, reports, err := federation.RunInProcess(ctx, spec, local, federation.InProcessConfig{Fuser: fuser})
 		if err != nil {
 			return fmt.Errorf("federation %s: %w", id, err)
 		}
