@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
 )
 
 func newEnvCmd() *cobra.Command {
@@ -27,7 +28,7 @@ their trajectories can be compared with Gymnasium's step by step.
   fedirl env list
   fedirl env rollout --env Pendulum-v1 --state 0.3,-0.5 --actions 1.5,-2,3`,
 	}
-	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd())
+	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd())
 	return cmd
 }
 
@@ -314,7 +315,7 @@ func newEnvListCmd() *cobra.Command {
 		Short: "List the environments, their parameters (with defaults) and the client perturbations",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			list := classic.List()
+			list := registry.List()
 			if asJSON {
 				return writeJSON("", list)
 			}

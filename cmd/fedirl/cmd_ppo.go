@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/ppostudy"
 	"github.com/fedirl/fedirl/pkg/progress"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
@@ -140,7 +140,7 @@ func newPPOTrainCmd() *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&env, "env", "CartPole-v1", "environment id: "+strings.Join(classic.Names(), ", "))
+	cmd.Flags().StringVar(&env, "env", "CartPole-v1", "environment id: "+strings.Join(registry.Names(), ", "))
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed (same seed, same output bytes)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder (empty: print the summary only)")
 	return cmd

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/fedirl/fedirl/pkg/envs"
-	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/progress"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
@@ -38,9 +38,9 @@ import (
 func EnvMaker(name string, client int, seed uint64) ppo.EnvMaker {
 	return func(i int) (envs.Env, error) {
 		if client < 0 {
-			return classic.Make(name)
+			return registry.Make(name, -1, nil, 0)
 		}
-		return classic.ClientEnv(name, client, seed*1_000_003+uint64(i))
+		return registry.Make(name, client, nil, seed*1_000_003+uint64(i))
 	}
 }
 

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/rl/ppo"
+)
+
+// episodeLine is one line of "fedirl env episodes".
+type episodeLine struct {
+	Episode    int     `json:"episode"`
+	Return     float64 `json:"return"`
+	Length     int     `json:"length"`
+	Terminated bool    `json:"terminated"`
+	Truncated  bool    `json:"truncated"`
+}
+
+// episodesSummary is the closing line.
+type episodesSummary struct {
+	Summary    bool           `json:"summary"`
+	Env        string         `json:"env"`
+	Policy     string         `json:"policy"`
+	Episodes   int            `json:"episodes"`
+	Return     report.Summary `json:"return"`
+	MeanLength float64        `json:"mean_length"`
+	Terminated int            `json:"terminated"`
+	Truncated  int            `json:"truncated"`
+}
+
+// newEnvEpisodesCmd builds "fedirl env episodes".
+func newEnvEpisodesCmd() *cobra.Command {
+	var (
+		name, policy string
+		params       []string
+		client       int
+		episodes     int
+		seed         uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "episodes",
+		Short: "Run N episodes of a policy and print one JSON line per episode and a summary",
+		Long: `Runs --episodes episodes of an environment (any of "fedirl env list", with
+--client and --param as in "fedirl env rollout") under a policy and prints one
+JSON line per episode (episode, return, length, terminated, truncated) and a
+closing summary line (mean ± std return, mean length, how many terminated or
+were truncated). Episode k resets with seed --seed + k.
+
+--policy is one of:
+  random     uniform actions in the action space (a seeded stream)
+  zero       the zero action (index 0 for a Discrete space)
+  heuristic  the environment's own heuristic controller (LunarLander: Gymnasium's)
+  FILE       a PPO checkpoint (policy.json from "fedirl ppo train"), mode actions`,
+		Example: `  fedirl env episodes --env LunarLanderContinuous-v3 --policy heuristic --episodes 100
+  fedirl env episodes --env LunarLanderContinuous-v3 --client 5 --policy random --episodes 2000 --seed 1
+  fedirl env episodes --env CartPole-v1 --policy runs/cartpole/policy.json --episodes 20`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if episodes < 1 {
+				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
+			}
+			p, err := parseEnvParams(params)
+			if err != nil {
+				return err
+			}
+			e, err := registry.Make(name, client, p, seed)
+			if err != nil {
+				return fmt.Errorf("--env/--client/--param: %w", err)
+			}
+			space := e.ActionSpace()
+			act := make([]float64, space.Dim())
+			var choose func(obs []float64) []float64
+			rng := rand.New(rand.NewPCG(seed, 0x65706973))
+			switch policy {
+			case "random":
+				choose = func([]float64) []float64 {
+					if space.IsDiscrete() {
+						act[0] = float64(rng.IntN(space.N))
+					} else {
+						for j := range act {
+							act[j] = space.Low[j] + (space.High[j]-space.Low[j])*rng.Float64()
+						}
+					}
+					return act
+				}
+			case "zero":
+				choose = func([]float64) []float64 { clear(act); return act }
+			case "heuristic":
+				h, ok := registry.Heuristic(name)
+				if !ok {
+					return fmt.Errorf("--policy heuristic: %s has no heuristic controller (LunarLander has)", name)
+				}
+				choose = func(obs []float64) []float64 { return h(act, obs) }
+			default:
+				pol, err := ppo.Load(policy)
+				if err != nil {
+					return fmt.Errorf("--policy %s: not random, zero or heuristic, and not a PPO checkpoint: %w", policy, err)
+				}
+				if err := checkPolicySpaces(pol, e); err != nil {
+					return fmt.Errorf("--policy %s: %w", policy, err)
+				}
+				choose = func(obs []float64) []float64 { return pol.Act(act, obs, nil) }
+			}
+			enc := json.NewEncoder(os.Stdout)
+			var rets []float64
+			sum := episodesSummary{Summary: true, Env: name, Policy: policy, Episodes: episodes}
+			for k := range episodes {
+				obs := e.Reset(seed + uint64(k))
+				line := episodeLine{Episode: k}
+				for {
+					o, r, term, trunc := e.Step(choose(obs))
+					obs = o
+					line.Return += r
+					line.Length++
+					if term || trunc {
+						line.Terminated, line.Truncated = term, trunc
+						break
+					}
+				}
+				if err := enc.Encode(line); err != nil {
+					return err
+				}
+				rets = append(rets, line.Return)
+				sum.MeanLength += float64(line.Length) / float64(episodes)
+				if line.Terminated {
+					sum.Terminated++
+				}
+				if line.Truncated {
+					sum.Truncated++
+				}
+			}
+			sum.Return = report.Summarize(rets)
+			return enc.Encode(sum)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "env", "LunarLanderContinuous-v3", "environment id (see fedirl env list)")
+	f.StringVar(&policy, "policy", "random", "random, zero, heuristic or a PPO checkpoint file")
+	f.StringArrayVar(&params, "param", nil, "k=v parameter override (repeatable)")
+	f.IntVar(&client, "client", -1, "the paper's client i (-1: the default environment)")
+	f.IntVar(&episodes, "episodes", 10, "number of episodes")
+	f.Uint64Var(&seed, "seed", 0, "first episode's reset seed (and the random policy's stream)")
+	return cmd
+}
+
+// checkPolicySpaces refuses a checkpoint made for other observation or action spaces.
+func checkPolicySpaces(p *ppo.Policy, e envs.Env) error {
+	if p.Action.N != e.ActionSpace().N || p.Action.Dim() != e.ActionSpace().Dim() {
+		return fmt.Errorf("the checkpoint's action space does not match the environment's")
+	}
+	return nil
+}
