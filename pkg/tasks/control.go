@@ -115,6 +115,10 @@ type ControlEnv struct {
 	StateOf func(dst, obs []float64) []float64
 	// Note documents deviations from the paper for this environment.
 	Note string
+	// Counted marks a simulator whose full state cannot be set: its lattice
+	// model is counted from the client's own rollouts (discretize.Counter),
+	// and the lattice's state is StateOf(observation).
+	Counted bool
 }
 
 // LatticePresets lists the lattice preset names in order of size.
@@ -315,5 +319,46 @@ func init() {
 			return dst
 		},
 		Note: "Acrobot-v1 has 3 actions (torque −1, 0, +1), not the 5 of the appendix table, so the paper lattice has 9·9·5·5·3 = 6075 pairs, not 10125",
+	})
+
+	ll := func(nx, ny, nvx, nvy, nang, nangv, nleg int) discretize.GridSpec {
+		leg := func(name string) discretize.AxisSpec {
+			if nleg == 1 {
+				return discretize.AxisSpec{Name: name, N: 1, Categorical: true}
+			}
+			return discretize.AxisSpec{Name: name, N: 2, Categorical: true}
+		}
+		return discretize.GridSpec{
+			State: []discretize.AxisSpec{openAxis("ll-x", nx, -1, 1), openAxis("ll-y", ny, -0.1, 1.5),
+				openAxis("ll-vx", nvx, -1, 1), openAxis("ll-vy", nvy, -1.5, 0.5),
+				openAxis("ll-angle", nang, -0.5, 0.5), openAxis("ll-angvel", nangv, -1, 1), leg("ll-leg1"), leg("ll-leg2")},
+			Action: []discretize.AxisSpec{openAxis("main", 3, -1, 1), openAxis("lateral", 3, -1, 1)},
+		}
+	}
+	registerControl(&ControlEnv{
+		Name: "LunarLanderContinuous-v3",
+		Grids: map[string]discretize.GridSpec{"paper": ll(5, 5, 5, 5, 1, 1, 1),
+			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1)},
+		RBF: func() features.RBFSpec {
+			one := func(name string) features.RBFAxis {
+				return features.RBFAxis{Name: name, Centres: []float64{0}, Bandwidth: 1}
+			}
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("ll-x", 2, -1, 1, 0),
+				features.UniformRBFAxis("ll-y", 2, -0.1, 1.5, 0),
+				features.UniformRBFAxis("ll-vx", 2, -1, 1, 0),
+				features.UniformRBFAxis("ll-vy", 2, -1.5, 0.5, 0),
+				// One centre for angle, angular velocity and legs: the paper's
+				// lattice has a single point on those axes, where more
+				// centres would give proportional (rank-deficient) columns.
+				one("ll-angle"), one("ll-angvel"), one("ll-leg1"), one("ll-leg2"),
+				features.UniformRBFAxis("main", 2, -1, 1, 0),
+				features.UniformRBFAxis("lateral", 2, -1, 1, 0),
+			}, Bias: true}
+		},
+		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
+		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
+			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is counted from the client's own ε-greedy expert rollouts",
+		Counted: true,
 	})
 }

@@ -90,7 +90,7 @@ func TestRewardAtCellsEqualsMatrixRows(t *testing.T) {
 // TestLatticePresetSizes checks the presets' sizes: the appendix's paper
 // lattices and fine ≈ 10⁵, ultra ≈ 10⁶ state–action pairs.
 func TestLatticePresetSizes(t *testing.T) {
-	want := map[string]int{"Pendulum-v1": 3360, "CartPole-v1": 1750, "Acrobot-v1": 6075}
+	want := map[string]int{"Pendulum-v1": 3360, "CartPole-v1": 1750, "Acrobot-v1": 6075, "LunarLanderContinuous-v3": 5625}
 	for _, env := range ControlEnvNames() {
 		e, _ := LookupControl(env)
 		for _, preset := range LatticePresets {

@@ -89,6 +89,8 @@ type Config struct {
 	DeterministicExperts bool `yaml:"deterministic_experts"`
 	// Model configures the sampled lattice model (K, successor crediting, γ).
 	Model discretize.ModelConfig `yaml:"model"`
+	// ModelRollouts configures the counted model of environments whose state cannot be set (LunarLander).
+	ModelRollouts RolloutConfig `yaml:"model_rollouts"`
 	// IRL holds the shared MaxEnt settings.
 	IRL IRLConfig `yaml:"irl"`
 	// Barycenter holds the fusion settings.
@@ -137,7 +139,7 @@ func paperEnv(env string) EnvConfig {
 // expert, IRL and evaluation budgets, paper and fine lattices.
 func FullConfig() Config {
 	c := Config{
-		Study: StudyName, Envs: []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1"},
+		Study: StudyName, Envs: []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1", "LunarLanderContinuous-v3"},
 		Lattices:        map[string][]string{},
 		Env:             map[string]EnvConfig{},
 		NumberOfClients: 6, HeldOutClients: 2, NumberOfSeeds: 10, Seed: 1,
@@ -164,11 +166,13 @@ func DefaultConfig() Config {
 	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 4, 2, 3
 	c.EpisodesPerClient = 20
 	c.Env = map[string]EnvConfig{
-		"Pendulum-v1": {TotalExpertSteps: 100_000, IRLIterations: 50, EvaluationSteps: 100_000},
-		"CartPole-v1": {TotalExpertSteps: 100_000, IRLIterations: 25, EvaluationSteps: 30_000},
-		"Acrobot-v1":  {TotalExpertSteps: 100_000, IRLIterations: 25, EvaluationSteps: 50_000},
+		"Pendulum-v1":              {TotalExpertSteps: 100_000, IRLIterations: 50, EvaluationSteps: 100_000},
+		"CartPole-v1":              {TotalExpertSteps: 100_000, IRLIterations: 25, EvaluationSteps: 30_000},
+		"Acrobot-v1":               {TotalExpertSteps: 100_000, IRLIterations: 25, EvaluationSteps: 50_000},
+		"LunarLanderContinuous-v3": {TotalExpertSteps: 200_000, IRLIterations: 100, EvaluationSteps: 40_000},
 	}
-	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper", "fine"}}
+	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper", "fine"},
+		"LunarLanderContinuous-v3": {"paper", "fine"}}
 	c.LogEvery = 5000
 	return c
 }
@@ -180,11 +184,14 @@ func QuickConfig() Config {
 	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 2, 1, 2
 	c.EpisodesPerClient = 5
 	c.Env = map[string]EnvConfig{
-		"Pendulum-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 8_000, Bins: map[string]int{"theta": 16, "thdot": 11}},
-		"CartPole-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000},
-		"Acrobot-v1":  {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Bins: map[string]int{"theta1": 6, "theta2": 6, "thdot1": 3, "thdot2": 3}},
+		"Pendulum-v1":              {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 8_000, Bins: map[string]int{"theta": 16, "thdot": 11}},
+		"CartPole-v1":              {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000},
+		"Acrobot-v1":               {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Bins: map[string]int{"theta1": 6, "theta2": 6, "thdot1": 3, "thdot2": 3}},
+		"LunarLanderContinuous-v3": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}},
 	}
-	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"}}
+	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"},
+		"LunarLanderContinuous-v3": {"paper"}}
+	c.ModelRollouts.Episodes = 20
 	c.Barycenter.BarycenterIterations = 20
 	c.LogEvery = 2000
 	return c
@@ -283,6 +290,8 @@ func (c Config) Validate() error {
 	case !(c.Barycenter.Epsilon > 0) || c.Barycenter.SinkhornIterations < 1 || c.Barycenter.BarycenterIterations < 1:
 		return fmt.Errorf("barycenter: epsilon %g > 0, sinkhorn_iterations %d ≥ 1 and barycenter_iterations %d ≥ 1 needed",
 			c.Barycenter.Epsilon, c.Barycenter.SinkhornIterations, c.Barycenter.BarycenterIterations)
+	case c.ModelRollouts.Episodes < 1 || !(c.ModelRollouts.Epsilon >= 0 && c.ModelRollouts.Epsilon <= 1):
+		return fmt.Errorf("model_rollouts: episodes %d ≥ 1 and epsilon %g in [0, 1] needed", c.ModelRollouts.Episodes, c.ModelRollouts.Epsilon)
 	case c.LogEvery < 1:
 		return fmt.Errorf("log_every: %d, want ≥ 1", c.LogEvery)
 	case !(c.MemoryLimitGB > 0):

@@ -22,6 +22,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -121,7 +122,9 @@ func (s *Study) expertUnit(env string, client int, seed uint64) (unit, expertSpe
 }
 
 func clientMaker(env string, client int, seed uint64) ppo.EnvMaker {
-	return func(i int) (envs.Env, error) { return classic.ClientEnv(env, client, seedOf(seed, "noise", client, i)) }
+	return func(i int) (envs.Env, error) {
+		return registry.Make(env, client, nil, seedOf(seed, "noise", client, i))
+	}
 }
 
 func (s *Study) runExpert(ctx context.Context, u unit, sp expertSpec) error {
@@ -132,7 +135,7 @@ func (s *Study) runExpert(ctx context.Context, u unit, sp expertSpec) error {
 	if err := tr.Learn(ctx, sp.Steps); err != nil {
 		return err
 	}
-	env, err := classic.ClientEnv(sp.Env, sp.Client, seedOf(sp.Seed, "expert-eval", sp.Client))
+	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(sp.Seed, "expert-eval", sp.Client))
 	if err != nil {
 		return err
 	}
@@ -203,9 +206,21 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 	if err != nil {
 		return err
 	}
-	env, err := classic.ClientEnv(es.Env, es.Client, seedOf(es.Seed, "demo-noise", es.Client))
+	env, err := registry.Make(es.Env, es.Client, nil, seedOf(es.Seed, "demo-noise", es.Client))
 	if err != nil {
 		return err
+	}
+	ce, err := tasks.LookupControl(es.Env)
+	if err != nil {
+		return err
+	}
+	// The lattice's state: the simulator's full state where it can be read
+	// (classic), else the state coordinates of the observation.
+	stateOf := func(obs []float64) []float64 {
+		if st, ok := env.(interface{ State([]float64) []float64 }); ok && !ce.Counted {
+			return st.State(nil)
+		}
+		return ce.StateOf(make([]float64, len(ce.Grids["paper"].State)), obs)
 	}
 	var rng *rand.Rand
 	if !sp.Deterministic {
@@ -219,7 +234,7 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 		}
 		obs := env.Reset(seedOf(es.Seed, "demo-reset", es.Client, ep))
 		d.Obs = append(d.Obs, slices.Clone(obs))
-		d.States = append(d.States, env.State(nil))
+		d.States = append(d.States, stateOf(obs))
 		n, term := 0, false
 		for {
 			pol.Act(act, obs, rng)
@@ -229,7 +244,7 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 			d.Acts = append(d.Acts, slices.Clone(act))
 			d.Rews = append(d.Rews, r)
 			d.Obs = append(d.Obs, slices.Clone(obs))
-			d.States = append(d.States, env.State(nil))
+			d.States = append(d.States, stateOf(obs))
 			n++
 			if term || trunc {
 				break
@@ -390,6 +405,7 @@ type irlSpec struct {
 	Client     int                    `json:"client"`
 	Probe      tasks.ControlProbe     `json:"probe"`
 	Model      discretize.ModelConfig `json:"model"`
+	Rollouts   *RolloutConfig         `json:"rollouts,omitempty"`
 	IRL        IRLConfig              `json:"irl"`
 	Iterations int                    `json:"iterations"`
 }
@@ -435,7 +451,11 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	}
 	m := s.cfg.Model.WithDefaults()
 	m.Seed = seedOf(m.Seed, "model", client)
-	sp := irlSpec{"irl", unitVersion, du.key, env, client, p, m, s.cfg.IRL, s.cfg.Env[env].IRLIterations}
+	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: m, IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations}
+	if ce, _ := tasks.LookupControl(env); ce.Counted {
+		r := s.cfg.ModelRollouts
+		sp.Rollouts = &r
+	}
 	return unit{"irl", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
 
@@ -452,11 +472,16 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	if err != nil {
 		return err
 	}
-	params, err := classic.ClientParams(sp.Env, sp.Client)
-	if err != nil {
-		return err
+	var m *mdp.MDP
+	if sp.Rollouts != nil {
+		m, err = s.countedModel(ctx, g, sp, seed)
+	} else {
+		var params map[string]float64
+		if params, err = classic.ClientParams(sp.Env, sp.Client); err != nil {
+			return err
+		}
+		m, err = discretize.SampleModel(ctx, g, func() (discretize.Simulator, error) { return classic.MakeWithParams(sp.Env, params) }, sp.Model, workers)
 	}
-	m, err := discretize.SampleModel(ctx, g, func() (discretize.Simulator, error) { return classic.MakeWithParams(sp.Env, params) }, sp.Model, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}
@@ -480,6 +505,65 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		f.FeatureGap = floats.Norm(gap, 2) / n
 	}
 	return report.WriteJSON(u.path(s.dir), f)
+}
+
+// RolloutConfig configures the counted lattice model of a simulator whose
+// state cannot be set: Episodes episodes of the client's expert, each action
+// replaced with probability Epsilon by a uniform random one.
+type RolloutConfig struct {
+	Episodes int     `json:"episodes" yaml:"episodes"`
+	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
+}
+
+// countedModel counts the client's own ε-greedy expert rollouts on g.
+func (s *Study) countedModel(ctx context.Context, g *discretize.Grid, sp irlSpec, seed uint64) (*mdp.MDP, error) {
+	eu, _, err := s.expertUnit(sp.Env, sp.Client, seed)
+	if err != nil {
+		return nil, err
+	}
+	_, pol, err := s.readExpert(eu)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := tasks.LookupControl(sp.Env)
+	if err != nil {
+		return nil, err
+	}
+	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(seed, "rollout-noise", sp.Client))
+	if err != nil {
+		return nil, err
+	}
+	space := env.ActionSpace()
+	rng := rand.New(rand.NewPCG(seedOf(seed, "rollouts", sp.Client), 0))
+	c := discretize.NewCounter(g)
+	act := make([]float64, space.Dim())
+	x, nx := make([]float64, g.StateDim()), make([]float64, g.StateDim())
+	for ep := range sp.Rollouts.Episodes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		obs := env.Reset(seedOf(seed, "rollout-reset", sp.Client, ep))
+		for {
+			ce.StateOf(x, obs)
+			if rng.Float64() < sp.Rollouts.Epsilon {
+				for j := range act {
+					act[j] = space.Low[j] + (space.High[j]-space.Low[j])*rng.Float64()
+				}
+			} else {
+				pol.Act(act, obs, nil)
+			}
+			o, _, term, trunc := env.Step(act)
+			obs = o
+			ce.StateOf(nx, obs)
+			if err := c.AddState(x, act, nx, term); err != nil {
+				return nil, err
+			}
+			if term || trunc {
+				break
+			}
+		}
+	}
+	return c.Model(sp.Model.Gamma)
 }
 
 // ---- fusion ----
