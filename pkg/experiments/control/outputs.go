@@ -400,16 +400,18 @@ func panel(evals []EvalFile, env, lattice string, methods []string) (*plot.Plot,
 		}
 		poly.Color = color.NRGBA{col.R, col.G, col.B, 45} // non-premultiplied: a translucent band
 		poly.LineStyle.Width = 0
-		l, err := plotter.NewLine(mean)
+		l, pts, err := plotter.NewLinePoints(mean)
 		if err != nil {
 			return nil, err
 		}
-		l.Color = col
+		l.Color, pts.Color = col, col
 		l.Width = vg.Points(1.5)
+		pts.Radius = vg.Points(1.5)
+		pts.Shape = draw.CircleGlyph{}
 		if m == MethodTrue {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
-		p.Add(poly, l)
+		p.Add(poly, l, pts)
 		p.Legend.Add(m, l)
 	}
 	return p, nil
