@@ -150,12 +150,9 @@ present), resolution.png, log.txt.`,
 			if out == "" {
 				out = filepath.Join("runs", "control-"+name)
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("creating --out %s: %w", out, err)
-			}
-			logf, err := os.OpenFile(filepath.Join(out, "log.txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			logf, err := openRunFolder(out, true) // a resumed run appends to its log
 			if err != nil {
-				return fmt.Errorf("creating log: %w", err)
+				return err
 			}
 			defer logf.Close()
 			log := io.MultiWriter(logf, cmd.ErrOrStderr())

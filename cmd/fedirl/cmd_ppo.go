@@ -211,9 +211,10 @@ func newPPOStudyCmd() *cobra.Command {
 		Use:   "study",
 		Short: "Learning study: train every env with several seeds, write curves, plots and a summary table",
 		Long: `Trains PPO on each environment with seeds 0..n-1 using each environment's preset and
-the issue's step budgets (CartPole-v1 100k, Pendulum-v1 200k, Acrobot-v1 100k; --steps overrides),
+the issue's step budgets (CartPole-v1 100k, Pendulum-v1 200k, Acrobot-v1 100k,
+LunarLanderContinuous-v3 1M; --steps overrides),
 evaluating the deterministic policy every --eval-every steps. A run "reaches" the target
-(CartPole 475, Pendulum -250, Acrobot -100) when an evaluation within the budget does.
+(CartPole 475, Pendulum -250, Acrobot -100, LunarLander 200) when an evaluation within the budget does.
 Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{md,csv,json}.`,
 		Example: `  fedirl ppo study --envs CartPole-v1,Pendulum-v1,Acrobot-v1 --seeds 5 --out runs/study`,
 		RunE: func(cmd *cobra.Command, args []string) error {

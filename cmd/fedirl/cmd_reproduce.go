@@ -93,12 +93,9 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 					out += "-quick"
 				}
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("creating --out %s: %w", out, err)
-			}
-			logf, err := os.Create(filepath.Join(out, "log.txt"))
+			logf, err := openRunFolder(out, false)
 			if err != nil {
-				return fmt.Errorf("creating log: %w", err)
+				return err
 			}
 			defer logf.Close()
 			log := io.MultiWriter(logf, cmd.ErrOrStderr())
@@ -133,4 +130,21 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes)")
 	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
 	return gw
+}
+
+// openRunFolder creates the run folder out and opens its log.txt, appended
+// to or truncated.
+func openRunFolder(out string, appendLog bool) (*os.File, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("creating --out %s: %w", out, err)
+	}
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendLog {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(filepath.Join(out, "log.txt"), flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating the log in %s: %w", out, err)
+	}
+	return f, nil
 }

@@ -168,6 +168,8 @@ var Targets = map[string]struct {
 	"CartPole-v1": {475, 100_000},
 	"Pendulum-v1": {-250, 200_000},
 	"Acrobot-v1":  {-100, 100_000},
+	// Gymnasium's reward threshold; the budget of 1M steps.
+	"LunarLanderContinuous-v3": {200, 1_000_000},
 }
 
 // Row summarises one (environment, seed) run of the study.
