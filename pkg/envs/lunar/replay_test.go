@@ -1,19 +1,21 @@
 package lunar
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 )
 
 // refDir holds trajectories recorded with Gymnasium 1.4.0 and pybox2d
-// 2.3.10, with every random draw the environment made (see its README).
-const refDir = "../../../../shared/reference/lunarlander"
+// 2.3.10, with every random draw the environment made (see its README):
+// gzip copies of ../shared/reference/lunarlander.
+const refDir = "testdata/gymnasium"
 
 type refDraw struct {
 	Fn    string          `json:"fn"`
@@ -89,9 +91,18 @@ func (r *replayDraws) Integers(lo, hi int64) int64 {
 }
 
 func loadRef(t testing.TB, path string) *refFile {
-	b, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 	var f refFile
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -133,32 +144,21 @@ func cause(reward float64, terminated, truncated bool) string {
 	return "running"
 }
 
-// TestReplayGymnasium replays every reference episode with Gymnasium's own
-// random draws: the recorded actions open loop, and for the heuristic
-// episodes Gymnasium's heuristic in closed loop once the ground is touched
-// (after a contact the float32 and float64 engines part, and replaying
-// actions computed for another state is meaningless).
-//
-// The issue's targets are 1e-5 for the first 10 steps (met: worst 3.0e-6),
-// 3e-2 until the first ground contact, the same termination cause everywhere
-// and the same termination step in ≥ 80 % of the episodes. Measured on this
-// port: 0.040 until the first contact (two windy heuristic episodes,
-// client 4 and 5, exceed 3e-2 from step ~107; the other 32 stay within),
-// the same cause in 32 of 34 (in two random episodes Gymnasium's lander
-// crashes on the last recorded action and ours just misses), the same
-// step in 16 of 34 (47 %): the random crashes mostly agree to the step,
-// the heuristic landings fall asleep 1–12 steps later than Gymnasium's.
-// The assertions below guard those measured levels (so a regression
-// fails) and the 1e-5 target; the gap to the other targets is reported,
-// not hidden.
+// TestReplayGymnasium replays every reference episode open loop with
+// Gymnasium's own random draws and recorded actions, against the issue's
+// targets: observations within 1e-5 per coordinate for the first 10 steps
+// and within 3e-2 until the first ground contact (a leg, or the body in a
+// crash), the same termination cause in every episode and the same
+// termination step in at least 80 % of them. (Measured: 3.0e-6, 9.6e-5,
+// 34 of 34 and 34 of 34.)
 func TestReplayGymnasium(t *testing.T) {
-	paths, _ := filepath.Glob(filepath.Join(refDir, "*.json"))
-	if len(paths) == 0 {
-		t.Skip("reference data not found at " + refDir)
+	paths, _ := filepath.Glob(filepath.Join(refDir, "*.json.gz"))
+	if len(paths) != 34 {
+		t.Fatalf("found %d reference episodes in %s, want 34", len(paths), refDir)
 	}
 	sort.Strings(paths)
 	worst10, worstContact := 0.0, 0.0
-	sameStep, sameCause, worstLate := 0, 0, 0
+	sameStep, sameCause := 0, 0
 	for _, path := range paths {
 		name := filepath.Base(path)
 		f := loadRef(t, path)
@@ -183,55 +183,38 @@ func TestReplayGymnasium(t *testing.T) {
 			}
 			if !contact {
 				worstContact = math.Max(worstContact, d)
+				if d > 3e-2 {
+					t.Errorf("%s step %d (before the first ground contact): observation off by %.3g (> 3e-2)", name, step, d)
+				}
 			}
 		}
 		compare(0, obs, f.Steps[0].Obs)
 		var endStep int
 		var endCause string
-		heuristic := strings.HasPrefix(name, "heuristic")
-		act := make([]float64, 2)
-		for t1 := 1; t1 <= e.MaxEpisodeSteps(); t1++ {
-			var ref *refStep
-			if t1 < len(f.Steps) {
-				ref = &f.Steps[t1]
-				if ref.Obs[6] != 0 || ref.Obs[7] != 0 || ref.Terminated {
-					contact = true // first ground contact: a leg, or the body (a crash)
-				}
+		for t1 := 1; t1 < len(f.Steps); t1++ {
+			ref := &f.Steps[t1]
+			if ref.Obs[6] != 0 || ref.Obs[7] != 0 || ref.Terminated {
+				contact = true // first ground contact: a leg, or the body (a crash)
 			}
-			switch {
-			case heuristic && contact:
-				// After the first contact the trajectories part (float32 and
-				// float64 contacts resolve differently): drive ours with the
-				// controller that made Gymnasium's actions, in closed loop.
-				Heuristic(act, obs, true)
-			case t1-1 < len(f.Actions):
-				copy(act, f.Actions[t1-1])
-			default: // ours outlived Gymnasium's episode and its recorded random actions
-				endStep, endCause = t1-1, "running"
-			}
-			if endCause == "running" {
-				break
-			}
-			o, r, term, trunc := e.Step(act)
-			obs = o
+			o, r, term, trunc := e.Step(f.Actions[t1-1])
 			if o[6] != 0 || o[7] != 0 || e.gameOver {
 				contact = true
 			}
-			if ref != nil {
-				compare(t1, o, ref.Obs)
-			}
+			compare(t1, o, ref.Obs)
 			if term || trunc {
 				endStep, endCause = t1, cause(r, term, trunc)
 				break
 			}
 		}
+		if endStep == 0 {
+			endStep, endCause = len(f.Steps)-1, "running"
+		}
 		last := f.Steps[len(f.Steps)-1]
 		refCause := cause(last.Reward, last.Terminated, last.Truncated)
 		if endCause == refCause {
 			sameCause++
-			if heuristic {
-				worstLate = max(worstLate, abs(endStep-last.Step))
-			}
+		} else {
+			t.Errorf("%s: episode ended %q at step %d, Gymnasium's %q at step %d", name, endCause, endStep, refCause, last.Step)
 		}
 		if endStep == last.Step {
 			sameStep++
@@ -239,25 +222,34 @@ func TestReplayGymnasium(t *testing.T) {
 		t.Logf("%s: ended %q at step %d (Gymnasium: %q at %d)", name, endCause, endStep, refCause, last.Step)
 	}
 	frac := float64(sameStep) / float64(len(paths))
-	t.Logf("worst observation error: %.3g over the first 10 steps, %.3g until the first ground contact; same termination cause in %d of %d, same step in %d (%.0f%%); heuristic landings end %d steps later at most",
-		worst10, worstContact, sameCause, len(paths), sameStep, 100*frac, worstLate)
-	if worstContact > 0.05 {
-		t.Errorf("observations differ by %.3g before the first ground contact (measured 0.040 when written)", worstContact)
-	}
-	if sameCause < len(paths)-2 {
-		t.Errorf("the same termination cause in only %d of %d episodes (measured 32 of 34 when written)", sameCause, len(paths))
-	}
-	if sameStep < 16 {
-		t.Errorf("the same termination step in only %d of %d episodes (measured 16 when written)", sameStep, len(paths))
-	}
-	if worstLate > 15 {
-		t.Errorf("a heuristic landing ends %d steps away from Gymnasium's (measured ≤ 12 when written)", worstLate)
+	t.Logf("worst observation error: %.3g over the first 10 steps, %.3g until the first ground contact; same termination cause in %d of %d, same step in %d (%.0f%%)",
+		worst10, worstContact, sameCause, len(paths), sameStep, 100*frac)
+	if frac < 0.8 {
+		t.Errorf("the same termination step in only %.0f%% of the episodes (want ≥ 80%%)", 100*frac)
 	}
 }
 
-func abs(x int) int {
-	if x < 0 {
-		return -x
+// TestHeuristicMatchesGymnasium feeds Gymnasium's recorded observations to
+// Heuristic and checks it returns the actions Gymnasium's heuristic chose
+// (rounded to float32, as recorded) at every step of the reference episodes.
+func TestHeuristicMatchesGymnasium(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(refDir, "heuristic-*.json.gz"))
+	act := make([]float64, 2)
+	checked := 0
+	for _, path := range paths {
+		f := loadRef(t, path)
+		for i, a := range f.Actions {
+			Heuristic(act, f.Steps[i].Obs, true)
+			for j := range 2 {
+				if float64(float32(act[j])) != a[j] {
+					t.Fatalf("%s step %d: Heuristic gives %v, Gymnasium %v", filepath.Base(path), i, act, a)
+				}
+			}
+			checked++
+		}
 	}
-	return x
+	if checked < 1000 {
+		t.Fatalf("checked only %d actions", checked)
+	}
+	t.Logf("%d heuristic actions identical to Gymnasium's", checked)
 }
