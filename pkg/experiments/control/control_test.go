@@ -229,3 +229,16 @@ func cloneEnv(m map[string]EnvConfig) map[string]EnvConfig {
 	}
 	return out
 }
+
+// TestPresetsValidate: every preset is a valid config, and all four
+// environments are in each.
+func TestPresetsValidate(t *testing.T) {
+	for name, c := range map[string]Config{"quick": QuickConfig(), "default": DefaultConfig(), "full": FullConfig()} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s preset: %v", name, err)
+		}
+		if len(c.Envs) != 4 {
+			t.Errorf("%s preset has %d environments, want Pendulum, CartPole, Acrobot and LunarLander", name, len(c.Envs))
+		}
+	}
+}
