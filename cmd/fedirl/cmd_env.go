@@ -8,13 +8,16 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/lunar"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 )
 
@@ -40,7 +43,7 @@ type envRolloutStep struct {
 	Reward     *float64  `json:"reward,omitempty"`
 	Terminated bool      `json:"terminated"`
 	Truncated  bool      `json:"truncated"`
-	State      []float64 `json:"state"`
+	State      []float64 `json:"state,omitempty"`
 }
 
 func newEnvRolloutCmd() *cobra.Command {
@@ -85,22 +88,45 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 			if err != nil {
 				return err
 			}
-			var e classic.Stateful
-			if cmd.Flags().Changed("client") {
-				base, err := classic.ClientParams(name, client)
+			var e envs.Env
+			var st classic.Stateful // nil for an environment whose state cannot be set
+			if slices.Contains(lunar.Names(), name) {
+				if stateFlag != "" {
+					return fmt.Errorf("--state: %s's Box2D state cannot be set; start from Reset(--seed)", name)
+				}
+				c := -1
+				if cmd.Flags().Changed("client") {
+					c = client
+				}
+				le, err := lunar.Make(name, c, p)
 				if err != nil {
-					return fmt.Errorf("--client: %w", err)
+					return fmt.Errorf("--env/--param: %w", err)
 				}
-				for k, v := range p {
-					base[k] = v // unknown names are reported by MakeWithParams
+				e = le
+			} else {
+				if cmd.Flags().Changed("client") {
+					base, err := classic.ClientParams(name, client)
+					if err != nil {
+						return fmt.Errorf("--client: %w", err)
+					}
+					for k, v := range p {
+						base[k] = v // unknown names are reported by MakeWithParams
+					}
+					p = base
 				}
-				p = base
+				st, err = classic.MakeWithParams(name, p)
+				if err != nil {
+					return fmt.Errorf("--env/--param: %w", err)
+				}
+				st.SetNoiseSeed(noiseSeed)
+				e = st
 			}
-			e, err = classic.MakeWithParams(name, p)
-			if err != nil {
-				return fmt.Errorf("--env/--param: %w", err)
+			stateOf := func() []float64 {
+				if st == nil {
+					return nil
+				}
+				return st.State(nil)
 			}
-			e.SetNoiseSeed(noiseSeed)
 			actions, err := parseEnvActions(actionsFlag, e.ActionSpace().Dim())
 			if err != nil {
 				return err
@@ -125,11 +151,11 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 				if err != nil {
 					return fmt.Errorf("--state: %w", err)
 				}
-				e.Reset(seed) // seeds the observation noise for this episode
-				if err := e.SetState(s); err != nil {
+				st.Reset(seed) // seeds the observation noise for this episode
+				if err := st.SetState(s); err != nil {
 					return fmt.Errorf("--state: %w", err)
 				}
-				obs = e.Observe()
+				obs = st.Observe()
 			} else {
 				obs = e.Reset(seed)
 			}
@@ -141,13 +167,13 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 			defer closeOut() // on error paths; the success path reports the close error below
 			bw := bufio.NewWriter(w)
 			enc := json.NewEncoder(bw)
-			if err := enc.Encode(envRolloutStep{Step: 0, Obs: obs, State: e.State(nil)}); err != nil {
+			if err := enc.Encode(envRolloutStep{Step: 0, Obs: obs, State: stateOf()}); err != nil {
 				return err
 			}
 			done := 0
 			for k, a := range actions {
 				obs, r, term, trunc := e.Step(a)
-				rec := envRolloutStep{Step: k + 1, Action: a, Obs: obs, Reward: &r, Terminated: term, Truncated: trunc, State: e.State(nil)}
+				rec := envRolloutStep{Step: k + 1, Action: a, Obs: obs, Reward: &r, Terminated: term, Truncated: trunc, State: stateOf()}
 				if err := enc.Encode(rec); err != nil {
 					return fmt.Errorf("writing step %d: %w", k+1, err)
 				}
@@ -169,7 +195,7 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&name, "env", "Pendulum-v1", "environment id: "+strings.Join(classic.Names(), ", "))
+	f.StringVar(&name, "env", "Pendulum-v1", "environment id: "+strings.Join(registry.Names(), ", "))
 	f.StringArrayVar(&params, "param", nil, "parameter override k=v (repeatable, or comma-separated k=v,k2=v2); see 'fedirl env list'")
 	f.IntVar(&client, "client", 0, "use the paper's client-i perturbation (appendix Setups) as the base parameters")
 	f.StringVar(&stateFlag, "state", "", "initial internal state, comma-separated (default: Reset(--seed))")
