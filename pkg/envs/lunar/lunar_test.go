@@ -124,20 +124,33 @@ func TestBadInput(t *testing.T) {
 // BenchmarkStep measures environment steps per second on one goroutine,
 // resets included (uniform random actions, so episodes are short and
 // resets frequent).
+// BenchmarkStep measures environment steps per second on one goroutine,
+// resets included, for client 2's wind under two policies: uniform random
+// actions (short episodes, so resets weigh most) and Gymnasium's heuristic
+// controller (long episodes that end at rest, so contacts weigh most).
 func BenchmarkStep(b *testing.B) {
-	e, _ := New(ClientParams(true, 2))
-	rng := rand.New(rand.NewPCG(1, 2))
-	act := make([]float64, 2)
-	e.Reset(0)
-	ep := uint64(1)
-	b.ReportAllocs()
-	for b.Loop() {
-		act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
-		if _, _, term, trunc := e.Step(act); term || trunc {
-			e.Reset(ep)
-			ep++
-		}
+	for _, policy := range []string{"random", "heuristic"} {
+		b.Run(policy, func(b *testing.B) {
+			e, _ := New(ClientParams(true, 2))
+			rng := rand.New(rand.NewPCG(1, 2))
+			act := make([]float64, 2)
+			obs := e.Reset(0)
+			ep := uint64(1)
+			b.ReportAllocs()
+			for b.Loop() {
+				if policy == "random" {
+					act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
+				} else {
+					Heuristic(act, obs, true)
+				}
+				var term, trunc bool
+				if obs, _, term, trunc = e.Step(act); term || trunc {
+					obs = e.Reset(ep)
+					ep++
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+			b.ReportMetric(float64(b.N)/float64(ep), "steps/episode")
+		})
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
-	b.ReportMetric(float64(ep), "episodes")
 }
