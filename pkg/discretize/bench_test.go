@@ -88,15 +88,20 @@ func BenchmarkMaxEntStep(b *testing.B) {
 			floats.AddScaled(theta, 5e-3, grad)
 			b.ReportAllocs()
 			b.ResetTimer()
+			var vs, xs int
 			for b.Loop() {
 				o.Eval(grad, theta)
 				floats.AddScaled(theta, 5e-3, grad)
+				v, x := o.Sweeps()
+				vs, xs = vs+v, xs+x
 			}
 			b.StopTimer()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/1e6, "peak-MB")
 			b.ReportMetric(float64(m.NumPairs()), "pairs")
+			b.ReportMetric(float64(vs)/float64(b.N), "value-sweeps/op")
+			b.ReportMetric(float64(xs)/float64(b.N), "visit-sweeps/op")
 		})
 	}
 }

@@ -292,6 +292,14 @@ func (o *Objective) Policy() *mdp.Policy { return o.pol }
 // Reward returns Φθ at the θ of the last Eval (do not modify).
 func (o *Objective) Reward() []float64 { return o.reward }
 
+// Sweeps returns the soft Bellman and visit-propagation sweeps of the last Eval.
+func (o *Objective) Sweeps() (value, visit int) {
+	if o.vals == nil {
+		return 0, 0
+	}
+	return o.vals.Iterations, o.ws.VisitIterations()
+}
+
 // Eval computes the objective, the log-likelihood and, into grad (length
 // d), the gradient μ_D − μ_π − λθ at theta.
 func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
