@@ -31,6 +31,13 @@
 //     seeded at each Reset (not numpy's PCG64 stream); a test injects
 //     Gymnasium's own recorded draws instead (Replay).
 //   - No particles: Gymnasium creates them only when rendering.
+//
+// Speed (BenchmarkStep, one core, resets included): 51–59k steps/s under
+// random actions, 36–41k under the heuristic controller, 27 allocations
+// (5 KB) per step, all inside box2d's World.Step, which builds a new island
+// and contact solver each step. Nearly all the time is Box2D's solver at
+// Gymnasium's 180 velocity and 60 position iterations per step; the legs'
+// revolute joints take about half.
 package lunar
 
 import (
