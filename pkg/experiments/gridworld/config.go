@@ -127,6 +127,9 @@ type EvaluationConfig struct {
 	// EvaluationEpisodes is the number of rollouts per (policy, environment)
 	// of the sampled method.
 	EvaluationEpisodes int `yaml:"evaluation_episodes" json:"evaluation_episodes"`
+	// Seed selects the sampled method's random streams (mixed with the study
+	// seed, the grid size and the environment); the exact method uses none.
+	Seed uint64 `yaml:"seed" json:"seed"`
 }
 
 // Evaluation methods.

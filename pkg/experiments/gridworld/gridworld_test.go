@@ -193,8 +193,7 @@ func BenchmarkEvaluatePolicy20x20(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		pol := env.GreedyPolicy(c.Expert.TrueReward)
-		env.Grid.SuccessRate(stream(1, 20, purposeEval, 0), pol, c.Evaluation.EvaluationEpisodes)
+		c.success(env, 1, 20, 0, c.Expert.TrueReward)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evaluations/s")
 }
