@@ -161,10 +161,13 @@ func TestSampledEvaluationCommonAcrossMethods(t *testing.T) {
 	t.Logf("%d method pairs with equal policies", pairs)
 }
 
-// TestTable2RespectsEnvironments: Table 2's clients are drawn from the
-// environments entry of its grid size (obstacles, slip), not the defaults.
+// TestTable2RespectsEnvironments: Table 2's clients and held-out
+// environments are drawn from the environments entry of its grid size
+// (obstacles, slip, horizon, start), not the family defaults, so changing
+// that entry changes Table 2; it keeps as many held-out environments as
+// ablation clients.
 func TestTable2RespectsEnvironments(t *testing.T) {
-	table2 := func(mutate func(*EnvConfig)) []byte {
+	run := func(mutate func(*EnvConfig)) *Study {
 		c := tinyConfig()
 		c.Environments = c.Environments[:1] // 5×5, the ablation's size
 		mutate(&c.Environments[0])
@@ -172,15 +175,34 @@ func TestTable2RespectsEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st.Table2JSON()
+		return st
 	}
-	base := table2(func(*EnvConfig) {})
-	for name, m := range map[string]func(*EnvConfig){
-		"obstacles": func(e *EnvConfig) { e.Obstacles = 6 },
-		"slip":      func(e *EnvConfig) { e.SlipMax = 0.3 },
+	base := run(func(*EnvConfig) {})
+	for _, tc := range []struct {
+		name   string
+		mutate func(*EnvConfig)
+		holds  func(gw.Spec) bool // the changed property, on every ablation environment
+	}{
+		{"obstacles", func(e *EnvConfig) { e.Obstacles = 6 }, func(s gw.Spec) bool { return len(s.Obstacles) == 6 }},
+		{"slip_max", func(e *EnvConfig) { e.SlipMax = 0.01 }, func(s gw.Spec) bool { return s.Slip <= 0.01 }},
+		{"max_episode_length", func(e *EnvConfig) { e.MaxEpisodeLength = 9 }, func(s gw.Spec) bool { return s.Horizon == 9 }},
+		{"random_start", func(e *EnvConfig) { e.RandomStart = true }, func(s gw.Spec) bool { return s.RandomStart }},
 	} {
-		if bytes.Equal(base, table2(m)) {
-			t.Errorf("Table 2 unchanged when the 5×5 environments entry changes %s", name)
+		st := run(tc.mutate)
+		if bytes.Equal(base.Table2JSON(), st.Table2JSON()) || bytes.Equal(base.Table2Markdown(), st.Table2Markdown()) {
+			t.Errorf("%s: Table 2 unchanged when the 5×5 environments entry changes", tc.name)
+		}
+		for _, fs := range st.Ablation {
+			for _, f := range fs {
+				if len(f.clients) != st.Config.Ablation.NumberOfClients || len(f.heldOut) != st.Config.Ablation.NumberOfClients {
+					t.Fatalf("%s: %d clients and %d held-out environments, want %d of each", tc.name, len(f.clients), len(f.heldOut), st.Config.Ablation.NumberOfClients)
+				}
+				for _, env := range slices.Concat(f.clients, f.heldOut) {
+					if !tc.holds(env.Spec) {
+						t.Fatalf("%s: an ablation environment does not follow the entry: %+v", tc.name, env.Spec)
+					}
+				}
+			}
 		}
 	}
 }
@@ -208,5 +230,21 @@ func TestPairedDifferencesAreSeedwise(t *testing.T) {
 	}
 	if row.InDistPaired.MeanMinusLocal == nil || row.HeldOutPaired.MeanMinusLocal != nil {
 		t.Fatal("Mean − Local belongs to the in-distribution split only")
+	}
+	for pi, r := range st.Table2() {
+		ml := r.InDistPaired.MeanMinusLocal
+		if ml == nil || r.HeldOutPaired.MeanMinusLocal != nil || ml.N != len(st.Ablation) {
+			t.Fatalf("Table 2 p = %v: Mean − Local %+v, want in-distribution only, over %d seeds", r.WeakFraction, ml, len(st.Ablation))
+		}
+		for s, fs := range st.Ablation {
+			var d float64
+			for i := range fs[pi].InDist[Local] {
+				d += fs[pi].InDist[Mean][i] - fs[pi].InDist[Local][i]
+			}
+			d *= 100 / float64(len(fs[pi].InDist[Local]))
+			if math.Abs(ml.Diffs[s]-d) > 1e-9 {
+				t.Fatalf("Table 2 p = %v seed %d: Mean − Local %v, want %v", r.WeakFraction, s, ml.Diffs[s], d)
+			}
+		}
 	}
 }

@@ -302,14 +302,23 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	return f, nil
 }
 
+// ablationEnv is Table 2's environments entry: the environments (obstacles,
+// slip, horizon, start) of its grid size's entry, with the ablation's number
+// of clients and as many held-out environments.
+func (c Config) ablationEnv() EnvConfig {
+	e := c.envConfig(c.Ablation.GridSize)
+	e.NumberOfClients = c.Ablation.NumberOfClients
+	e.HeldOutEnvironments = c.Ablation.NumberOfClients
+	return e
+}
+
 // runAblation runs Table 2 for one seed: the same clients and demonstrations
 // for every weak fraction p; round(pK) clients drawn uniformly get their
 // budget multiplied by f ~ U(weak_factor_min, weak_factor_max) (at least 1
 // step). Returns one Fit per p.
 func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 	a := c.Ablation
-	e := c.envConfig(a.GridSize)
-	e.NumberOfClients = a.NumberOfClients
+	e := c.ablationEnv()
 	st, err := c.buildSetup(e, seed)
 	if err != nil {
 		return nil, err
