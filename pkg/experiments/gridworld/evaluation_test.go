@@ -231,6 +231,22 @@ func TestPairedDifferencesAreSeedwise(t *testing.T) {
 	if row.InDistPaired.MeanMinusLocal == nil || row.HeldOutPaired.MeanMinusLocal != nil {
 		t.Fatal("Mean − Local belongs to the in-distribution split only")
 	}
+	// Held-out B − M over the two seeds, by hand: the interval is
+	// mean ± t₁·|d₁ − d₂|/2 with t₁ = tan(0.475π) = 12.706 (Cauchy quantile).
+	if len(st.Cells[0]) != 2 {
+		t.Fatalf("tinyConfig has %d seeds, the hand computation below wants 2", len(st.Cells[0]))
+	}
+	var d [2]float64
+	for s, f := range st.Cells[0] {
+		for j := range f.HeldOut[Mean] {
+			d[s] += 100 * (f.HeldOut[Barycenter][j] - f.HeldOut[Mean][j]) / float64(len(f.HeldOut[Mean]))
+		}
+	}
+	ho := row.HeldOutPaired.BarycenterMinusMean
+	half := math.Tan(0.475*math.Pi) * math.Abs(d[0]-d[1]) / 2
+	if mid := (d[0] + d[1]) / 2; math.Abs(ho.Mean-mid) > 1e-9 || math.Abs(ho.Lo-(mid-half)) > 1e-9 || math.Abs(ho.Hi-(mid+half)) > 1e-9 {
+		t.Fatalf("held-out B − M = %+v, want %v ± %v", ho, mid, half)
+	}
 	for pi, r := range st.Table2() {
 		ml := r.InDistPaired.MeanMinusLocal
 		if ml == nil || r.HeldOutPaired.MeanMinusLocal != nil || ml.N != len(st.Ablation) {
