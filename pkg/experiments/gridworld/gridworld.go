@@ -52,6 +52,9 @@ type LocalDiag struct {
 	// FeatureGap is ‖μ_D − μ_π‖₂ / ‖μ_D‖₂ at the returned θ: the relative
 	// feature-expectation mismatch MaxEnt IRL drives to zero (up to λθ).
 	FeatureGap float64 `json:"feature_gap"`
+	// FeatureGapAbs is ‖μ_D − μ_π‖₂ at the returned θ (discounted feature
+	// expectations from the demonstrations' start states).
+	FeatureGapAbs float64 `json:"feature_gap_abs"`
 	// Norm is ‖θ_i‖₂.
 	Norm float64 `json:"norm"`
 	// AngleToTrue is the angle between θ_i and θ*, in degrees.
