@@ -205,8 +205,8 @@ func DefaultConfig() Config {
 
 // QuickConfig is a reduced study for smoke tests (CI): every table row and
 // figure, but 2 seeds, 3 clients on 20×20 and 5 on 10×10 (each with as
-// many held-out environments), 5 ablation clients and 50 evaluation episodes
-// per (policy, environment).
+// many held-out environments), 5 ablation clients and, should the evaluation
+// be switched to sampled, 50 evaluation episodes per (policy, environment).
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.NumberOfSeeds = 2
