@@ -127,7 +127,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.IntVar(&seeds, "seeds", 5, "number of seeds (Table 1 and Table 2)")
 	f.Int64Var(&seed, "seed", 1, "first seed")
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
-	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes)")
+	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")
 	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
 	return gw
 }

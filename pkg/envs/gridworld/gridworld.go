@@ -11,8 +11,10 @@
 // The package exposes the exact tabular dynamics of an environment
 // (Transitions, Tabular) for value iteration and IRL, a seeded simulator for
 // rollouts (Sample, Rollout, and the envs.Env interface), the exact success
-// probability of a policy (SuccessProbability) and the client families of the
-// paper (Family). Terminal cells are absorbing in the tabular model, so a
+// probability of a policy from the start distribution or from every cell
+// (SuccessProbability, SuccessProbabilities), sampled success rates with
+// common random numbers across policies (SuccessRateCRN) and the client
+// families of the paper (Family). Terminal cells are absorbing in the tabular model, so a
 // planner that keeps collecting the terminal cell's reward forever sees the
 // goal as good and an obstacle as bad exactly when the reward says so.
 //
@@ -346,10 +348,35 @@ func (g *Grid) SuccessRate(rng *rand.Rand, policy []int, episodes int) float64 {
 // started uniformly on Starts reaches the goal within the horizon without
 // collision (dynamic programming over the horizon; no sampling).
 func (g *Grid) SuccessProbability(policy []int) float64 {
+	p := g.SuccessProbabilities(nil, policy)
+	sum := 0.0
+	for _, s := range g.starts {
+		sum += p[s]
+	}
+	return sum / float64(len(g.starts))
+}
+
+// SuccessProbabilities sets dst[s] (length N², allocated if nil) to the exact
+// probability that an episode of the deterministic policy started in cell s
+// reaches the goal within Horizon steps without entering an obstacle, and
+// returns it: the success probability from every start cell at once (1 at
+// the goal, 0 in an obstacle). It is computed by Horizon steps of dynamic
+// programming on the absorbing model (Transitions), with no sampling.
+func (g *Grid) SuccessProbabilities(dst []float64, policy []int) []float64 {
 	n := g.NumStates()
-	cur := make([]float64, n) // P(success within t steps | state)
-	nxt := make([]float64, n)
+	if len(policy) != n {
+		panic(fmt.Sprintf("gridworld: policy has %d entries, want %d", len(policy), n))
+	}
+	if dst == nil {
+		dst = make([]float64, n)
+	}
+	if len(dst) != n {
+		panic(fmt.Sprintf("gridworld: SuccessProbabilities dst has %d entries, want %d", len(dst), n))
+	}
+	cur := dst // P(success within t steps | state)
+	clear(cur)
 	cur[g.spec.Goal] = 1
+	nxt := make([]float64, n)
 	var buf []Transition
 	for range g.spec.Horizon {
 		for s := range n {
@@ -366,11 +393,44 @@ func (g *Grid) SuccessProbability(policy []int) float64 {
 		}
 		cur, nxt = nxt, cur
 	}
-	sum := 0.0
-	for _, s := range g.starts {
-		sum += cur[s]
+	if g.spec.Horizon%2 == 1 { // the result is in the scratch buffer
+		copy(dst, cur)
 	}
-	return sum / float64(len(g.starts))
+	return dst
+}
+
+// EpisodeRand returns the random source of episode e of the common-random-
+// numbers stream key (a PCG seeded with (key, e)). SuccessRateCRN draws
+// episode e's start cell and every slip from it.
+func EpisodeRand(key uint64, e int) *rand.Rand {
+	return rand.New(rand.NewPCG(key, uint64(e)))
+}
+
+// SuccessRateCRN runs episodes rollouts of policy and returns the fraction
+// that reach the goal without collision within the horizon, like
+// SuccessRate, but with common random numbers: episode e draws its start
+// cell and its slips from its own source EpisodeRand(key, e), so any two
+// policies evaluated with the same key see the same start and the same slip
+// draws at every step of every episode. Their outcomes then differ only in
+// episodes whose paths reach a cell where the policies differ, and a
+// difference of two success rates carries no noise from unrelated draws.
+func (g *Grid) SuccessRateCRN(key uint64, policy []int, episodes int) float64 {
+	if episodes <= 0 {
+		return 0
+	}
+	src := rand.NewPCG(0, 0)
+	rng := rand.New(src)
+	ok := 0
+	var buf []Step
+	for e := range episodes {
+		src.Seed(key, uint64(e)) // the same draws as EpisodeRand(key, e)
+		var out Outcome
+		buf, _, out = g.Rollout(buf, rng, policy, g.SampleStart(rng))
+		if out == Reached {
+			ok++
+		}
+	}
+	return float64(ok) / float64(episodes)
 }
 
 // Compile-time check that *Grid is an envs.Env.

@@ -29,6 +29,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -127,6 +129,9 @@ type EvaluationConfig struct {
 	// EvaluationEpisodes is the number of rollouts per (policy, environment)
 	// of the sampled method.
 	EvaluationEpisodes int `yaml:"evaluation_episodes" json:"evaluation_episodes"`
+	// Seed selects the sampled method's random streams (mixed with the study
+	// seed, the grid size and the environment); the exact method uses none.
+	Seed uint64 `yaml:"seed" json:"seed"`
 }
 
 // Evaluation methods.
@@ -200,8 +205,8 @@ func DefaultConfig() Config {
 
 // QuickConfig is a reduced study for smoke tests (CI): every table row and
 // figure, but 2 seeds, 3 clients on 20×20 and 5 on 10×10 (each with as
-// many held-out environments), 5 ablation clients and 50 evaluation episodes
-// per (policy, environment).
+// many held-out environments), 5 ablation clients and, should the evaluation
+// be switched to sampled, 50 evaluation episodes per (policy, environment).
 func QuickConfig() Config {
 	c := DefaultConfig()
 	c.NumberOfSeeds = 2
@@ -224,12 +229,91 @@ func LoadConfig(path string, base Config) (Config, error) {
 	dec.KnownFields(true)
 	c := base
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return base, fmt.Errorf("config %s: %w", path, err)
+		return base, fmt.Errorf("config %s: %w", path, nameKeys(data, err))
 	}
 	if err := c.Validate(); err != nil {
 		return base, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+var (
+	yamlLine    = regexp.MustCompile(`^line (\d+): `)
+	yamlValue   = regexp.MustCompile("cannot unmarshal !!\\w+ `([^`]*)`")
+	yamlUnknown = regexp.MustCompile(`field (\S+) not found`)
+)
+
+// nameKeys rewrites the messages of a YAML decoding error ("line 3: cannot
+// unmarshal !!int `-1` into uint64") to start with the config key they are
+// about ("evaluation.seed: line 3: …"), found in the document's node tree by
+// line and value. Other errors are returned unchanged.
+func nameKeys(data []byte, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil {
+		return err
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = m
+		lm := yamlLine.FindStringSubmatch(m)
+		if lm == nil {
+			continue
+		}
+		line, _ := strconv.Atoi(lm[1])
+		var key string
+		if vm := yamlValue.FindStringSubmatch(m); vm != nil {
+			key = findKey(&root, "", line, vm[1], false)
+		} else if um := yamlUnknown.FindStringSubmatch(m); um != nil {
+			key = findKey(&root, "", line, um[1], true)
+		}
+		if key != "" {
+			msgs[i] = key + ": " + m
+		}
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// findKey returns the dotted path (with [i] for list entries) of the first
+// node on line whose value is value: a mapping key when isKey, else a
+// scalar value. It returns "" when there is none.
+func findKey(n *yaml.Node, path string, line int, value string, isKey bool) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := findKey(c, path, line, value, isKey); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if isKey && k.Line == line && k.Value == value {
+				return p
+			}
+			if r := findKey(v, p, line, value, isKey); r != "" {
+				return r
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := findKey(c, fmt.Sprintf("%s[%d]", path, i), line, value, isKey); k != "" {
+				return k
+			}
+		}
+	case yaml.ScalarNode:
+		if !isKey && n.Line == line && n.Value == value {
+			return path
+		}
+	}
+	return ""
 }
 
 // Validate reports the first invalid field, naming it by its config key.
@@ -247,12 +331,24 @@ func (c Config) Validate() error {
 		if e.NumberOfClients < 1 {
 			return fmt.Errorf("environments[%d].number_of_clients = %d, want ≥ 1", i, e.NumberOfClients)
 		}
-		if e.HeldOutEnvironments < 0 || e.Obstacles < 0 || e.MaxEpisodeLength < 0 || e.SlipMax < 0 || e.SlipMax > 1 {
-			return fmt.Errorf("environments[%d]: negative held_out_environments/obstacles/max_episode_length or slip_max outside [0,1]", i)
+		switch {
+		case e.HeldOutEnvironments < 0:
+			return fmt.Errorf("environments[%d].held_out_environments = %d, want ≥ 0 (0 = number_of_clients)", i, e.HeldOutEnvironments)
+		case e.Obstacles < 0 || e.Obstacles > e.GridSize*e.GridSize/2:
+			return fmt.Errorf("environments[%d].obstacles = %d, want between 0 (= default) and half the %d cells", i, e.Obstacles, e.GridSize*e.GridSize)
+		case e.MaxEpisodeLength < 0:
+			return fmt.Errorf("environments[%d].max_episode_length = %d, want ≥ 0 (0 = 4·grid_size)", i, e.MaxEpisodeLength)
+		case !(e.SlipMax >= 0 && e.SlipMax <= 1):
+			return fmt.Errorf("environments[%d].slip_max = %v, want in [0,1] (0 = 0.1)", i, e.SlipMax)
 		}
 	}
 	if len(c.Expert.TrueReward) != 2 {
 		return fmt.Errorf("expert.true_reward has %d entries, want 2 (goal_distance, obstacle_distance)", len(c.Expert.TrueReward))
+	}
+	for i, x := range c.Expert.TrueReward {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("expert.true_reward[%d] = %v, want a finite value", i, x)
+		}
 	}
 	if !(c.Expert.DiscountFactor > 0 && c.Expert.DiscountFactor < 1) {
 		return fmt.Errorf("expert.discount_factor = %v, want in (0,1)", c.Expert.DiscountFactor)
@@ -263,8 +359,15 @@ func (c Config) Validate() error {
 	if c.IRL.IRLAlgorithm != "maxent" {
 		return fmt.Errorf("irl.irl_algorithm = %q, only \"maxent\" is implemented", c.IRL.IRLAlgorithm)
 	}
-	if c.IRL.IRLIterations < 1 || !(c.IRL.IRLLearningRate > 0) || !(c.IRL.Temperature > 0) || c.IRL.RewardRegularizationL2 < 0 {
-		return errors.New("irl: irl_iterations, irl_learning_rate and temperature must be positive, reward_regularization_l2 non-negative")
+	switch {
+	case c.IRL.IRLIterations < 1:
+		return fmt.Errorf("irl.irl_iterations = %d, want ≥ 1", c.IRL.IRLIterations)
+	case !(c.IRL.IRLLearningRate > 0) || math.IsInf(c.IRL.IRLLearningRate, 0):
+		return fmt.Errorf("irl.irl_learning_rate = %v, want a finite value > 0", c.IRL.IRLLearningRate)
+	case !(c.IRL.Temperature > 0) || math.IsInf(c.IRL.Temperature, 0):
+		return fmt.Errorf("irl.temperature = %v, want a finite value > 0", c.IRL.Temperature)
+	case !(c.IRL.RewardRegularizationL2 >= 0) || math.IsInf(c.IRL.RewardRegularizationL2, 0):
+		return fmt.Errorf("irl.reward_regularization_l2 = %v, want a finite value ≥ 0", c.IRL.RewardRegularizationL2)
 	}
 	if c.IRL.Optimizer != "gd" && c.IRL.Optimizer != "adam" {
 		return fmt.Errorf("irl.optimizer = %q, want gd or adam", c.IRL.Optimizer)
@@ -273,8 +376,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("barycenter.method: %w", err)
 	}
 	b := c.Barycenter
-	if !(b.EntropicRegularization > 0) || b.SinkhornIterations < 1 || b.BarycenterIterations < 1 || b.Shift < 0 || b.Scale < 0 {
-		return errors.New("barycenter: entropic_regularization, sinkhorn_iterations and barycenter_iterations must be positive, shift and scale non-negative")
+	switch {
+	case !(b.EntropicRegularization > 0) || math.IsInf(b.EntropicRegularization, 0):
+		return fmt.Errorf("barycenter.entropic_regularization = %v, want a finite value > 0", b.EntropicRegularization)
+	case b.SinkhornIterations < 1:
+		return fmt.Errorf("barycenter.sinkhorn_iterations = %d, want ≥ 1", b.SinkhornIterations)
+	case b.BarycenterIterations < 1:
+		return fmt.Errorf("barycenter.barycenter_iterations = %d, want ≥ 1", b.BarycenterIterations)
+	case !(b.Shift >= 0) || math.IsInf(b.Shift, 0):
+		return fmt.Errorf("barycenter.shift = %v, want a finite value ≥ 0 (0 = automatic)", b.Shift)
+	case !(b.Scale >= 0) || math.IsInf(b.Scale, 0):
+		return fmt.Errorf("barycenter.scale = %v, want a finite value ≥ 0 (0 = automatic)", b.Scale)
 	}
 	if b.Weights != "uniform" && b.Weights != "demonstrations" {
 		return fmt.Errorf("barycenter.weights = %q, want uniform or demonstrations", b.Weights)
@@ -289,19 +401,30 @@ func (c Config) Validate() error {
 		return fmt.Errorf("evaluation.evaluation_episodes = %d, want ≥ 1", c.Evaluation.EvaluationEpisodes)
 	}
 	a := c.Ablation
-	if a.GridSize < 3 || a.NumberOfClients < 1 || len(a.WeakFractions) == 0 {
-		return errors.New("ablation: grid_size ≥ 3, number_of_clients ≥ 1 and weak_fractions non-empty required")
+	switch {
+	case a.GridSize < 3:
+		return fmt.Errorf("ablation.grid_size = %d, want ≥ 3", a.GridSize)
+	case a.NumberOfClients < 1:
+		return fmt.Errorf("ablation.number_of_clients = %d, want ≥ 1", a.NumberOfClients)
+	case len(a.WeakFractions) == 0:
+		return errors.New("ablation.weak_fractions: empty")
 	}
 	for i, p := range a.WeakFractions {
 		if !(p >= 0 && p <= 1) {
 			return fmt.Errorf("ablation.weak_fractions[%d] = %v, want in [0,1]", i, p)
 		}
 	}
-	if !(a.WeakFactorMin > 0 && a.WeakFactorMin <= a.WeakFactorMax && a.WeakFactorMax <= 1) {
-		return fmt.Errorf("ablation: need 0 < weak_factor_min ≤ weak_factor_max ≤ 1, got %v, %v", a.WeakFactorMin, a.WeakFactorMax)
+	if !(a.WeakFactorMin > 0 && a.WeakFactorMin <= 1) {
+		return fmt.Errorf("ablation.weak_factor_min = %v, want in (0,1]", a.WeakFactorMin)
 	}
-	if a.NumberOfSeeds < 0 || c.Workers < 0 {
-		return errors.New("ablation.number_of_seeds and workers must be non-negative")
+	if !(a.WeakFactorMax >= a.WeakFactorMin && a.WeakFactorMax <= 1) {
+		return fmt.Errorf("ablation.weak_factor_max = %v, want in [weak_factor_min = %v, 1]", a.WeakFactorMax, a.WeakFactorMin)
+	}
+	if a.NumberOfSeeds < 0 {
+		return fmt.Errorf("ablation.number_of_seeds = %d, want ≥ 0 (0 = number_of_seeds)", a.NumberOfSeeds)
+	}
+	if c.Workers < 0 {
+		return fmt.Errorf("workers = %d, want ≥ 0 (0 = 2)", c.Workers)
 	}
 	return nil
 }

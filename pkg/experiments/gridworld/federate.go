@@ -66,9 +66,9 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		l.res = federation.LocalResult{Theta: res.Theta, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
 		gap := make([]float64, len(res.EmpiricalFeatures))
 		floats.SubTo(gap, res.EmpiricalFeatures, res.ExpectedFeatures)
-		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, Norm: floats.Norm(res.Theta, 2)}
+		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, FeatureGapAbs: floats.Norm(gap, 2), Norm: floats.Norm(res.Theta, 2)}
 		if n := floats.Norm(res.EmpiricalFeatures, 2); n > 0 {
-			l.diag.FeatureGap = floats.Norm(gap, 2) / n
+			l.diag.FeatureGap = l.diag.FeatureGapAbs / n
 		}
 	})
 	if l.err != nil {

@@ -52,6 +52,9 @@ type LocalDiag struct {
 	// FeatureGap is ‖μ_D − μ_π‖₂ / ‖μ_D‖₂ at the returned θ: the relative
 	// feature-expectation mismatch MaxEnt IRL drives to zero (up to λθ).
 	FeatureGap float64 `json:"feature_gap"`
+	// FeatureGapAbs is ‖μ_D − μ_π‖₂ at the returned θ (discounted feature
+	// expectations from the demonstrations' start states).
+	FeatureGapAbs float64 `json:"feature_gap_abs"`
 	// Norm is ‖θ_i‖₂.
 	Norm float64 `json:"norm"`
 	// AngleToTrue is the angle between θ_i and θ*, in degrees.
@@ -224,30 +227,56 @@ func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
 	}
 	f.InDist[Local] = make([]float64, K)
 	for i, env := range st.clients {
-		f.InDist[Local][i] = c.success(env, f, i, f.Local[i])
+		f.InDist[Local][i] = c.success(env, f.Seed, f.GridSize, i, f.Local[i])
 	}
 	for _, m := range methods {
 		f.InDist[m] = make([]float64, K)
 		f.HeldOut[m] = make([]float64, len(st.heldOut))
 		for i, env := range st.clients {
-			f.InDist[m][i] = c.success(env, f, i, f.Fused[m])
+			f.InDist[m][i] = c.success(env, f.Seed, f.GridSize, i, f.Fused[m])
 		}
 		for j, env := range st.heldOut {
-			f.HeldOut[m][j] = c.success(env, f, 0x8000|j, f.Fused[m])
+			f.HeldOut[m][j] = c.success(env, f.Seed, f.GridSize, heldOutIndex|j, f.Fused[m])
 		}
 	}
 }
 
-// success is the success rate of the greedy policy of θ on env: exact, or
-// sampled on the stream of (cell, environment index) that every method
-// shares (common random numbers), so differences between methods are not
-// differences between their random draws.
-func (c Config) success(env *Env, f *Fit, index int, theta []float64) float64 {
+// heldOutIndex marks held-out environments in evaluation stream keys.
+const heldOutIndex = 0x8000_0000
+
+// success is the success rate of the greedy policy of θ on env (environment
+// index of the cell (seed, size); held-out environments are heldOutIndex|j):
+// its exact success probability, or with the sampled method the success
+// fraction of evaluation_episodes rollouts with common random numbers.
+// Every method, and every weak fraction of the ablation, is rolled out on the
+// same stream per (evaluation seed, seed, size, environment), episode e on
+// its own source (gw.Grid.SuccessRateCRN), so differences between methods
+// are not differences between their random draws.
+func (c Config) success(env *Env, seed uint64, size, index int, theta []float64) float64 {
 	pol := env.GreedyPolicy(theta)
 	if c.Evaluation.Method == EvalExact {
 		return env.Grid.SuccessProbability(pol)
 	}
-	return env.Grid.SuccessRate(stream(f.Seed, f.GridSize, purposeEval, index), pol, c.Evaluation.EvaluationEpisodes)
+	return env.Grid.SuccessRateCRN(c.evalKey(seed, size, index), pol, c.Evaluation.EvaluationEpisodes)
+}
+
+// evalKey is the common-random-numbers key of environment index of the cell
+// (seed, size): a SplitMix64 hash of the evaluation seed, the study seed, the
+// grid size and the index.
+func (c Config) evalKey(seed uint64, size, index int) uint64 {
+	h := splitmix(c.Evaluation.Seed ^ 0x6576616c) // "eval"
+	for _, v := range []uint64{seed, uint64(size), uint64(index)} {
+		h = splitmix(h ^ v)
+	}
+	return h
+}
+
+// splitmix is the SplitMix64 finalizer.
+func splitmix(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // runCell runs one Table-1 cell: setup, local IRL with the full budget,
@@ -276,14 +305,23 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	return f, nil
 }
 
+// ablationEnv is Table 2's environments entry: the environments (obstacles,
+// slip, horizon, start) of its grid size's entry, with the ablation's number
+// of clients and as many held-out environments.
+func (c Config) ablationEnv() EnvConfig {
+	e := c.envConfig(c.Ablation.GridSize)
+	e.NumberOfClients = c.Ablation.NumberOfClients
+	e.HeldOutEnvironments = c.Ablation.NumberOfClients
+	return e
+}
+
 // runAblation runs Table 2 for one seed: the same clients and demonstrations
 // for every weak fraction p; round(pK) clients drawn uniformly get their
 // budget multiplied by f ~ U(weak_factor_min, weak_factor_max) (at least 1
 // step). Returns one Fit per p.
 func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 	a := c.Ablation
-	e := c.envConfig(a.GridSize)
-	e.NumberOfClients = a.NumberOfClients
+	e := c.ablationEnv()
 	st, err := c.buildSetup(e, seed)
 	if err != nil {
 		return nil, err
@@ -313,7 +351,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 			fct := a.WeakFactorMin + (a.WeakFactorMax-a.WeakFactorMin)*rng.Float64()
 			budgets[i] = max(1, int(math.Round(fct*float64(c.IRL.IRLIterations))))
 		}
-		f := &Fit{GridSize: a.GridSize, Seed: seed, Budgets: budgets}
+		f := &Fit{GridSize: a.GridSize, Seed: seed, Budgets: budgets, clients: st.clients, heldOut: st.heldOut, probe: st.probe, probeSpec: st.probeSpec}
 		clients := slices.Clone(full)
 		for i, b := range budgets {
 			if b != c.IRL.IRLIterations {

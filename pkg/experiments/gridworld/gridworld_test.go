@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
@@ -170,6 +171,63 @@ func TestConfigValidateAndLoad(t *testing.T) {
 	}
 }
 
+// TestConfigErrorsNameKeys: every rejected value, wrong type or unknown key
+// is reported with its config key.
+func TestConfigErrorsNameKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ yaml, key string }{
+		{"number_of_seeds: 0\n", "number_of_seeds"},
+		{"number_of_seeds: abc\n", "number_of_seeds"},
+		{"typo_key: 1\n", "typo_key"},
+		{"evaluation: {typo: 1}\n", "evaluation.typo"},
+		{"evaluation:\n  seed: -1\n", "evaluation.seed"},
+		{"evaluation: {method: mc}\n", "evaluation.method"},
+		{"evaluation: {evaluation_episodes: 0}\n", "evaluation.evaluation_episodes"},
+		{"environments:\n  - {grid_size: 5, number_of_clients: x}\n", "environments[0].number_of_clients"},
+		{"environments:\n  - {grid_size: 5, number_of_clients: 3, slip_max: 1.5}\n", "environments[0].slip_max"},
+		{"environments:\n  - {grid_size: 5, number_of_clients: 3, obstacles: 20}\n", "environments[0].obstacles"},
+		{"environments:\n  - {grid_size: 5, number_of_clients: 3, held_out_environments: -1}\n", "environments[0].held_out_environments"},
+		{"environments:\n  - {grid_size: 5, number_of_clients: 3, max_episode_length: -2}\n", "environments[0].max_episode_length"},
+		{"expert: {true_reward: [1]}\n", "expert.true_reward"},
+		{"expert: {true_reward: [1, .nan]}\n", "expert.true_reward[1]"},
+		{"irl: {irl_iterations: 0}\n", "irl.irl_iterations"},
+		{"irl: {irl_learning_rate: -1}\n", "irl.irl_learning_rate"},
+		{"irl: {temperature: 0}\n", "irl.temperature"},
+		{"irl: {reward_regularization_l2: -1}\n", "irl.reward_regularization_l2"},
+		{"irl: {optimizer: sgd}\n", "irl.optimizer"},
+		{"barycenter: {entropic_regularization: 0}\n", "barycenter.entropic_regularization"},
+		{"barycenter: {sinkhorn_iterations: 0}\n", "barycenter.sinkhorn_iterations"},
+		{"barycenter: {barycenter_iterations: 0}\n", "barycenter.barycenter_iterations"},
+		{"barycenter: {shift: -1}\n", "barycenter.shift"},
+		{"barycenter: {scale: -1}\n", "barycenter.scale"},
+		{"barycenter: {weights: some}\n", "barycenter.weights"},
+		{"barycenter: {method: debiased}\n", "barycenter.method"},
+		{"ablation: {grid_size: 2}\n", "ablation.grid_size"},
+		{"ablation: {number_of_clients: 0}\n", "ablation.number_of_clients"},
+		{"ablation: {weak_fractions: []}\n", "ablation.weak_fractions"},
+		{"ablation: {weak_fractions: [a, 0.5]}\n", "ablation.weak_fractions[0]"},
+		{"ablation: {weak_fractions: [0.5, 2]}\n", "ablation.weak_fractions[1]"},
+		{"ablation: {weak_factor_min: 0}\n", "ablation.weak_factor_min"},
+		{"ablation: {weak_factor_max: 0.01}\n", "ablation.weak_factor_max"},
+		{"ablation: {number_of_seeds: -1}\n", "ablation.number_of_seeds"},
+		{"ablation: {init_scale: -1}\n", "ablation.init_scale"},
+		{"workers: -1\n", "workers"},
+	} {
+		p := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadConfig(p, DefaultConfig())
+		if err == nil {
+			t.Errorf("config %q accepted", tc.yaml)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("config %q: error %q does not name %s", tc.yaml, err, tc.key)
+		}
+	}
+}
+
 func BenchmarkLocalIRL10x10(b *testing.B) {
 	c := DefaultConfig()
 	env, demos, err := c.ClientTask(10, 0, 0, 1)
@@ -193,8 +251,7 @@ func BenchmarkEvaluatePolicy20x20(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		pol := env.GreedyPolicy(c.Expert.TrueReward)
-		env.Grid.SuccessRate(stream(1, 20, purposeEval, 0), pol, c.Evaluation.EvaluationEpisodes)
+		c.success(env, 1, 20, 0, c.Expert.TrueReward)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "evaluations/s")
 }

@@ -50,7 +50,7 @@ type Table1Row struct {
 type PairedCols struct {
 	BarycenterMinusMean report.Paired `json:"barycenter_minus_mean"`
 	DebiasedMinusMean   report.Paired `json:"debiased_minus_mean"`
-	// MeanMinusLocal is nil where Local is not evaluated (held-out, Table 2).
+	// MeanMinusLocal is nil where Local is not evaluated (held-out).
 	MeanMinusLocal *report.Paired `json:"mean_minus_local,omitempty"`
 }
 
@@ -166,8 +166,10 @@ func (s *Study) Table1() []Table1Row {
 
 // Table2Row is one weak fraction of Table 2.
 type Table2Row struct {
-	WeakFraction  float64    `json:"weak_fraction"`
-	WeakClients   int        `json:"weak_clients"`
+	WeakFraction float64 `json:"weak_fraction"`
+	WeakClients  int     `json:"weak_clients"`
+	// HeldOut is the number of held-out environments per seed.
+	HeldOut       int        `json:"held_out_environments"`
 	Seeds         int        `json:"seeds"`
 	InDist        Cols       `json:"in_distribution"`
 	HeldOutS      Cols       `json:"held_out"`
@@ -185,7 +187,7 @@ func (s *Study) Table2() []Table2Row {
 	var rows []Table2Row
 	K := s.Config.Ablation.NumberOfClients
 	for pi, p := range s.Config.Ablation.WeakFractions {
-		row := Table2Row{WeakFraction: p, WeakClients: int(math.Round(p * float64(K))), Seeds: len(s.Ablation)}
+		row := Table2Row{WeakFraction: p, WeakClients: int(math.Round(p * float64(K))), HeldOut: heldOutCount(s.Config.ablationEnv()), Seeds: len(s.Ablation)}
 		for _, m := range []Method{Local, Mean, Barycenter, Debiased} {
 			var in, out []float64
 			for _, fs := range s.Ablation {
@@ -213,28 +215,44 @@ func (s *Study) Table2() []Table2Row {
 		for i, fs := range s.Ablation {
 			fits[i] = fs[pi]
 		}
-		row.InDistPaired = pairedCols(fits, false, false)
+		row.InDistPaired = pairedCols(fits, false, true)
 		row.HeldOutPaired = pairedCols(fits, true, false)
 		rows = append(rows, row)
 	}
 	return rows
 }
 
-// Paper's Table 1 (percent), for side-by-side comparison.
-var paperTable1 = map[int][5]string{
-	20: {"73.7 ± 14.0", "73.5 ± 14.5", "76.4 ± 13.4", "75.3 ± 23.0", "81.4 ± 19.0"},
-	10: {"80.9 ± 13.9", "81.6 ± 14.2", "89.1 ± 10.7", "76.1 ± 8.0", "80.3 ± 9.9"},
-	5:  {"84.2 ± 12.6", "85.1 ± 11.9", "90.5 ± 9.8", "78.4 ± 7.3", "82.6 ± 8.1"},
+// paperStat is a mean ± std (percent) as the paper reports it.
+type paperStat struct{ Mean, Std float64 }
+
+func (p paperStat) format(prec int) string {
+	return fmt.Sprintf("%.*f ± %.*f", prec, p.Mean, prec, p.Std)
 }
 
-// Paper's Table 2 (percent).
-var paperTable2 = map[float64][4]string{
-	0:    {"81.97 ± 3.10", "81.97 ± 1.97", "86.43 ± 1.86", "88.27 ± 2.21"},
-	0.25: {"84.43 ± 3.35", "86.20 ± 3.15", "84.83 ± 2.76", "85.50 ± 3.02"},
-	0.5:  {"80.17 ± 7.94", "85.27 ± 2.76", "82.13 ± 0.91", "85.67 ± 2.73"},
+// paperDiff renders the difference of two of the paper's means, the only
+// comparison its tables allow (no per-seed values are given).
+func paperDiff(a, b paperStat, prec int) string {
+	return fmt.Sprintf("%+.*f", prec, a.Mean-b.Mean)
 }
 
-// Table1Markdown renders Table 1 with the paper's values beneath.
+// Paper's Table 1 (percent): in-distribution Local, Mean, Barycenter;
+// held-out Mean, Barycenter.
+var paperTable1 = map[int][5]paperStat{
+	20: {{73.7, 14.0}, {73.5, 14.5}, {76.4, 13.4}, {75.3, 23.0}, {81.4, 19.0}},
+	10: {{80.9, 13.9}, {81.6, 14.2}, {89.1, 10.7}, {76.1, 8.0}, {80.3, 9.9}},
+	5:  {{84.2, 12.6}, {85.1, 11.9}, {90.5, 9.8}, {78.4, 7.3}, {82.6, 8.1}},
+}
+
+// Paper's Table 2 (percent): in-distribution Mean, Barycenter; held-out
+// Mean, Barycenter.
+var paperTable2 = map[float64][4]paperStat{
+	0:    {{81.97, 3.10}, {81.97, 1.97}, {86.43, 1.86}, {88.27, 2.21}},
+	0.25: {{84.43, 3.35}, {86.20, 3.15}, {84.83, 2.76}, {85.50, 3.02}},
+	0.5:  {{80.17, 7.94}, {85.27, 2.76}, {82.13, 0.91}, {85.67, 2.73}},
+}
+
+// Table1Markdown renders Table 1, the paired differences and, beside the
+// paper's values, ours.
 func (s *Study) Table1Markdown() []byte {
 	var b bytes.Buffer
 	rows := s.Table1()
@@ -262,47 +280,72 @@ func (s *Study) Table1Markdown() []byte {
 			formatPaired(r.InDistPaired.MeanMinusLocal), formatPaired(&r.HeldOutPaired.BarycenterMinusMean),
 			formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
 	}
-	fmt.Fprintf(&b, "\nPaper (Millard & Baheri, Table 1):\n\n")
-	fmt.Fprintf(&b, "| Environment | In: Local | In: Mean | In: Barycenter | Held-out: Local | Held-out: Mean | Held-out: Barycenter |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\nOurs beside the paper (Millard & Baheri, Table 1), ours / paper; for Barycenter − Mean ours is the paired difference above, the paper's the difference of its means (it reports no per-seed values):\n\n")
+	fmt.Fprintf(&b, "| Environment | In: Local | In: Mean | In: Barycenter | In: Barycenter − Mean | In: Mean − Local | Held-out: Mean | Held-out: Barycenter | Held-out: Barycenter − Mean |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		if p, ok := paperTable1[r.GridSize]; ok {
-			fmt.Fprintf(&b, "| %d×%d | %s | %s | %s | – | %s | %s |\n", r.GridSize, r.GridSize, p[0], p[1], p[2], p[3], p[4])
+		p, ok := paperTable1[r.GridSize]
+		if !ok {
+			continue
 		}
+		fmt.Fprintf(&b, "| %d×%d | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", r.GridSize, r.GridSize,
+			r.InDist.Local.format(1), p[0].format(1), r.InDist.Mean.format(1), p[1].format(1), r.InDist.Barycenter.format(1), p[2].format(1),
+			formatPaired(&r.InDistPaired.BarycenterMinusMean), paperDiff(p[2], p[1], 1),
+			formatPaired(r.InDistPaired.MeanMinusLocal), paperDiff(p[1], p[0], 1),
+			r.HeldOutS.Mean.format(1), p[3].format(1), r.HeldOutS.Barycenter.format(1), p[4].format(1),
+			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), paperDiff(p[4], p[3], 1))
 	}
 	return b.Bytes()
 }
 
-// Table2Markdown renders Table 2 with the paper's values beneath.
+// Table2Markdown renders Table 2, the paired differences and, beside the
+// paper's values, ours.
 func (s *Study) Table2Markdown() []byte {
 	var b bytes.Buffer
 	rows := s.Table2()
 	a := s.Config.Ablation
-	fmt.Fprintf(&b, "# Table 2: ablation on the fraction of weak clients p (%d×%d, %d clients), success rate (%%), mean ± std over seeds\n\n", a.GridSize, a.GridSize, a.NumberOfClients)
-	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "# Table 2: ablation on the fraction of weak clients p (%d×%d, %d clients, %d held-out environments), success rate (%%), mean ± std over seeds\n\nEvaluation: %s.\n\n",
+		a.GridSize, a.GridSize, a.NumberOfClients, heldOutCount(s.Config.ablationEnv()), s.Config.evaluationText())
+	fmt.Fprintf(&b, "Per seed: success averaged over the clients' own environments (In) or the held-out ones; Local: weak and full-budget clients pooled over seeds × clients.\n\n")
+	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | In: Local | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
-			r.LocalWeak.format(2), r.LocalFull.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
+		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
+			r.LocalWeak.format(2), r.LocalFull.format(2), r.InDist.Local.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
 			r.HeldOutS.Mean.format(2), r.HeldOutS.Barycenter.format(2), r.HeldOutS.Debiased.format(2))
 	}
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (mean [95 %% t-interval]; * = interval excludes 0):\n\n")
-	fmt.Fprintf(&b, "| p | Seeds | In: Barycenter − Mean | In: Debiased − Mean | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| p | Seeds | In: Barycenter − Mean | In: Debiased − Mean | In: Mean − Local | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %s | %s | %s | %s |\n", r.WeakFraction, r.Seeds,
+		fmt.Fprintf(&b, "| %.2f | %d | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.Seeds,
 			formatPaired(&r.InDistPaired.BarycenterMinusMean), formatPaired(&r.InDistPaired.DebiasedMinusMean),
+			formatPaired(r.InDistPaired.MeanMinusLocal),
 			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
 	}
-	fmt.Fprintf(&b, "\nPaper (Table 2, three seeds):\n\n| p | In: Mean | In: Barycenter | Held-out: Mean | Held-out: Barycenter |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\nOurs beside the paper (Table 2, three seeds), ours / paper; for Barycenter − Mean ours is the paired difference above, the paper's the difference of its means:\n\n")
+	fmt.Fprintf(&b, "| p | In: Mean | In: Barycenter | In: Barycenter − Mean | Held-out: Mean | Held-out: Barycenter | Held-out: Barycenter − Mean |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		if p, ok := paperTable2[r.WeakFraction]; ok {
-			fmt.Fprintf(&b, "| %.2f | %s | %s | %s | %s |\n", r.WeakFraction, p[0], p[1], p[2], p[3])
+		p, ok := paperTable2[r.WeakFraction]
+		if !ok {
+			continue
 		}
+		fmt.Fprintf(&b, "| %.2f | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", r.WeakFraction,
+			r.InDist.Mean.format(2), p[0].format(2), r.InDist.Barycenter.format(2), p[1].format(2),
+			formatPaired(&r.InDistPaired.BarycenterMinusMean), paperDiff(p[1], p[0], 2),
+			r.HeldOutS.Mean.format(2), p[2].format(2), r.HeldOutS.Barycenter.format(2), p[3].format(2),
+			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), paperDiff(p[3], p[2], 2))
 	}
 	return b.Bytes()
 }
 
-func ff(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+// ff formats a table value with 4 decimals, without a negative zero.
+func ff(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 4, 64)
+	if s == "-0.0000" {
+		return "0.0000"
+	}
+	return s
+}
 
 // pairedCSVHeader names the paired-difference columns of the CSV tables
 // (percentage points; empty where not defined).
@@ -366,16 +409,23 @@ func (s *Study) Table1CSV() []byte {
 func (s *Study) Table2CSV() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write(append([]string{"weak_fraction", "weak_clients", "seeds", "split", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"}, pairedCSVHeader...))
+	_ = w.Write(append([]string{"weak_fraction", "weak_clients", "held_out_environments", "seeds", "split",
+		"Local_mean", "Local_std", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"}, pairedCSVHeader...))
 	for _, r := range s.Table2() {
 		for _, sp := range []struct {
 			name string
 			c    Cols
 			p    PairedCols
 		}{{"in_distribution", r.InDist, r.InDistPaired}, {"held_out", r.HeldOutS, r.HeldOutPaired}} {
-			_ = w.Write(append([]string{ff(r.WeakFraction), strconv.Itoa(r.WeakClients), strconv.Itoa(r.Seeds), sp.name,
-				ff(sp.c.Mean.Mean), ff(sp.c.Mean.Std), ff(sp.c.Barycenter.Mean), ff(sp.c.Barycenter.Std),
-				ff(sp.c.Debiased.Mean), ff(sp.c.Debiased.Std)}, sp.p.csv()...))
+			rec := []string{ff(r.WeakFraction), strconv.Itoa(r.WeakClients), strconv.Itoa(r.HeldOut), strconv.Itoa(r.Seeds), sp.name}
+			for _, m := range []Method{Local, Mean, Barycenter, Debiased} {
+				if st := sp.c.get(m); st.N > 0 {
+					rec = append(rec, ff(st.Mean), ff(st.Std))
+				} else {
+					rec = append(rec, "", "")
+				}
+			}
+			_ = w.Write(append(rec, sp.p.csv()...))
 		}
 	}
 	w.Flush()

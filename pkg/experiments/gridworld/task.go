@@ -16,9 +16,9 @@ import (
 )
 
 // Random-stream purposes; a stream is keyed by (seed, size<<40 | purpose<<32 | index).
+// (Evaluation streams are keyed by Config.evalKey instead.)
 const (
 	purposeDemo     = 1
-	purposeEval     = 2
 	purposeWeak     = 3
 	purposeAblation = 4
 	purposeInit     = 5

@@ -33,6 +33,47 @@ func TestPairedDiffClosedForm(t *testing.T) {
 	}
 }
 
+// TestPairedDiffCriticalValues checks the interval's half-width against
+// Student-t quantiles known in closed form or from tables: ν = 1 is the
+// Cauchy law, t = tan(π(p − ½)); ν = 2 has t = (2p − 1)/√(2p(1 − p)); ν = 4
+// and ν = 9 are the textbook 2.776 and 2.262 (95 %), ν = 4 at 90 % is 2.132.
+func TestPairedDiffCriticalValues(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		level float64
+		crit  float64
+		tol   float64
+	}{
+		{2, 0.95, math.Tan(math.Pi * (0.975 - 0.5)), 1e-9},
+		{3, 0.95, 0.95 / math.Sqrt(2*0.975*0.025), 1e-9},
+		{5, 0.95, 2.776, 5e-4},
+		{10, 0.95, 2.262, 5e-4},
+		{5, 0.90, 2.132, 5e-4},
+	} {
+		// Differences 0, 2, 0, 2, …: mean and standard error by hand.
+		a, b := make([]float64, tc.n), make([]float64, tc.n)
+		sum := 0.0
+		for i := range a {
+			a[i] = float64(2 * (i % 2))
+			sum += a[i]
+		}
+		mean := sum / float64(tc.n)
+		ss := 0.0
+		for _, x := range a {
+			ss += (x - mean) * (x - mean)
+		}
+		se := math.Sqrt(ss / float64(tc.n-1) / float64(tc.n))
+		p, err := PairedDiff(a, b, tc.level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx.Equal(t, "mean", p.Mean, mean, 1e-15, 0)
+		approx.Equal(t, "stderr", p.StdErr, se, 1e-15, 1e-14)
+		approx.Equal(t, "critical value (hi)", (p.Hi-p.Mean)/se, tc.crit, tc.tol, 0)
+		approx.Equal(t, "critical value (lo)", (p.Mean-p.Lo)/se, tc.crit, tc.tol, 0)
+	}
+}
+
 func TestPairedDiffEdgeCases(t *testing.T) {
 	if _, err := PairedDiff([]float64{1}, []float64{1, 2}, 0); err == nil {
 		t.Error("different lengths accepted")
