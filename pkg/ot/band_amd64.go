@@ -9,3 +9,14 @@ var hasFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func fmaBand32(out *float64, src *float64, stride int, coef *float64, ncoef int, nblk int)
+
+// fmaBand16 is implemented in band_amd64.s.
+//
+//go:noescape
+func fmaBand16(out *float64, src *float64, stride int, coef *float64, ncoef int)
+
+// fmaBand4 is implemented in band_amd64.s; it reads 12 columns of every
+// source row whatever nvec is.
+//
+//go:noescape
+func fmaBand4(out *float64, src *float64, stride int, coef *float64, ncoef int, nvec int)

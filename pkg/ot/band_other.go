@@ -8,3 +8,11 @@ var hasFMA = false
 func fmaBand32(out *float64, src *float64, stride int, coef *float64, ncoef int, nblk int) {
 	panic("ot: fmaBand32 without amd64")
 }
+
+func fmaBand16(out *float64, src *float64, stride int, coef *float64, ncoef int) {
+	panic("ot: fmaBand16 without amd64")
+}
+
+func fmaBand4(out *float64, src *float64, stride int, coef *float64, ncoef int, nvec int) {
+	panic("ot: fmaBand4 without amd64")
+}

@@ -239,12 +239,15 @@ type Workspace struct {
 	vel   []float64 // momentum velocity for Paper
 	kk    int       // measures in use
 	bar   []float64 // the caller's barycenter during a Paper solve
+	lat   *latticeIBP
 	ew    ewJob
 	wg    sync.WaitGroup
 }
 
 // NewWorkspace returns a workspace for kernel k (which must be square) and up
-// to maxMeasures measures; it uses about (3·maxMeasures + 4)·n float64s.
+// to maxMeasures measures; it uses about (3·maxMeasures + 2)·n float64s, plus
+// 2·n for the Debiased and Paper methods and 3·n per extra worker for IBP on a
+// LatticeKernel, allocated on first use.
 func NewWorkspace(k Kernel, maxMeasures int) *Workspace {
 	if k.Rows() != k.Cols() {
 		panic("ot: NewWorkspace: barycenters need a square kernel")
@@ -265,8 +268,6 @@ func NewWorkspace(k Kernel, maxMeasures int) *Workspace {
 	w.alpha = make([]float64, maxMeasures)
 	w.p = make([]float64, n)
 	w.tmp = make([]float64, n)
-	w.c = make([]float64, n)
-	w.vel = make([]float64, n)
 	w.ew.w = w
 	return w
 }
@@ -348,6 +349,10 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 	if err := w.load(measures, weights); err != nil {
 		return BarycenterResult{}, err
 	}
+	if (opt.Method == Debiased || opt.Method == Paper) && w.c == nil {
+		w.c = make([]float64, w.n)
+		w.vel = make([]float64, w.n)
+	}
 	var r BarycenterResult
 	switch opt.Method {
 	case IBP:
@@ -377,9 +382,17 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 	return r, nil
 }
 
+// plainIBP makes ibp skip the LatticeKernel fast path (tests compare them).
+var plainIBP = false
+
 // ibp runs iterative Bregman projections in the scaling domain. Per
 // iteration: a_k = μ_k / K b_k; p = Π_k (b_k ⊙ Kᵀa_k)^α_k; b_k = p / Kᵀa_k.
+// On a LatticeKernel it runs ibpLattice, the same iteration fused and
+// parallel across measures.
 func (w *Workspace) ibp(dst []float64, opt BarycenterOptions) BarycenterResult {
+	if lk, ok := w.k.(*LatticeKernel); ok && !plainIBP {
+		return w.ibpLattice(dst, opt, lk)
+	}
 	K := w.kk
 	for k := 0; k < K; k++ {
 		fill(w.b[k], 1)
