@@ -27,7 +27,7 @@ import (
 // inputs; otherwise smooth random bumps are used.
 
 func BenchmarkIBPIter_Lattice5x5x7x5x2(b *testing.B) { benchIBPIter(b, 5, 5, 7, 5, 2) }
-func BenchmarkIBPIter_Lattice32x21x5(b *testing.B)  { benchIBPIter(b, 32, 21, 5) }
+func BenchmarkIBPIter_Lattice32x21x5(b *testing.B)   { benchIBPIter(b, 32, 21, 5) }
 func BenchmarkIBPIter_Lattice9x9x5x5x5(b *testing.B) {
 	benchIBPIter(b, 9, 9, 5, 5, 5)
 }
