@@ -95,7 +95,7 @@ func (e *sepEngine) run(steps []engStep, dst, src []float64) {
 // keep an n_k-row slab of src in the L1 cache.
 func (e *sepEngine) pass(out, src []float64, a *axisKernel, pre, post int) {
 	nk := a.n
-	cb := max(32, (4096/nk)&^31)
+	cb := max(64, (4096/nk)&^63)
 	for p := 0; p < pre; p++ {
 		base := p * nk * post
 		for q0 := 0; q0 < post; q0 += cb {
@@ -131,9 +131,13 @@ func bandColsAny(out, src []float64, stride int, coef []float64, plain bool) {
 	}
 	q := 0
 	if hasFMA && !plain {
-		if nb := w / 32; nb > 0 {
-			fmaBand32(&out[0], &full[0], stride, &coef[0], nc, nb)
-			q = 32 * nb
+		if nb := w / 64; hasAVX512 && nb > 0 {
+			fmaBand64(&out[0], &full[0], stride, &coef[0], nc, nb)
+			q = 64 * nb
+		}
+		if nb := (w - q) / 32; nb > 0 {
+			fmaBand32(&out[q], &full[q], stride, &coef[0], nc, nb)
+			q += 32 * nb
 		}
 		if w-q >= 16 {
 			fmaBand16(&out[q], &full[q], stride, &coef[0], nc)

@@ -65,12 +65,12 @@ func TestSepEngineMatchesKernel(t *testing.T) {
 	}
 }
 
-// TestBandColsAnyTails checks every column count from 1 to 80 and band
+// TestBandColsAnyTails checks every column count from 1 to 200 and band
 // lengths 0 to 9 against the plain loop, including sources that end right
 // after the last column read.
 func TestBandColsAnyTails(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for w := 1; w <= 80; w++ {
+	for w := 1; w <= 200; w++ {
 		for nc := 0; nc <= 9; nc++ {
 			stride := w + rng.IntN(3)
 			src := randVec(rng, max(0, nc-1)*stride+w, -1, 1)
@@ -163,5 +163,30 @@ func TestIBPLatticeNoAllocs(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(5, func() { w.Barycenter(dst, mus, nil, opt) }); a != 0 {
 		t.Errorf("%v allocations per solve", a)
+	}
+}
+
+// TestFMABand64MatchesBand32 checks the AVX-512 kernel against the AVX2 one
+// bit for bit (each column is the same chain of FMAs), where both can run.
+func TestFMABand64MatchesBand32(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, nb := range []int{1, 2, 5} {
+		for nc := 1; nc <= 40; nc += 3 {
+			stride := 64*nb + rng.IntN(5)
+			src := randVec(rng, (nc-1)*stride+64*nb, -1, 1)
+			coef := randVec(rng, nc, 0, 1)
+			got := make([]float64, 64*nb)
+			want := make([]float64, 64*nb)
+			fmaBand64(&got[0], &src[0], stride, &coef[0], nc, nb)
+			fmaBand32(&want[0], &src[0], stride, &coef[0], nc, 2*nb)
+			for i := range got {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("nb=%d nc=%d column %d: %v, AVX2 %v", nb, nc, i, got[i], want[i])
+				}
+			}
+		}
 	}
 }
