@@ -188,48 +188,22 @@ const (
 )
 
 // geoMeanDiv sets, for i in [i0, i1), bar_i = Π_k t_k[i]^α_k and then
-// t_k[i] = bar_i / t_k[i] (0 where bar_i = 0). With equal weights it takes
-// one log and one exp per point: the product of the t_k's mantissas (each in
-// [1, 2)) and the sum of their exponents are accumulated separately, so the
-// product cannot overflow. Points with a zero, subnormal or non-finite t_k,
-// and unequal weights, use Σ_k α_k log t_k.
+// t_k[i] = bar_i / t_k[i] (0 where bar_i = 0). Equal weights take
+// geoMeanEqual (one log and one exp per point, four points at a time);
+// unequal weights use Σ_k α_k log t_k.
 func geoMeanDiv(bar []float64, t [][]float64, alpha []float64, equal bool, i0, i1 int) {
-	K := len(t)
-	const mant = 1<<52 - 1
+	if equal {
+		geoMeanEqual(bar, t, alpha[0], i0, i1)
+		return
+	}
 	for i := i0; i < i1; i++ {
 		var lp float64
-		ok := equal
-		if ok {
-			m, e := 1.0, 0
-			for k := 0; k < K; k++ {
-				bits := math.Float64bits(t[k][i])
-				ex := int(bits >> 52) // includes the sign bit
-				if ex == 0 || ex >= 0x7ff {
-					ok = false
-					break
-				}
-				m *= math.Float64frombits(bits&mant | 1023<<52)
-				e += ex - 1023
-				if k&255 == 255 { // keep m < 2^256
-					mb := math.Float64bits(m)
-					e += int(mb>>52) - 1023
-					m = math.Float64frombits(mb&mant | 1023<<52)
-				}
-			}
-			if ok {
-				fe := float64(e)
-				lp = alpha[0] * (fe*ln2Hi + (math.Log(m) + fe*ln2Lo))
-			}
-		}
-		if !ok {
-			lp = 0
-			for k := 0; k < K; k++ {
-				lp += alpha[k] * math.Log(t[k][i])
-			}
+		for k := range t {
+			lp += alpha[k] * math.Log(t[k][i])
 		}
 		p := math.Exp(lp)
 		bar[i] = p
-		for k := 0; k < K; k++ {
+		for k := range t {
 			t[k][i] = safeDiv(p, t[k][i])
 		}
 	}
