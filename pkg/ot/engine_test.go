@@ -190,3 +190,18 @@ func TestFMABand64MatchesBand32(t *testing.T) {
 		}
 	}
 }
+
+// TestSepEngineFused runs the engine and lattice IBP tests with every
+// lattice on the fused path (fusedPasses, transposed writes) and blocks of a
+// few columns, so that several blocks, a partial last block and in-place
+// groups are exercised: the results must match the kernel and the plain
+// loop as the unfused path does, and 1 and 2 workers bit for bit.
+func TestSepEngineFused(t *testing.T) {
+	defer func(m, b int) { fuseMinPoints, fuseBlockBytes = m, b }(fuseMinPoints, fuseBlockBytes)
+	fuseMinPoints, fuseBlockBytes = 0, 256
+	TestSepEngineMatchesKernel(t)
+	TestIBPLatticeMatchesPlain(t)
+	fuseBlockBytes = 4096
+	TestSepEngineMatchesKernel(t)
+	TestIBPLatticeMatchesPlain(t)
+}
