@@ -159,6 +159,19 @@ type AblationConfig struct {
 	// than a small step in the right direction (which averaging already
 	// down-weights). 0 (the paper's setting as we read it) starts from 0.
 	InitScale float64 `yaml:"init_scale" json:"init_scale"`
+	// WeakThetaNoise, when > 0, adds N(0, WeakThetaNoise²·I) noise (its own
+	// seeded stream) to a weak client's learned θ before it is sent: a
+	// bounded local error as in Theorem 2.
+	WeakThetaNoise float64 `yaml:"weak_theta_noise" json:"weak_theta_noise"`
+	// WeakExpertEpsilon, when > 0, makes a weak client's expert ε-greedy:
+	// each demonstration step takes a uniformly random action with
+	// probability ε (biased demonstrations). Default 0.5 with WeakEpisodes
+	// 5: a cut budget alone does not make a client weak in this world
+	// (README-gridworld.md, "Weak clients").
+	WeakExpertEpsilon float64 `yaml:"weak_expert_epsilon" json:"weak_expert_epsilon"`
+	// WeakEpisodes, when > 0, is the number of demonstrations of a weak
+	// client (0: expert.episodes_per_client, as for the full clients).
+	WeakEpisodes int `yaml:"weak_episodes" json:"weak_episodes"`
 }
 
 // Config is the whole grid-world study. Keys follow the paper's
@@ -198,7 +211,7 @@ func DefaultConfig() Config {
 			Method: "paper", Weights: "uniform"},
 		Evaluation: EvaluationConfig{Method: EvalExact, EvaluationEpisodes: 200},
 		Ablation: AblationConfig{GridSize: 5, NumberOfClients: 10, WeakFractions: []float64{0, 0.25, 0.5},
-			WeakFactorMin: 0.05, WeakFactorMax: 0.3},
+			WeakFactorMin: 0.05, WeakFactorMax: 0.3, WeakExpertEpsilon: 0.5, WeakEpisodes: 5},
 		Workers: 2,
 	}
 }
@@ -391,8 +404,15 @@ func (c Config) Validate() error {
 	if b.Weights != "uniform" && b.Weights != "demonstrations" {
 		return fmt.Errorf("barycenter.weights = %q, want uniform or demonstrations", b.Weights)
 	}
-	if !(c.Ablation.InitScale >= 0) || math.IsInf(c.Ablation.InitScale, 0) {
-		return fmt.Errorf("ablation.init_scale = %v, want a finite value ≥ 0", c.Ablation.InitScale)
+	switch a := c.Ablation; {
+	case !(a.InitScale >= 0) || math.IsInf(a.InitScale, 0):
+		return fmt.Errorf("ablation.init_scale = %v, want a finite value ≥ 0", a.InitScale)
+	case !(a.WeakThetaNoise >= 0) || math.IsInf(a.WeakThetaNoise, 0):
+		return fmt.Errorf("ablation.weak_theta_noise = %v, want a finite value ≥ 0", a.WeakThetaNoise)
+	case !(a.WeakExpertEpsilon >= 0 && a.WeakExpertEpsilon <= 1):
+		return fmt.Errorf("ablation.weak_expert_epsilon = %v, want in [0,1]", a.WeakExpertEpsilon)
+	case a.WeakEpisodes < 0:
+		return fmt.Errorf("ablation.weak_episodes = %d, want ≥ 0 (0 = expert.episodes_per_client)", a.WeakEpisodes)
 	}
 	if c.Evaluation.Method != EvalExact && c.Evaluation.Method != EvalSampled {
 		return fmt.Errorf("evaluation.method = %q, want %q or %q", c.Evaluation.Method, EvalExact, EvalSampled)

@@ -35,6 +35,7 @@ type studyClient struct {
 	cfg    IRLConfig
 	budget int
 	theta0 []float64 // starting θ of the local IRL; nil means zeros
+	noise  []float64 // added to the learned θ before it is sent; nil means none
 	// demoSteps is reported as the submission's demo_count: the study's
 	// "demonstrations" weighting is proportional to demonstration steps.
 	demoSteps int
@@ -63,10 +64,14 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		if n := len(res.GradNorm); n > 0 {
 			g = res.GradNorm[n-1]
 		}
-		l.res = federation.LocalResult{Theta: res.Theta, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
+		sent := slices.Clone(res.Theta)
+		if l.noise != nil {
+			floats.Add(sent, l.noise)
+		}
+		l.res = federation.LocalResult{Theta: sent, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
 		gap := make([]float64, len(res.EmpiricalFeatures))
 		floats.SubTo(gap, res.EmpiricalFeatures, res.ExpectedFeatures)
-		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, FeatureGapAbs: floats.Norm(gap, 2), Norm: floats.Norm(res.Theta, 2)}
+		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, FeatureGapAbs: floats.Norm(gap, 2), Norm: floats.Norm(sent, 2)}
 		if n := floats.Norm(res.EmpiricalFeatures, 2); n > 0 {
 			l.diag.FeatureGap = l.diag.FeatureGapAbs / n
 		}

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/features"
 )
 
@@ -192,83 +193,48 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// SuccessPNG draws grouped bars (mean ± std) of Table 1: in-distribution and
-// held-out panels, one group per grid size, one bar per method.
+// SuccessPNG draws the paired comparisons of Table 1 and Table 2 as a
+// forest plot: per grid size and per weak fraction p, the mean per-seed
+// difference of two methods' success (percentage points) with its 95 %
+// t-interval, in distribution and held out, and Mean − Local. Success levels
+// themselves (all near the Expert ceiling) are in table1.md and table2.md;
+// pooled spreads would hide what pairing resolves.
 func (s *Study) SuccessPNG() ([]byte, error) {
-	rows := s.Table1()
-	methods := []Method{Local, Mean, Barycenter, Debiased, Expert}
-	colors := []color.Color{
-		color.RGBA{150, 150, 150, 255}, color.RGBA{31, 119, 180, 255}, color.RGBA{214, 39, 40, 255},
-		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	var rows []string
+	var bm, dm, bmH, dmH, ml []report.Paired
+	for _, r := range s.Table1() {
+		rows = append(rows, fmt.Sprintf("%d×%d", r.GridSize, r.GridSize))
+		bm, dm = append(bm, r.InDistPaired.BarycenterMinusMean), append(dm, r.InDistPaired.DebiasedMinusMean)
+		bmH, dmH = append(bmH, r.HeldOutPaired.BarycenterMinusMean), append(dmH, r.HeldOutPaired.DebiasedMinusMean)
+		ml = append(ml, derefPaired(r.InDistPaired.MeanMinusLocal))
 	}
-	var panels []*plot.Plot
-	for split := range 2 {
-		p := plot.New()
-		p.Title.Text = [...]string{"In-distribution (client environments)", "Held-out (unseen environments)"}[split]
-		p.Y.Label.Text = "success rate (%)"
-		p.X.Label.Text = "grid size"
-		var names []string
-		for _, r := range rows {
-			names = append(names, fmt.Sprintf("%d×%d", r.GridSize, r.GridSize))
-		}
-		bw := vg.Points(14)
-		for mi, m := range methods {
-			vals := make(plotter.Values, len(rows))
-			errs := make(plotter.YErrors, len(rows))
-			pts := make(plotter.XYs, len(rows))
-			any := false
-			for k, r := range rows {
-				c := r.InDist
-				if split == 1 {
-					c = r.HeldOutS
-				}
-				st := c.get(m)
-				if st.N > 0 {
-					any = true
-				}
-				vals[k] = st.Mean
-				errs[k].Low, errs[k].High = st.Std, st.Std
-				pts[k] = plotter.XY{X: float64(k) + 0.16*(float64(mi)-2), Y: st.Mean}
-			}
-			if !any {
-				continue
-			}
-			bc, err := plotter.NewBarChart(vals, bw)
-			if err != nil {
-				return nil, err
-			}
-			bc.Color = colors[mi]
-			bc.LineStyle.Width = 0
-			bc.XMin = 0.16 * (float64(mi) - 2)
-			eb, err := plotter.NewYErrorBars(errPoints{pts, errs})
-			if err != nil {
-				return nil, err
-			}
-			p.Add(bc, eb)
-			p.Legend.Add(m.String(), bc)
-		}
-		p.NominalX(names...)
-		p.X.Min, p.X.Max = -0.6, float64(len(rows))-0.4
-		// Headroom above 100% for the legend; error bars (±1 std) may pass 100%.
-		p.Y.Min, p.Y.Max = 0, 135
-		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}})
-		p.Legend.Top = true
-		p.Legend.Left = false
-		p.Legend.TextStyle.Font.Size = vg.Points(8)
-		panels = append(panels, p)
+	for _, r := range s.Table2() {
+		rows = append(rows, fmt.Sprintf("T2 p=%.2f", r.WeakFraction))
+		bm, dm = append(bm, r.InDistPaired.BarycenterMinusMean), append(dm, r.InDistPaired.DebiasedMinusMean)
+		bmH, dmH = append(bmH, r.HeldOutPaired.BarycenterMinusMean), append(dmH, r.HeldOutPaired.DebiasedMinusMean)
+		ml = append(ml, derefPaired(r.InDistPaired.MeanMinusLocal))
 	}
-	w, h := vg.Points(900), vg.Points(380)
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	canvases := plot.Align([][]*plot.Plot{panels}, draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(6)}, dc)
-	for j, p := range panels {
-		p.Draw(canvases[0][j])
+	bSeries := func(v []report.Paired) forestSeries {
+		return forestSeries{Name: "Barycenter − Mean", Color: forestColors[0], Shape: forestShapes[0], Values: v}
 	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
+	dSeries := func(v []report.Paired) forestSeries {
+		return forestSeries{Name: "Debiased − Mean", Color: forestColors[2], Shape: forestShapes[2], Values: v}
 	}
-	return buf.Bytes(), nil
+	panels := []forestPanel{
+		{Title: "In-distribution (client environments)", Rows: rows, Series: []forestSeries{bSeries(bm), dSeries(dm)}},
+		{Title: "Held-out (unseen environments)", Rows: rows, Series: []forestSeries{bSeries(bmH), dSeries(dmH)}},
+		{Title: "In-distribution: Mean − Local", Rows: rows, Series: []forestSeries{
+			{Name: "Mean − Local", Color: forestColors[1], Shape: forestShapes[1], Values: ml}}},
+	}
+	header := fmt.Sprintf("Paired success differences, mean and 95 %% t-interval over seeds (Table 1 rows by grid size, Table 2 rows by weak fraction p; * interval excludes 0)")
+	return forestPNG(header, panels, 3, 380, 60+26*float64(len(rows)))
+}
+
+func derefPaired(p *report.Paired) report.Paired {
+	if p == nil {
+		return report.Paired{}
+	}
+	return *p
 }
 
 // figureGridSize returns the grid size Figure 2 uses: 5 if present, else the smallest.
@@ -283,9 +249,4 @@ func (s *Study) figureGridSize() int {
 		}
 	}
 	return best
-}
-
-type errPoints struct {
-	plotter.XYs
-	plotter.YErrors
 }

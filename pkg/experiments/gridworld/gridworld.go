@@ -355,7 +355,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		clients := slices.Clone(full)
 		for i, b := range budgets {
 			if b != c.IRL.IRLIterations {
-				clients[i] = &studyClient{env: full[i].env, demos: full[i].demos, cfg: c.IRL, budget: b, theta0: full[i].theta0, demoSteps: full[i].demoSteps}
+				clients[i] = c.weakClient(full[i], b, seed, pi, i)
 			}
 		}
 		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients); err != nil {
@@ -365,6 +365,33 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// weakClient returns full's weak counterpart at weak fraction index pi: the
+// same environment and starting θ with budget b, and, as the ablation keys
+// ask, new demonstrations (weak_episodes of them, from an ε-greedy expert
+// with ε = weak_expert_epsilon) and noise on the sent θ (weak_theta_noise).
+// Its draws come from streams keyed by (seed, p's index, client), so the
+// weak clients of one p do not change when another p is added.
+func (c Config) weakClient(full *studyClient, b int, seed uint64, pi, i int) *studyClient {
+	a := c.Ablation
+	w := &studyClient{env: full.env, demos: full.demos, cfg: c.IRL, budget: b, theta0: full.theta0, demoSteps: full.demoSteps}
+	if a.WeakExpertEpsilon > 0 || a.WeakEpisodes > 0 {
+		n := c.Expert.EpisodesPerClient
+		if a.WeakEpisodes > 0 {
+			n = a.WeakEpisodes
+		}
+		pol := full.env.GreedyPolicy(c.Expert.TrueReward)
+		w.demos, w.demoSteps = full.env.NoisyDemonstrations(stream(seed, a.GridSize, purposeWeakDemo, pi<<20|i), pol, n, a.WeakExpertEpsilon)
+	}
+	if a.WeakThetaNoise > 0 {
+		rng := stream(seed, a.GridSize, purposeNoise, pi<<20|i)
+		w.noise = make([]float64, len(c.Expert.TrueReward))
+		for k := range w.noise {
+			w.noise[k] = a.WeakThetaNoise * rng.NormFloat64()
+		}
+	}
+	return w
 }
 
 // Study is the outcome of GridWorld.

@@ -5,11 +5,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/federation"
 )
 
 func tinyConfig() Config {
@@ -211,6 +213,9 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		{"ablation: {weak_factor_max: 0.01}\n", "ablation.weak_factor_max"},
 		{"ablation: {number_of_seeds: -1}\n", "ablation.number_of_seeds"},
 		{"ablation: {init_scale: -1}\n", "ablation.init_scale"},
+		{"ablation: {weak_theta_noise: -0.1}\n", "ablation.weak_theta_noise"},
+		{"ablation: {weak_expert_epsilon: 1.5}\n", "ablation.weak_expert_epsilon"},
+		{"ablation: {weak_episodes: -2}\n", "ablation.weak_episodes"},
 		{"workers: -1\n", "workers"},
 	} {
 		p := filepath.Join(dir, "bad.yaml")
@@ -290,5 +295,89 @@ func TestClientTaskRangeChecked(t *testing.T) {
 	}
 	if _, _, err := c.ClientTask(5, 3, 4, 1); err != nil {
 		t.Errorf("client 3 of a 4-client federation refused: %v", err)
+	}
+}
+
+// TestNoisyDemonstrations: with ε = 0 the ε-greedy expert draws exactly what
+// Demonstrations draws; with ε = 1 its live actions are uniform (a χ² test
+// with 3 degrees of freedom at the 0.1 % level, 4000+ draws).
+func TestNoisyDemonstrations(t *testing.T) {
+	spec, err := gw.DefaultFamily(5).Client(1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEnv(spec, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := e.GreedyPolicy([]float64{-1, 0.5})
+	a, na := e.Demonstrations(stream(3, 5, purposeDemo, 0), pol, 7)
+	b, nb := e.NoisyDemonstrations(stream(3, 5, purposeDemo, 0), pol, 7, 0)
+	if na != nb || !reflect.DeepEqual(a, b) {
+		t.Fatal("ε = 0 differs from Demonstrations")
+	}
+	d, _ := e.NoisyDemonstrations(stream(3, 5, purposeWeakDemo, 0), pol, 1000, 1)
+	counts := make([]float64, e.MDP.NumActions)
+	total := 0.0
+	for _, tr := range d {
+		for k, s := range tr.States[:len(tr.Actions)] {
+			if !e.Grid.IsTerminal(s) {
+				counts[tr.Actions[k]]++
+				total++
+			}
+		}
+	}
+	if total < 4000 {
+		t.Fatalf("only %v live steps", total)
+	}
+	chi2 := 0.0
+	for _, c := range counts {
+		exp := total / float64(len(counts))
+		chi2 += (c - exp) * (c - exp) / exp
+	}
+	if chi2 > 16.27 { // χ²(3) 99.9 % quantile
+		t.Fatalf("ε = 1 actions not uniform: counts %v, χ² = %.2f", counts, chi2)
+	}
+}
+
+// TestWeakClientSettings: a weak client keeps its environment and starting
+// θ, gets weak_episodes new demonstrations, and sends its learned θ plus the
+// configured noise (drawn from its own stream, so equal for equal keys).
+func TestWeakClientSettings(t *testing.T) {
+	c := QuickConfig()
+	c.Ablation.WeakEpisodes = 3
+	c.Ablation.WeakExpertEpsilon = 0.3
+	c.Ablation.WeakThetaNoise = 0.05
+	st, err := c.buildSetup(c.ablationEnv(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := c.studyClients(st)
+	w := c.weakClient(full[1], 2, 2, 1, 1)
+	if w.env != full[1].env || len(w.demos) != 3 || w.budget != 2 {
+		t.Fatalf("weak client: env shared %v, %d demos, budget %d", w.env == full[1].env, len(w.demos), w.budget)
+	}
+	if len(w.noise) != 2 || w.noise[0] == 0 {
+		t.Fatalf("noise %v", w.noise)
+	}
+	if w2 := c.weakClient(full[1], 2, 2, 1, 1); !reflect.DeepEqual(w.noise, w2.noise) || !reflect.DeepEqual(w.demos, w2.demos) {
+		t.Fatal("same keys, different draws")
+	}
+	if w3 := c.weakClient(full[1], 2, 2, 2, 1); reflect.DeepEqual(w.noise, w3.noise) {
+		t.Fatal("another p index drew the same noise")
+	}
+	got, err := w.Learn(context.Background(), federation.TaskSpec{ID: "t", ThetaDim: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := got.Theta
+	direct, err := w.env.LocalIRL(context.Background(), w.demos, c.IRL, 2, w.theta0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range res {
+		if want := direct.Theta[k] + w.noise[k]; res[k] != want {
+			t.Fatalf("sent θ[%d] = %v, want learned %v + noise %v", k, res[k], direct.Theta[k], w.noise[k])
+		}
 	}
 }

@@ -179,6 +179,10 @@ type Table2Row struct {
 	// weak and of the full-budget clients over seeds × clients.
 	LocalWeak Stat `json:"local_weak"`
 	LocalFull Stat `json:"local_full"`
+	// FullMinusWeak is the paired per-seed difference of the full clients'
+	// mean local success and the weak clients' (percentage points; N = 0
+	// when a seed has no weak or no full client).
+	FullMinusWeak report.Paired `json:"local_full_minus_weak"`
 }
 
 // Table2 averages each ablation seed's success over clients (in-distribution)
@@ -199,18 +203,31 @@ func (s *Study) Table2() []Table2Row {
 			row.InDist.set(m, newStat(in))
 			row.HeldOutS.set(m, newStat(out))
 		}
-		var weak, full []float64
+		var weak, full, seedWeak, seedFull []float64
 		for _, fs := range s.Ablation {
 			f := fs[pi]
+			var w, fl []float64
 			for i, b := range f.Budgets {
 				if b != s.Config.IRL.IRLIterations {
-					weak = append(weak, f.InDist[Local][i])
+					w = append(w, f.InDist[Local][i])
 				} else {
-					full = append(full, f.InDist[Local][i])
+					fl = append(fl, f.InDist[Local][i])
 				}
+			}
+			weak, full = append(weak, w...), append(full, fl...)
+			if len(w) > 0 && len(fl) > 0 {
+				seedWeak = append(seedWeak, 100*stat.Mean(w, nil))
+				seedFull = append(seedFull, 100*stat.Mean(fl, nil))
 			}
 		}
 		row.LocalWeak, row.LocalFull = newStat(weak), newStat(full)
+		if len(seedWeak) > 0 {
+			d, err := report.PairedDiff(seedFull, seedWeak, 0.95)
+			if err != nil {
+				panic(err) // equal lengths and finite rates: a programmer error
+			}
+			row.FullMinusWeak = d
+		}
 		fits := make([]*Fit, len(s.Ablation))
 		for i, fs := range s.Ablation {
 			fits[i] = fs[pi]
@@ -307,11 +324,11 @@ func (s *Study) Table2Markdown() []byte {
 	fmt.Fprintf(&b, "# Table 2: ablation on the fraction of weak clients p (%d×%d, %d clients, %d held-out environments), success rate (%%), mean ± std over seeds\n\nEvaluation: %s.\n\n",
 		a.GridSize, a.GridSize, a.NumberOfClients, heldOutCount(s.Config.ablationEnv()), s.Config.evaluationText())
 	fmt.Fprintf(&b, "Per seed: success averaged over the clients' own environments (In) or the held-out ones; Local: weak and full-budget clients pooled over seeds × clients.\n\n")
-	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | In: Local | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | Local: full − weak (paired) | In: Local | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
-			r.LocalWeak.format(2), r.LocalFull.format(2), r.InDist.Local.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
+		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
+			r.LocalWeak.format(2), r.LocalFull.format(2), formatPaired(&r.FullMinusWeak), r.InDist.Local.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
 			r.HeldOutS.Mean.format(2), r.HeldOutS.Barycenter.format(2), r.HeldOutS.Debiased.format(2))
 	}
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (mean [95 %% t-interval]; * = interval excludes 0):\n\n")
@@ -410,7 +427,8 @@ func (s *Study) Table2CSV() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write(append([]string{"weak_fraction", "weak_clients", "held_out_environments", "seeds", "split",
-		"Local_mean", "Local_std", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"}, pairedCSVHeader...))
+		"Local_mean", "Local_std", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"},
+		append(pairedCSVHeader, "local_weak_mean", "local_full_mean", "local_full_minus_weak", "local_full_minus_weak_lo", "local_full_minus_weak_hi")...))
 	for _, r := range s.Table2() {
 		for _, sp := range []struct {
 			name string
@@ -425,7 +443,13 @@ func (s *Study) Table2CSV() []byte {
 					rec = append(rec, "", "")
 				}
 			}
-			_ = w.Write(append(rec, sp.p.csv()...))
+			rec = append(rec, sp.p.csv()...)
+			if d := r.FullMinusWeak; sp.name == "in_distribution" && d.N > 0 {
+				rec = append(rec, ff(r.LocalWeak.Mean), ff(r.LocalFull.Mean), ff(d.Mean), ff(d.Lo), ff(d.Hi))
+			} else {
+				rec = append(rec, "", "", "", "", "")
+			}
+			_ = w.Write(rec)
 		}
 	}
 	w.Flush()

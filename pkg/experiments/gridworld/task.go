@@ -22,6 +22,8 @@ const (
 	purposeWeak     = 3
 	purposeAblation = 4
 	purposeInit     = 5
+	purposeWeakDemo = 6
+	purposeNoise    = 7
 )
 
 func stream(seed uint64, size, purpose, index int) *rand.Rand {
@@ -77,6 +79,14 @@ func padLength(gamma float64) int {
 // the goal or an obstacle the agent stays there (action 0). It also returns
 // the number of steps taken before termination, summed over trajectories.
 func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Trajectory, int) {
+	return e.NoisyDemonstrations(rng, policy, n, 0)
+}
+
+// NoisyDemonstrations is Demonstrations with an ε-greedy expert: at each
+// non-terminal step, with probability eps the action is drawn uniformly
+// instead of taken from policy. With eps = 0 it draws exactly what
+// Demonstrations draws.
+func (e *Env) NoisyDemonstrations(rng *rand.Rand, policy []int, n int, eps float64) ([]irl.Trajectory, int) {
 	P := padLength(e.MDP.Gamma)
 	out := make([]irl.Trajectory, n)
 	live := 0
@@ -87,6 +97,9 @@ func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Traject
 			a := 0
 			if !e.Grid.IsTerminal(s) {
 				a = policy[s]
+				if eps > 0 && rng.Float64() < eps {
+					a = rng.IntN(e.MDP.NumActions)
+				}
 				live++
 			}
 			tr.States = append(tr.States, s)
@@ -100,8 +113,7 @@ func (e *Env) Demonstrations(rng *rand.Rand, policy []int, n int) ([]irl.Traject
 }
 
 // LocalIRL runs the client's MaxEnt IRL with the configured hyperparameters
-// and an iteration budget, from θ = 0.
-// theta0 (nil: zeros) is the starting θ.
+// and an iteration budget; theta0 (nil: zeros) is the starting θ.
 func (e *Env) LocalIRL(ctx context.Context, demos []irl.Trajectory, c IRLConfig, budget int, theta0 []float64) (irl.Result, error) {
 	cfg := c.config(budget)
 	cfg.Theta0 = theta0

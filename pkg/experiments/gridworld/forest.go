@@ -1,0 +1,166 @@
+package gridworld
+
+import (
+	"bytes"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+)
+
+// forestSeries is one comparison drawn in every row of a forest panel.
+type forestSeries struct {
+	Name  string
+	Color color.Color
+	Shape draw.GlyphDrawer
+	// Values holds one paired difference per row (N = 0: not drawn).
+	Values []report.Paired
+}
+
+// forestPanel is one panel of a forest plot: rows from top to bottom, each
+// with one marker and interval per series.
+type forestPanel struct {
+	Title  string
+	Rows   []string
+	Series []forestSeries
+}
+
+// forestColors and forestShapes tell up to four series apart in colour and
+// in shape (for readers who print in grey).
+var (
+	forestColors = []color.Color{
+		color.RGBA{214, 39, 40, 255}, color.RGBA{31, 119, 180, 255},
+		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	}
+	forestShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}}
+)
+
+// forestPNG draws panels side by side (cols per row of panels): per row and
+// series a marker at the mean paired difference and a horizontal bar over
+// its 95 % t-interval, a vertical line at 0, the x axis in percentage points
+// and one legend below the header. Rows whose interval excludes 0 get a star
+// after their label in that panel.
+func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH float64) ([]byte, error) {
+	var plots []*plot.Plot
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	inLegend := map[string]bool{}
+	for _, fp := range panels {
+		p := plot.New()
+		p.Title.Text = fp.Title
+		p.X.Label.Text = "paired difference (percentage points)"
+		n := len(fp.Rows)
+		ns := len(fp.Series)
+		lo, hi := 0.0, 0.0
+		labels := make([]plot.Tick, n)
+		star := make([]bool, n)
+		for si, s := range fp.Series {
+			var pts plotter.XYs
+			var errs plotter.XErrors
+			for r, v := range s.Values {
+				if v.N == 0 {
+					continue
+				}
+				// Row r is drawn at y = n−1−r (top to bottom); series spread within it.
+				y := float64(n-1-r) + 0.3 - 0.6*float64(si)/math.Max(1, float64(ns-1))
+				l, h := v.Lo, v.Hi
+				if math.IsNaN(l) {
+					l, h = v.Mean, v.Mean
+				}
+				pts = append(pts, plotter.XY{X: v.Mean, Y: y})
+				errs = append(errs, struct{ Low, High float64 }{v.Mean - l, h - v.Mean})
+				lo, hi = math.Min(lo, l), math.Max(hi, h)
+				if v.Excludes0() {
+					star[r] = true
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: s.Color, Radius: vg.Points(3), Shape: s.Shape}
+			eb, err := plotter.NewXErrorBars(xErrPoints{pts, errs})
+			if err != nil {
+				return nil, err
+			}
+			eb.LineStyle.Color = s.Color
+			eb.LineStyle.Width = vg.Points(1.2)
+			eb.CapWidth = vg.Points(4)
+			p.Add(eb, sc)
+			if !inLegend[s.Name] {
+				inLegend[s.Name] = true
+				legend.Add(s.Name, sc)
+			}
+		}
+		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
+		if err != nil {
+			return nil, err
+		}
+		ln.LineStyle.Color = color.Gray{Y: 90}
+		ln.LineStyle.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+		p.Add(ln)
+		for r, name := range fp.Rows {
+			if star[r] {
+				name += " *"
+			}
+			labels[r] = plot.Tick{Value: float64(n - 1 - r), Label: name}
+		}
+		p.Y.Tick.Marker = plot.ConstantTicks(labels)
+		p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+		pad := 0.08 * math.Max(hi-lo, 0.2)
+		p.X.Min, p.X.Max = lo-pad, hi+pad
+		p.Add(plotter.NewGrid())
+		plots = append(plots, p)
+	}
+	rows := (len(plots) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i, p := range plots {
+		grid[i/cols] = append(grid[i/cols], p)
+	}
+	for len(grid[rows-1]) < cols {
+		grid[rows-1] = append(grid[rows-1], nil)
+	}
+	headH := 26.0 + 12*float64(len(inLegend))
+	w, h := vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows)+headH)
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	hf := plot.DefaultFont
+	hf.Size = vg.Points(11)
+	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler, XAlign: draw.XCenter},
+		vg.Point{X: w / 2, Y: h - vg.Points(16)}, header)
+	lc := dc
+	lc.Max.Y -= vg.Points(22)
+	lc.Min.X += vg.Points(10)
+	legend.TextStyle.Font.Size = vg.Points(9)
+	legend.Draw(lc)
+	body := dc
+	body.Max.Y -= vg.Points(headH)
+	canvases := plot.Align(grid, draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(16), PadY: vg.Points(14),
+		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)}, body)
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+type xErrPoints struct {
+	plotter.XYs
+	plotter.XErrors
+}
