@@ -191,6 +191,9 @@ type Config struct {
 	// Workers is the number of cells run at once (results do not depend on
 	// it); 0 means 2. Within a cell the clients learn concurrently.
 	Workers int `yaml:"workers" json:"workers"`
+
+	// noBounds skips the Theorem 1–2 evaluation (the sweep does not report it).
+	noBounds bool
 }
 
 // DefaultConfig returns the default study (README-gridworld.md explains

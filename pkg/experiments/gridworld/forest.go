@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -57,6 +58,10 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 		p.X.Label.Text = "paired difference (percentage points)"
 		n := len(fp.Rows)
 		ns := len(fp.Series)
+		xmin, xmax, clipped := forestRange(fp)
+		if clipped {
+			p.Title.Text += " (wide intervals clipped)"
+		}
 		lo, hi := 0.0, 0.0
 		labels := make([]plot.Tick, n)
 		star := make([]bool, n)
@@ -73,6 +78,7 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 				if math.IsNaN(l) {
 					l, h = v.Mean, v.Mean
 				}
+				l, h = math.Max(l, xmin), math.Min(h, xmax)
 				pts = append(pts, plotter.XY{X: v.Mean, Y: y})
 				errs = append(errs, struct{ Low, High float64 }{v.Mean - l, h - v.Mean})
 				lo, hi = math.Min(lo, l), math.Max(hi, h)
@@ -158,6 +164,42 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// forestRange returns the x range of a panel: every mean and 0 are inside;
+// interval ends reach at most max(2 × the median |end|, 1.25 × max |mean|,
+// 0.5) from 0, so that one two-seed interval of ±500 does not flatten the
+// others. clipped reports whether an interval was cut.
+func forestRange(fp forestPanel) (xmin, xmax float64, clipped bool) {
+	var ends []float64
+	maxMean := 0.0
+	for _, s := range fp.Series {
+		for _, v := range s.Values {
+			if v.N == 0 {
+				continue
+			}
+			maxMean = math.Max(maxMean, math.Abs(v.Mean))
+			if !math.IsNaN(v.Lo) {
+				ends = append(ends, math.Abs(v.Lo), math.Abs(v.Hi))
+			}
+		}
+	}
+	slices.Sort(ends)
+	med := 0.0
+	if len(ends) > 0 {
+		med = ends[len(ends)/2]
+	}
+	lim := math.Max(math.Max(2*med, 1.25*maxMean), 0.5)
+	for _, s := range fp.Series {
+		for _, v := range s.Values {
+			if v.N == 0 || math.IsNaN(v.Lo) {
+				continue
+			}
+			xmin, xmax = math.Min(xmin, math.Max(v.Lo, -lim)), math.Max(xmax, math.Min(v.Hi, lim))
+			clipped = clipped || v.Lo < -lim || v.Hi > lim
+		}
+	}
+	return xmin, xmax, clipped
 }
 
 type xErrPoints struct {

@@ -439,7 +439,7 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 		for s := range c.NumberOfSeeds {
 			cost := float64(e.NumberOfClients) * math.Pow(float64(e.GridSize), 3)
 			jobs = append(jobs, job{cost, func() error {
-				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0, StudyW2Limit)
+				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0 && !c.noBounds, StudyW2Limit)
 				st.Cells[k][s] = f
 				return err
 			}})

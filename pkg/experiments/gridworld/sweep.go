@@ -1,0 +1,416 @@
+package gridworld
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+)
+
+// DefaultRegimes is the pre-declared regime list of `fedirl sweep gridworld`
+// (regimes.yaml beside this file; `fedirl sweep gridworld` copies the list it
+// ran into its output folder).
+//
+//go:embed regimes.yaml
+var DefaultRegimes []byte
+
+// Regime is one pre-declared study variant of a sweep: a name, a one-line
+// rationale and config overrides (keys as in the study config) applied over
+// the sweep's base config.
+type Regime struct {
+	Name      string    `yaml:"name" json:"name"`
+	Rationale string    `yaml:"rationale" json:"rationale"`
+	Overrides yaml.Node `yaml:"overrides" json:"-"`
+}
+
+var regimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+// LoadRegimes parses a regimes file (a YAML document with a `regimes` list)
+// named src in errors. Every regime needs a unique file-system-safe name, a
+// rationale and overrides that decode into a valid Config.
+func LoadRegimes(data []byte, src string, base Config) ([]Regime, error) {
+	var doc struct {
+		Regimes []Regime `yaml:"regimes"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("regimes %s: %w", src, err)
+	}
+	if len(doc.Regimes) == 0 {
+		return nil, fmt.Errorf("regimes %s: no regimes (want a top-level `regimes:` list)", src)
+	}
+	seen := map[string]bool{}
+	for i, r := range doc.Regimes {
+		switch {
+		case !regimeName.MatchString(r.Name):
+			return nil, fmt.Errorf("regimes %s: regimes[%d].name = %q, want lower-case letters, digits, '.', '_' or '-'", src, i, r.Name)
+		case seen[r.Name]:
+			return nil, fmt.Errorf("regimes %s: regimes[%d].name %q used twice", src, i, r.Name)
+		case strings.TrimSpace(r.Rationale) == "":
+			return nil, fmt.Errorf("regimes %s: regime %q has no rationale", src, r.Name)
+		}
+		seen[r.Name] = true
+		if _, err := r.Apply(base); err != nil {
+			return nil, fmt.Errorf("regimes %s: %w", src, err)
+		}
+	}
+	return doc.Regimes, nil
+}
+
+// Apply returns base with the regime's overrides decoded over it (keys
+// replace base's values, lists replace lists), validated. Errors name the
+// regime and the key.
+func (r Regime) Apply(base Config) (Config, error) {
+	c := base
+	if r.Overrides.Kind == 0 {
+		return c, c.Validate()
+	}
+	data, err := yaml.Marshal(&r.Overrides)
+	if err != nil {
+		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, nameKeys(data, err))
+	}
+	if err := c.Validate(); err != nil {
+		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, err)
+	}
+	return c, nil
+}
+
+// SweepRow is one (regime, table row) of a sweep: the paired Barycenter −
+// Mean and Debiased − Mean differences (percentage points, 95 % t-interval
+// over seeds) in distribution and held out, Mean − Local in distribution,
+// and the largest marginal error of the barycenter solver over the row's
+// cells.
+type SweepRow struct {
+	Regime string `json:"regime"`
+	// Table is "table1" (one row per grid size) or "table2" (one per weak fraction).
+	Table        string  `json:"table"`
+	GridSize     int     `json:"grid_size"`
+	WeakFraction float64 `json:"weak_fraction"`
+	Seeds        int     `json:"seeds"`
+	// Mean and Barycenter are the methods' success (%), mean over seeds, in distribution.
+	InMean       float64       `json:"in_mean"`
+	InBarycenter float64       `json:"in_barycenter"`
+	InBM         report.Paired `json:"in_barycenter_minus_mean"`
+	InDM         report.Paired `json:"in_debiased_minus_mean"`
+	HeldBM       report.Paired `json:"held_out_barycenter_minus_mean"`
+	HeldDM       report.Paired `json:"held_out_debiased_minus_mean"`
+	MeanLocal    report.Paired `json:"in_mean_minus_local"`
+	// MarginalError is max over the row's cells of the barycenter's marginal error.
+	MarginalError float64 `json:"barycenter_marginal_error"`
+}
+
+// Label is the row's name in tables and plots.
+func (r SweepRow) Label() string {
+	if r.Table == "table2" {
+		return fmt.Sprintf("T2 p=%.2f", r.WeakFraction)
+	}
+	return fmt.Sprintf("%d×%d", r.GridSize, r.GridSize)
+}
+
+// SweepResult is one regime's rows, with the resolved config it ran.
+type SweepResult struct {
+	Regime    string     `json:"regime"`
+	Rationale string     `json:"rationale"`
+	Config    Config     `json:"config"`
+	Rows      []SweepRow `json:"rows"`
+}
+
+// sweepRows turns a finished study into the regime's rows.
+func sweepRows(name string, s *Study) []SweepRow {
+	var out []SweepRow
+	maxErr := func(fits []*Fit) float64 {
+		m := 0.0
+		for _, f := range fits {
+			m = max(m, f.Bary.MarginalError)
+		}
+		return m
+	}
+	for k, r := range s.Table1() {
+		out = append(out, SweepRow{Regime: name, Table: "table1", GridSize: r.GridSize, Seeds: r.Seeds,
+			InMean: r.InDist.Mean.Mean, InBarycenter: r.InDist.Barycenter.Mean,
+			InBM: r.InDistPaired.BarycenterMinusMean, InDM: r.InDistPaired.DebiasedMinusMean,
+			HeldBM: r.HeldOutPaired.BarycenterMinusMean, HeldDM: r.HeldOutPaired.DebiasedMinusMean,
+			MeanLocal: derefPaired(r.InDistPaired.MeanMinusLocal), MarginalError: maxErr(s.Cells[k])})
+	}
+	for pi, r := range s.Table2() {
+		fits := make([]*Fit, len(s.Ablation))
+		for i, fs := range s.Ablation {
+			fits[i] = fs[pi]
+		}
+		out = append(out, SweepRow{Regime: name, Table: "table2", GridSize: s.Config.Ablation.GridSize, WeakFraction: r.WeakFraction, Seeds: r.Seeds,
+			InMean: r.InDist.Mean.Mean, InBarycenter: r.InDist.Barycenter.Mean,
+			InBM: r.InDistPaired.BarycenterMinusMean, InDM: r.InDistPaired.DebiasedMinusMean,
+			HeldBM: r.HeldOutPaired.BarycenterMinusMean, HeldDM: r.HeldOutPaired.DebiasedMinusMean,
+			MeanLocal: derefPaired(r.InDistPaired.MeanMinusLocal), MarginalError: maxErr(fits)})
+	}
+	return out
+}
+
+// SweepProgress is told when a regime starts and ends (cached: reused from
+// an earlier run of the same folder).
+type SweepProgress interface {
+	Regime(i, n int, name string, cached bool)
+	Progress
+}
+
+// Sweep runs every regime's study (Table 1 and Table 2, without the
+// bounds) over base and returns their rows in regime order. When dir is not
+// empty each regime's run folder is written to dir/regimes/<name>/ with a
+// result.json; a regime whose result.json holds the same resolved config is
+// reused instead of rerun, so a killed sweep resumes where it stopped.
+func Sweep(ctx context.Context, base Config, regimes []Regime, dir string, prog SweepProgress) ([]SweepResult, error) {
+	out := make([]SweepResult, len(regimes))
+	for i, r := range regimes {
+		c, err := r.Apply(base)
+		if err != nil {
+			return nil, err
+		}
+		c = c.Resolved()
+		c.noBounds = true
+		res := SweepResult{Regime: r.Name, Rationale: r.Rationale, Config: c}
+		folder := ""
+		if dir != "" {
+			folder = filepath.Join(dir, "regimes", r.Name)
+			if old, ok := loadSweepResult(filepath.Join(folder, "result.json"), res); ok {
+				if prog != nil {
+					prog.Regime(i, len(regimes), r.Name, true)
+				}
+				out[i] = old
+				continue
+			}
+		}
+		if prog != nil {
+			prog.Regime(i, len(regimes), r.Name, false)
+		}
+		s, err := GridWorld(ctx, c, prog)
+		if err != nil {
+			return nil, fmt.Errorf("regime %q: %w", r.Name, err)
+		}
+		res.Rows = sweepRows(r.Name, s)
+		if folder != "" {
+			if err := s.WriteRun(folder); err != nil {
+				return nil, fmt.Errorf("regime %q: %w", r.Name, err)
+			}
+			if err := report.WriteJSON(filepath.Join(folder, "result.json"), res); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// loadSweepResult returns the result stored at path if it is readable and
+// ran want's regime with want's config (compared as JSON).
+func loadSweepResult(path string, want SweepResult) (SweepResult, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return SweepResult{}, false
+	}
+	var got SweepResult
+	if json.Unmarshal(data, &got) != nil || got.Regime != want.Regime {
+		return SweepResult{}, false
+	}
+	a, errA := json.Marshal(got.Config)
+	b, errB := json.Marshal(want.Config)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		return SweepResult{}, false
+	}
+	// Recompute the intervals from the stored per-seed differences (JSON
+	// keeps them exactly; null bounds do not survive decoding).
+	for i := range got.Rows {
+		r := &got.Rows[i]
+		for _, p := range []*report.Paired{&r.InBM, &r.InDM, &r.HeldBM, &r.HeldDM, &r.MeanLocal} {
+			if p.N == 0 {
+				*p = report.Paired{}
+				continue
+			}
+			q, err := report.PairedDiff(p.Diffs, make([]float64, len(p.Diffs)), p.Level)
+			if err != nil {
+				return SweepResult{}, false
+			}
+			*p = q
+		}
+	}
+	got.Rationale = want.Rationale
+	return got, true
+}
+
+// SweepMarkdown is sweep.md: one table per grid size and for Table 2's
+// weak fractions, a row per regime.
+func SweepMarkdown(results []SweepResult) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Grid-world regime sweep: paired success differences (percentage points)\n\n")
+	fmt.Fprintf(&b, "Mean over seeds of the per-seed difference, [95 %% t-interval]; * = the interval excludes 0. In = the clients' own environments, held-out = unseen ones. Mean and Barycenter columns: success (%%) in distribution, mean over seeds. Marginal error: the barycenter solver's largest over the row's cells.\n\n")
+	fmt.Fprintf(&b, "## Regimes\n\n| Regime | Rationale |\n|---|---|\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %s |\n", r.Regime, r.Rationale)
+	}
+	for _, label := range sweepLabels(results) {
+		fmt.Fprintf(&b, "\n## %s\n\n", label)
+		fmt.Fprintf(&b, "| Regime | Seeds | In: Mean | In: Barycenter | In: B − M | In: D − M | Held-out: B − M | Held-out: D − M | In: Mean − Local | Marginal error |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, res := range results {
+			for _, r := range res.Rows {
+				if r.Label() != label {
+					continue
+				}
+				fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s | %s | %s | %.1e |\n", res.Regime, r.Seeds, r.InMean, r.InBarycenter,
+					formatPaired(&r.InBM), formatPaired(&r.InDM), formatPaired(&r.HeldBM), formatPaired(&r.HeldDM), formatPaired(&r.MeanLocal), r.MarginalError)
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+// sweepLabels lists the row labels in first-seen order.
+func sweepLabels(results []SweepResult) []string {
+	var labels []string
+	for _, res := range results {
+		for _, r := range res.Rows {
+			if !slices.Contains(labels, r.Label()) {
+				labels = append(labels, r.Label())
+			}
+		}
+	}
+	return labels
+}
+
+// SweepCSV is sweep.csv: one line per (regime, row).
+func SweepCSV(results []SweepResult) []byte {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	head := []string{"regime", "table", "grid_size", "weak_fraction", "seeds", "in_mean", "in_barycenter"}
+	for _, n := range []string{"in_barycenter_minus_mean", "in_debiased_minus_mean", "held_out_barycenter_minus_mean", "held_out_debiased_minus_mean", "in_mean_minus_local"} {
+		head = append(head, n, n+"_lo", n+"_hi")
+	}
+	_ = w.Write(append(head, "barycenter_marginal_error"))
+	for _, res := range results {
+		for _, r := range res.Rows {
+			rec := []string{res.Regime, r.Table, fmt.Sprint(r.GridSize), ff(r.WeakFraction), fmt.Sprint(r.Seeds), ff(r.InMean), ff(r.InBarycenter)}
+			for _, p := range []report.Paired{r.InBM, r.InDM, r.HeldBM, r.HeldDM, r.MeanLocal} {
+				if p.N == 0 {
+					rec = append(rec, "", "", "")
+					continue
+				}
+				rec = append(rec, ff(p.Mean), ffNaN(p.Lo), ffNaN(p.Hi))
+			}
+			_ = w.Write(append(rec, fmt.Sprintf("%.3e", r.MarginalError)))
+		}
+	}
+	w.Flush()
+	return b.Bytes()
+}
+
+func ffNaN(x float64) string {
+	if x != x {
+		return ""
+	}
+	return ff(x)
+}
+
+// SweepForestPNG is forest.png: for each row label (grid size, weak
+// fraction) an in-distribution and a held-out panel with one row per regime
+// and the Barycenter − Mean and Debiased − Mean intervals.
+func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
+	var panels []forestPanel
+	for _, label := range labels {
+		for split := range 2 {
+			var names []string
+			var bm, dm []report.Paired
+			for _, res := range results {
+				for _, r := range res.Rows {
+					if r.Label() != label {
+						continue
+					}
+					names = append(names, res.Regime)
+					if split == 0 {
+						bm, dm = append(bm, r.InBM), append(dm, r.InDM)
+					} else {
+						bm, dm = append(bm, r.HeldBM), append(dm, r.HeldDM)
+					}
+				}
+			}
+			if len(names) == 0 {
+				continue
+			}
+			title := label + [...]string{": in-distribution", ": held-out"}[split]
+			panels = append(panels, forestPanel{Title: title, Rows: names, Series: []forestSeries{
+				{Name: "Barycenter − Mean", Color: forestColors[0], Shape: forestShapes[0], Values: bm},
+				{Name: "Debiased − Mean", Color: forestColors[2], Shape: forestShapes[2], Values: dm},
+			}})
+		}
+	}
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("sweep forest plot: no rows")
+	}
+	n := len(panels[0].Rows)
+	return forestPNG("Regime sweep: paired success differences vs Mean, mean and 95 % t-interval over seeds (* interval excludes 0)",
+		panels, 2, 460, 70+22*float64(n))
+}
+
+// ForestLabels picks the forest plot's rows: every Table-1 grid size and
+// Table 2's largest weak fraction.
+func ForestLabels(results []SweepResult) []string {
+	var t1 []string
+	var t2 string
+	best := -1.0
+	for _, res := range results {
+		for _, r := range res.Rows {
+			if r.Table == "table1" && !slices.Contains(t1, r.Label()) {
+				t1 = append(t1, r.Label())
+			}
+			if r.Table == "table2" && r.WeakFraction > best {
+				best, t2 = r.WeakFraction, r.Label()
+			}
+		}
+	}
+	if t2 != "" {
+		t1 = append(t1, t2)
+	}
+	return t1
+}
+
+// WriteSweep writes sweep.md, sweep.csv, sweep.json, forest.png and the
+// regimes file as read (regimes.yaml) into dir.
+func WriteSweep(dir string, regimesFile []byte, results []SweepResult) error {
+	png, err := SweepForestPNG(results, ForestLabels(results))
+	if err != nil {
+		return err
+	}
+	js, err := report.JSON(results)
+	if err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"regimes.yaml", regimesFile}, {"sweep.md", SweepMarkdown(results)}, {"sweep.csv", SweepCSV(results)},
+		{"sweep.json", js}, {"forest.png", png},
+	} {
+		if err := report.WriteFile(filepath.Join(dir, f.name), f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
