@@ -123,11 +123,13 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 	}
 	var mu sync.Mutex
 	diag := map[string]FusionInfo{} // task id -> σ and Z of its barycentric fusion
+	measure := map[string][]float64{} // task id -> the barycenter p̄
 	fuser := tasks.NewFuser()
 	fuser.OnFuse = func(id string, out fusion.Output) {
 		if b := out.Barycentric; b != nil {
 			mu.Lock()
 			diag[id] = FusionInfo{b.Sigma, b.Z, b.MarginalError, b.Iterations}
+			measure[id] = b.Barycenter
 			mu.Unlock()
 		}
 	}
@@ -174,6 +176,9 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		switch tk.m {
 		case Barycenter:
 			f.Bary = info
+			mu.Lock()
+			f.baryMeasure = measure[id]
+			mu.Unlock()
 		case Debiased:
 			f.DebiasedInfo = info
 		}

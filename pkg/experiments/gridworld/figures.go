@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette"
@@ -14,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/features"
 )
@@ -53,25 +55,19 @@ func gridTicks(n int, flip bool) plot.ConstantTicks {
 	return t
 }
 
-// rewardPanel draws the state reward φ(s)ᵀθ of env, min–max normalized to
-// [0, 1], with obstacles (cyan ×), the start "S" and the goal "G" (green).
-func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap) (*plot.Plot, error) {
+// arrowGlyph draws each greedy action as an arrow (up, right, down, left).
+var arrowGlyph = [gw.NumActions]string{"↑", "→", "↓", "←"}
+
+// rewardPanel draws the signed state reward φ(s)ᵀθ of env on the colour
+// scale [−m, m] (shared by the panels of a row), the greedy policy of θ on
+// env as arrows, obstacles (×), the start "S" and the goal "G".
+func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap, m float64) (*plot.Plot, error) {
 	n := env.Spec.Size
 	st, err := features.Grid(n, env.Spec.Goal, env.Spec.Obstacles)
 	if err != nil {
 		return nil, err
 	}
-	r := features.Reward(nil, st, theta)
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range r {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	z := make([]float64, len(r))
-	for i, v := range r {
-		if hi > lo {
-			z[i] = (v - lo) / (hi - lo)
-		}
-	}
+	z := features.Reward(nil, st, theta)
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(9)
@@ -80,8 +76,35 @@ func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap)
 	p.X.Tick.Marker = gridTicks(n, false)
 	p.Y.Tick.Marker = gridTicks(n, true)
 	hm := plotter.NewHeatMap(stateGrid{n: n, z: z}, cmap.Palette(64))
-	hm.Min, hm.Max = 0, 1
+	hm.Min, hm.Max = -m, m
 	p.Add(hm)
+	pol := env.GreedyPolicy(theta)
+	var axy plotter.XYs
+	var arrows []string
+	obstacle := map[int]bool{}
+	for _, o := range env.Spec.Obstacles {
+		obstacle[o] = true
+	}
+	for s := range n * n {
+		if s == env.Spec.Goal || obstacle[s] {
+			continue
+		}
+		axy = append(axy, plotter.XY{X: float64(s % n), Y: float64(n - 1 - s/n)})
+		arrows = append(arrows, arrowGlyph[pol[s]])
+	}
+	if len(axy) > 0 {
+		al, err := plotter.NewLabels(plotter.XYLabels{XYs: axy, Labels: arrows})
+		if err != nil {
+			return nil, err
+		}
+		for i := range al.TextStyle {
+			al.TextStyle[i].Color = color.Black
+			al.TextStyle[i].Font.Size = vg.Points(math.Max(5, 50/float64(n)))
+			al.TextStyle[i].XAlign = draw.XCenter
+			al.TextStyle[i].YAlign = draw.YCenter
+		}
+		p.Add(al)
+	}
 	var obs plotter.XYs
 	for _, o := range env.Spec.Obstacles {
 		obs = append(obs, plotter.XY{X: float64(o % n), Y: float64(n - 1 - o/n)})
@@ -93,14 +116,14 @@ func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap)
 		}
 		sc.GlyphStyle.Shape = draw.CrossGlyph{}
 		sc.GlyphStyle.Radius = vg.Points(float64(60) / float64(n))
-		sc.GlyphStyle.Color = color.RGBA{0, 220, 255, 255}
+		sc.GlyphStyle.Color = color.Black
 		p.Add(sc)
 	}
 	g := env.Spec.Goal
 	xy := []plotter.XY{{X: float64(g % n), Y: float64(n - 1 - g/n)}}
 	names := []string{"G"}
 	if starts := env.Grid.Starts(); len(starts) == 1 {
-		xy = append(xy, plotter.XY{X: float64(starts[0] % n), Y: float64(n - 1 - starts[0]/n)})
+		xy = append(xy, plotter.XY{X: float64(starts[0] % n), Y: float64(n-1-starts[0]/n) + 0.3})
 		names = append(names, "S")
 	}
 	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names})
@@ -108,7 +131,7 @@ func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap)
 		return nil, err
 	}
 	for i := range lbl.TextStyle {
-		lbl.TextStyle[i].Color = color.RGBA{0, 160, 0, 255}
+		lbl.TextStyle[i].Color = color.RGBA{0, 120, 0, 255}
 		lbl.TextStyle[i].Font.Size = vg.Points(math.Max(7, 60/float64(n)))
 		lbl.TextStyle[i].XAlign = draw.XCenter
 		lbl.TextStyle[i].YAlign = draw.YCenter
@@ -119,68 +142,147 @@ func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap)
 	return p, nil
 }
 
-// Figure2PNG draws the paper's Figure 2 for the first three clients of the
-// first seed of the grid size given: one row per client, columns Local θ_i,
-// Mean θ and Barycenter θ, each evaluated on that client's own layout, plus a
-// colour bar.
+// figure2Clients picks Figure 2's rows by rule: the client with the lowest
+// local success on its own environment (ties: lowest index), then the
+// lowest-indexed others, rows in all.
+func figure2Clients(f *Fit, rows int) []int {
+	worst := 0
+	for i, v := range f.InDist[Local] {
+		if v < f.InDist[Local][worst] {
+			worst = i
+		}
+	}
+	out := []int{worst}
+	for i := 0; len(out) < rows && i < len(f.InDist[Local]); i++ {
+		if i != worst {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// colourBar is a narrow plot of cmap over [lo, hi].
+func colourBar(cmap palette.ColorMap, label string) *plot.Plot {
+	cb := plot.New()
+	cb.HideX()
+	cb.Y.Label.Text = label
+	cb.Add(&plotter.ColorBar{ColorMap: cmap, Vertical: true})
+	return cb
+}
+
+// Figure2PNG draws the paper's Figure 2 for the grid size given, chosen by
+// rule: the seed and client with the lowest local success (ties: first seed,
+// lowest index) and the next clients of that seed by index, one row each, columns Local θ_i, Mean θ and Barycenter θ, each
+// as the signed state reward on that client's own layout with its greedy
+// policy, on one colour scale per row; the last row shows the barycenter
+// measure p̄ itself (summed over actions) on the probe layout.
 func (s *Study) Figure2PNG(size int) ([]byte, error) {
+	// The seed whose worst client does worst locally (ties: the first seed).
 	var f *Fit
+	worst := math.Inf(1)
 	for k, e := range s.Config.Environments {
-		if e.GridSize == size && len(s.Cells[k]) > 0 {
-			f = s.Cells[k][0]
+		if e.GridSize != size {
+			continue
+		}
+		for _, c := range s.Cells[k] {
+			if v := slices.Min(c.InDist[Local]); v < worst {
+				f, worst = c, v
+			}
 		}
 	}
 	if f == nil {
 		return nil, fmt.Errorf("figure 2: no %d×%d cell in the study", size, size)
 	}
-	rows := min(3, len(f.clients))
-	cmap := moreland.ExtendedBlackBody()
-	cmap.SetMin(0)
-	cmap.SetMax(1)
-	plots := make([][]*plot.Plot, rows)
-	for i := range rows {
+	clients := figure2Clients(f, min(3, len(f.clients)))
+	plots := make([][]*plot.Plot, 0, len(clients)+1)
+	for _, i := range clients {
 		env := f.clients[i]
 		cols := []struct {
 			name  string
 			theta []float64
 		}{
-			{fmt.Sprintf("Client %d local", i+1), f.Local[i]},
-			{fmt.Sprintf("Mean (client %d layout)", i+1), f.Fused[Mean]},
-			{fmt.Sprintf("Barycenter (client %d layout)", i+1), f.Fused[Barycenter]},
+			{fmt.Sprintf("Client %d local (success %.1f %%)", i+1, 100*f.InDist[Local][i]), f.Local[i]},
+			{fmt.Sprintf("Mean on client %d (%.1f %%)", i+1, 100*f.InDist[Mean][i]), f.Fused[Mean]},
+			{fmt.Sprintf("Barycenter on client %d (%.1f %%)", i+1, 100*f.InDist[Barycenter][i]), f.Fused[Barycenter]},
 		}
+		st, err := features.Grid(env.Spec.Size, env.Spec.Goal, env.Spec.Obstacles)
+		if err != nil {
+			return nil, err
+		}
+		m := 0.0
+		for _, c := range cols {
+			for _, v := range features.Reward(nil, st, c.theta) {
+				m = math.Max(m, math.Abs(v))
+			}
+		}
+		if m == 0 {
+			m = 1
+		}
+		cmap := moreland.SmoothBlueRed()
+		cmap.SetMin(-m)
+		cmap.SetMax(m)
+		var row []*plot.Plot
 		for _, c := range cols {
 			title := fmt.Sprintf("%s\nθ = (%.3g, %.3g)", c.name, c.theta[0], c.theta[1])
-			p, err := rewardPanel(env, c.theta, title, cmap)
+			p, err := rewardPanel(env, c.theta, title, cmap, m)
 			if err != nil {
 				return nil, err
 			}
-			plots[i] = append(plots[i], p)
+			row = append(row, p)
 		}
-		// Colour-bar column.
-		cb := plot.New()
-		cb.HideX()
-		cb.Y.Label.Text = "normalized reward"
-		cb.Title.Text = "low → high"
-		cb.Title.TextStyle.Font.Size = vg.Points(8)
-		cb.Add(&plotter.ColorBar{ColorMap: cmap, Vertical: true})
-		plots[i] = append(plots[i], cb)
+		plots = append(plots, append(row, colourBar(cmap, "reward φ(s)ᵀθ")))
 	}
-	w, h := vg.Points(760), vg.Points(240*float64(rows)+40)
+	// The barycenter measure the server computed, on the probe layout.
+	n := f.probeSpec.Size
+	if len(f.baryMeasure) != n*n*gw.NumActions {
+		return nil, fmt.Errorf("figure 2: barycenter measure has %d points, want %d", len(f.baryMeasure), n*n*gw.NumActions)
+	}
+	pb := make([]float64, n*n)
+	hi := 0.0
+	for x, v := range f.baryMeasure {
+		pb[x/gw.NumActions] += v
+	}
+	for _, v := range pb {
+		hi = math.Max(hi, v)
+	}
+	bmap := moreland.ExtendedBlackBody()
+	bmap.SetMin(0)
+	bmap.SetMax(math.Max(hi, 1e-300))
+	bp := plot.New()
+	bp.Title.Text = fmt.Sprintf("Barycenter measure p̄ (summed over actions)\nprobe layout, ε = %g, marginal error %.1e", s.Config.Barycenter.EntropicRegularization, f.Bary.MarginalError)
+	bp.Title.TextStyle.Font.Size = vg.Points(9)
+	bp.X.Tick.Marker = gridTicks(n, false)
+	bp.Y.Tick.Marker = gridTicks(n, true)
+	hm := plotter.NewHeatMap(stateGrid{n: n, z: pb}, bmap.Palette(64))
+	hm.Min, hm.Max = 0, bmap.Max()
+	bp.Add(hm)
+	bp.X.Min, bp.X.Max = -0.5, float64(n)-0.5
+	bp.Y.Min, bp.Y.Max = -0.5, float64(n)-0.5
+	plots = append(plots, []*plot.Plot{bp, colourBar(bmap, "mass"), nil, nil})
+	rows := len(plots)
+	w, h := vg.Points(800), vg.Points(250*float64(rows)+50)
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	top := dc
-	top.Max.Y -= vg.Points(30)
-	header := fmt.Sprintf("Figure 2: local vs. mean vs. barycentric rewards, %d×%d grid, seed %d (× obstacle, S start, G goal; each panel min–max normalized)", size, size, f.Seed)
+	top.Max.Y -= vg.Points(40)
 	hf := plot.DefaultFont
 	hf.Size = vg.Points(11)
-	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler,
-		XAlign: draw.XCenter}, vg.Point{X: w / 2, Y: h - vg.Points(20)}, header)
+	for k, line := range []string{
+		fmt.Sprintf("Figure 2: local vs. mean vs. barycentric rewards, %d×%d grid, seed %d; rows: the client with the lowest local success over all seeds, then clients by index", size, size, f.Seed),
+		"signed reward φ(s)ᵀθ (one colour scale per row, blue < 0 < red), arrows: greedy policy of that θ on that layout, × obstacle, S start, G goal",
+	} {
+		dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler,
+			XAlign: draw.XCenter}, vg.Point{X: w / 2, Y: h - vg.Points(16+15*float64(k))}, line)
+	}
 	tiles := draw.Tiles{Rows: rows, Cols: 4, PadX: vg.Points(18), PadY: vg.Points(14), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(6)}
 	canvases := plot.Align(plots, tiles, top)
 	for i := range plots {
 		for j := range plots[i] {
+			if plots[i][j] == nil {
+				continue
+			}
 			c := canvases[i][j]
-			if j == 3 { // narrow colour bar
+			if plots[i][j].X.Label.Text == "" && len(plots[i][j].Title.Text) == 0 && (j == 3 || (i == rows-1 && j == 1)) { // narrow colour bar
 				c.Min.X += (c.Max.X - c.Min.X) * 0.55
 			}
 			plots[i][j].Draw(c)
@@ -249,4 +351,104 @@ func (s *Study) figureGridSize() int {
 		}
 	}
 	return best
+}
+
+// ThetaPNG draws the θ directions of the first seed of every Table-1 grid
+// size: each θ scaled to unit length in the (goal-distance,
+// obstacle-distance) weight plane, the clients' local θ_i in grey, Mean,
+// Barycenter, Debiased and θ* in colour. Angles are what the greedy policy
+// sees (it is invariant to θ's scale); norms are in table1.json.
+func (s *Study) ThetaPNG() ([]byte, error) {
+	type dir struct {
+		name  string
+		col   color.Color
+		width float64
+		dash  bool
+	}
+	dirs := map[Method]dir{
+		Mean:       {"Mean", forestColors[1], 2.2, false},
+		Barycenter: {"Barycenter", forestColors[0], 2.2, false},
+		Debiased:   {"Debiased", forestColors[2], 1.6, true},
+		Expert:     {"θ* (true)", forestColors[3], 2.2, false},
+	}
+	unit := func(t []float64) plotter.XYs {
+		n := math.Hypot(t[0], t[1])
+		if n == 0 {
+			return plotter.XYs{{}, {}}
+		}
+		return plotter.XYs{{}, {X: t[0] / n, Y: t[1] / n}}
+	}
+	var panels []*plot.Plot
+	legend := plot.NewLegend()
+	for k, e := range s.Config.Environments {
+		if len(s.Cells[k]) == 0 {
+			continue
+		}
+		f := s.Cells[k][0]
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%d×%d, seed %d (%d clients)", e.GridSize, e.GridSize, f.Seed, len(f.Local))
+		p.X.Label.Text = "goal-distance weight (unit θ)"
+		p.Y.Label.Text = "obstacle-distance weight"
+		for _, t := range f.Local {
+			l, err := plotter.NewLine(unit(t))
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle.Color = color.Gray{Y: 170}
+			l.LineStyle.Width = vg.Points(0.8)
+			p.Add(l)
+		}
+		if len(panels) == 0 && len(f.Local) > 0 {
+			l, _ := plotter.NewLine(unit(f.Local[0]))
+			l.LineStyle.Color = color.Gray{Y: 170}
+			legend.Add("local θ_i", l)
+		}
+		for _, m := range []Method{Expert, Mean, Debiased, Barycenter} {
+			d := dirs[m]
+			l, err := plotter.NewLine(unit(f.Fused[m]))
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle.Color = d.col
+			l.LineStyle.Width = vg.Points(d.width)
+			if d.dash {
+				l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			}
+			p.Add(l)
+			if len(panels) == 0 {
+				legend.Add(d.name, l)
+			}
+		}
+		p.Add(plotter.NewGrid())
+		p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = -1.1, 1.1, -1.1, 1.1
+		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("theta plot: no Table-1 cells")
+	}
+	side := 300.0
+	w, h := vg.Points(side*float64(len(panels))), vg.Points(side+60)
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	hf := plot.DefaultFont
+	hf.Size = vg.Points(11)
+	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler, XAlign: draw.XCenter},
+		vg.Point{X: w / 2, Y: h - vg.Points(16)}, "Directions of θ (unit length): local, fused and true rewards")
+	lc := dc
+	lc.Max.Y -= vg.Points(24)
+	lc.Min.X += vg.Points(10)
+	legend.TextStyle.Font.Size = vg.Points(9)
+	legend.Top, legend.Left = true, true
+	legend.Draw(lc)
+	body := dc
+	body.Max.Y -= vg.Points(60)
+	canvases := plot.Align([][]*plot.Plot{panels}, draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(16), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)}, body)
+	for j, p := range panels {
+		p.Draw(canvases[0][j])
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -110,6 +110,7 @@ type Fit struct {
 	clients, heldOut []*Env
 	probe            fusion.Probe
 	probeSpec        gw.Spec
+	baryMeasure      []float64 // p̄ of the Barycenter column, on the probe lattice
 }
 
 func (c Config) family(e EnvConfig) gw.Family {

@@ -381,3 +381,17 @@ func TestWeakClientSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestFigure2ClientRule: Figure 2's rows are the locally worst client
+// (lowest index on ties), then the others by index.
+func TestFigure2ClientRule(t *testing.T) {
+	f := &Fit{}
+	f.InDist[Local] = []float64{0.9, 0.5, 0.95, 0.5}
+	if got := figure2Clients(f, 3); !reflect.DeepEqual(got, []int{1, 0, 2}) {
+		t.Fatalf("rows %v, want [1 0 2]", got)
+	}
+	f.InDist[Local] = []float64{0.2, 0.9}
+	if got := figure2Clients(f, 3); !reflect.DeepEqual(got, []int{0, 1}) {
+		t.Fatalf("rows %v, want [0 1]", got)
+	}
+}

@@ -14,7 +14,7 @@ var RunFiles = []string{
 	"table1.md", "table1.csv", "table1.json",
 	"table2.md", "table2.csv", "table2.json",
 	"bounds.json",
-	"figure2.png", "success.png",
+	"figure2.png", "success.png", "theta.png",
 }
 
 // BoundsSummary is bounds.json: one entry per Table-1 cell.
@@ -53,12 +53,16 @@ func (s *Study) WriteRun(dir string) error {
 	if err != nil {
 		return err
 	}
+	theta, err := s.ThetaPNG()
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"config.yaml": append([]byte("# Resolved fedirl grid-world study config (rerun with --config this-file).\n"), cfg...),
 		"table1.md":   s.Table1Markdown(), "table1.csv": s.Table1CSV(), "table1.json": s.Table1JSON(),
 		"table2.md": s.Table2Markdown(), "table2.csv": s.Table2CSV(), "table2.json": s.Table2JSON(),
 		"bounds.json": marshal(bounds),
-		"figure2.png": fig2, "success.png": succ,
+		"figure2.png": fig2, "success.png": succ, "theta.png": theta,
 	}
 	for _, name := range RunFiles {
 		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
