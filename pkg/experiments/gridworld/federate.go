@@ -122,7 +122,7 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		return err
 	}
 	var mu sync.Mutex
-	diag := map[string]FusionInfo{} // task id -> σ and Z of its barycentric fusion
+	diag := map[string]FusionInfo{}   // task id -> σ and Z of its barycentric fusion
 	measure := map[string][]float64{} // task id -> the barycenter p̄
 	fuser := tasks.NewFuser()
 	fuser.OnFuse = func(id string, out fusion.Output) {
