@@ -11,12 +11,14 @@ import (
 // second including the updates) with stable-baselines3's default settings:
 // steps/s is wall-clock, steps/cpu-s divides by the CPU time the process used
 // (the fairer figure on a shared machine). With 2 workers the wall-clock rate
-// is higher only by the overlapped critic work. Measured on the project's
-// 2-vCPU machine (2026-11-22, -benchtime 10x -count 5, medians of wall
-// steps/s, 2 workers vs 1): CartPole 37.4k vs 37.1k (parity), Pendulum 43.2k
-// vs 35.8k (1.2×); paired 100k-step `fedirl ppo train` runs took 2.8–4.0 s
-// with 2 workers against 4.4–4.8 s with 1 on CartPole (5 of 5 seeds), and
-// were mixed on Pendulum (2 of 5 faster with 2 workers).
+// can be higher only by the overlapped critic work. Measured on the project's
+// 2-vCPU machine (2026-11-23, five interleaved runs of both variants,
+// -benchtime 10x, wall steps/s, median): CartPole 59.4k with 1 worker vs
+// 57.7k with 2, Pendulum 66.9k vs 62.1k; every 1-worker run was faster than
+// every 2-worker run on both. The split does not pay for its
+// synchronisation on 2 cores, so 1 is the default (an earlier
+// measurement, 2026-11-22, had 2 workers 1.2× ahead on Pendulum; the
+// difference is within the machine's run-to-run spread).
 func benchmarkTrain(b *testing.B, env string, workers int) {
 	cfg, _ := Preset("sb3")
 	tr, err := NewTrainer(cfg, classicMaker(b, env), Options{Seed: 1, Workers: workers})
