@@ -55,34 +55,15 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
   fedirl reproduce gridworld --config my.yaml --seeds 10 --out runs/ten-seeds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := gridstudy.DefaultConfig()
-			if quick {
-				cfg = gridstudy.QuickConfig()
-			}
-			if configPath != "" {
-				var err error
-				if cfg, err = gridstudy.LoadConfig(configPath, cfg); err != nil {
-					return err
-				}
-			}
-			if cmd.Flags().Changed("seeds") {
-				if seeds < 1 {
-					return fmt.Errorf("--seeds %d: want ≥ 1", seeds)
-				}
-				cfg.NumberOfSeeds = seeds
-				cfg.Ablation.NumberOfSeeds = seeds
+			cfg, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			if err != nil {
+				return err
 			}
 			if cmd.Flags().Changed("seed") {
 				if seed < 0 {
 					return fmt.Errorf("--seed %d: want ≥ 0", seed)
 				}
 				cfg.Seed = uint64(seed)
-			}
-			if cmd.Flags().Changed("workers") {
-				if workers < 1 {
-					return fmt.Errorf("--workers %d: want ≥ 1", workers)
-				}
-				cfg.Workers = workers
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -130,6 +111,35 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")
 	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
 	return gw
+}
+
+// gridConfig builds a grid-world study config from the shared flags: the
+// defaults or --quick, then --config, then --seeds (Table 1 and Table 2) and
+// --workers where given.
+func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, workers int) (gridstudy.Config, error) {
+	cfg := gridstudy.DefaultConfig()
+	if quick {
+		cfg = gridstudy.QuickConfig()
+	}
+	if configPath != "" {
+		var err error
+		if cfg, err = gridstudy.LoadConfig(configPath, cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if cmd.Flags().Changed("seeds") {
+		if seeds < 1 {
+			return cfg, fmt.Errorf("--seeds %d: want ≥ 1", seeds)
+		}
+		cfg.NumberOfSeeds, cfg.Ablation.NumberOfSeeds = seeds, seeds
+	}
+	if cmd.Flags().Changed("workers") {
+		if workers < 1 {
+			return cfg, fmt.Errorf("--workers %d: want ≥ 1", workers)
+		}
+		cfg.Workers = workers
+	}
+	return cfg, nil
 }
 
 // openRunFolder creates the run folder out and opens its log.txt, appended

@@ -82,31 +82,12 @@ declared before the sweep was first run.`,
 				_, err := cmd.OutOrStdout().Write(gridstudy.DefaultRegimes)
 				return err
 			}
-			base := gridstudy.DefaultConfig()
-			if quick {
-				base = gridstudy.QuickConfig()
-			}
-			if configPath != "" {
-				var err error
-				if base, err = gridstudy.LoadConfig(configPath, base); err != nil {
-					return err
-				}
-			}
-			if cmd.Flags().Changed("seeds") {
-				if seeds < 1 {
-					return fmt.Errorf("--seeds %d: want ≥ 1", seeds)
-				}
-				base.NumberOfSeeds, base.Ablation.NumberOfSeeds = seeds, seeds
-			}
-			if cmd.Flags().Changed("workers") {
-				if workers < 1 {
-					return fmt.Errorf("--workers %d: want ≥ 1", workers)
-				}
-				base.Workers = workers
+			base, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			if err != nil {
+				return err
 			}
 			data, src := gridstudy.DefaultRegimes, "(built-in)"
 			if regimesPath != "" {
-				var err error
 				if data, err = os.ReadFile(regimesPath); err != nil {
 					return fmt.Errorf("--regimes: %w", err)
 				}

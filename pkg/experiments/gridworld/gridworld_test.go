@@ -118,9 +118,9 @@ func TestGridWorldTables(t *testing.T) {
 	}
 }
 
-// TestDemonstrationsFollowExpert checks that demonstrations are valid
-// trajectories of the expert policy padded in their absorbing cell.
-func TestDemonstrationsFollowExpert(t *testing.T) {
+// expert5 returns the first 5×5 client of seed 1 and its expert policy.
+func expert5(t *testing.T) (*Env, []int) {
+	t.Helper()
 	spec, err := gw.DefaultFamily(5).Client(1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,13 @@ func TestDemonstrationsFollowExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := e.GreedyPolicy([]float64{-1, 0.5})
+	return e, e.GreedyPolicy([]float64{-1, 0.5})
+}
+
+// TestDemonstrationsFollowExpert checks that demonstrations are valid
+// trajectories of the expert policy padded in their absorbing cell.
+func TestDemonstrationsFollowExpert(t *testing.T) {
+	e, pol := expert5(t)
 	demos, live := e.Demonstrations(stream(1, 5, purposeDemo, 0), pol, 5)
 	if live == 0 {
 		t.Fatal("no live steps")
@@ -302,15 +308,7 @@ func TestClientTaskRangeChecked(t *testing.T) {
 // Demonstrations draws; with ε = 1 its live actions are uniform (a χ² test
 // with 3 degrees of freedom at the 0.1 % level, 4000+ draws).
 func TestNoisyDemonstrations(t *testing.T) {
-	spec, err := gw.DefaultFamily(5).Client(1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEnv(spec, 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol := e.GreedyPolicy([]float64{-1, 0.5})
+	e, pol := expert5(t)
 	a, na := e.Demonstrations(stream(3, 5, purposeDemo, 0), pol, 7)
 	b, nb := e.NoisyDemonstrations(stream(3, 5, purposeDemo, 0), pol, 7, 0)
 	if na != nb || !reflect.DeepEqual(a, b) {
