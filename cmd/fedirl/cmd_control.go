@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -150,18 +147,16 @@ present), resolution.png, log.txt.`,
 			if out == "" {
 				out = filepath.Join("runs", "control-"+name)
 			}
-			logf, err := openRunFolder(out, true) // a resumed run appends to its log
+			run, ctx, err := startRun(cmd, out, true) // a resumed run appends to its log
 			if err != nil {
 				return err
 			}
-			defer logf.Close()
-			log := io.MultiWriter(logf, cmd.ErrOrStderr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			defer run.Close()
+			log := run.Log
 			start := time.Now()
 			fmt.Fprintf(log, "fedirl reproduce control (%s): %s, %d seeds, %d+%d clients, %d jobs, GOMAXPROCS %d, shard %q, started %s\n",
 				name, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), shard, start.UTC().Format(time.RFC3339))
-			st, err := control.New(cfg, out, jobs, logf)
+			st, err := control.New(cfg, out, jobs, run.File)
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -74,14 +75,12 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 					out += "-quick"
 				}
 			}
-			logf, err := openRunFolder(out, false)
+			run, ctx, err := startRun(cmd, out, false)
 			if err != nil {
 				return err
 			}
-			defer logf.Close()
-			log := io.MultiWriter(logf, cmd.ErrOrStderr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			defer run.Close()
+			log := run.Log
 			start := time.Now()
 			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d workers, GOMAXPROCS %d, started %s\n",
 				len(cfg.Environments), cfg.NumberOfSeeds, cfg.AblationSeedCount(), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
@@ -98,7 +97,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			}
 			fmt.Fprintf(log, "study %v, total %v; wrote %s\n", studyTime.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), out)
 			t1, t2 := study.Table1Markdown(), study.Table2Markdown()
-			fmt.Fprintf(logf, "\n%s\n%s", t1, t2)
+			fmt.Fprintf(run.File, "\n%s\n%s", t1, t2)
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s", t1, t2)
 			return nil
 		},
@@ -140,6 +139,31 @@ func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, worker
 		cfg.Workers = workers
 	}
 	return cfg, nil
+}
+
+// runLog is a study command's run: its log.txt (File) and Log, which writes
+// to both log.txt and stderr.
+type runLog struct {
+	File *os.File
+	Log  io.Writer
+	stop context.CancelFunc
+}
+
+// Close stops watching for Ctrl-C and closes log.txt.
+func (r *runLog) Close() {
+	r.stop()
+	r.File.Close()
+}
+
+// startRun creates the run folder out, opens its log.txt (appended to or
+// truncated) and returns it with a context that Ctrl-C cancels.
+func startRun(cmd *cobra.Command, out string, appendLog bool) (*runLog, context.Context, error) {
+	f, err := openRunFolder(out, appendLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	return &runLog{File: f, Log: io.MultiWriter(f, cmd.ErrOrStderr()), stop: stop}, ctx, nil
 }
 
 // openRunFolder creates the run folder out and opens its log.txt, appended

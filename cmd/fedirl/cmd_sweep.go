@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -108,14 +107,12 @@ declared before the sweep was first run.`,
 					out += "-quick"
 				}
 			}
-			logf, err := openRunFolder(out, true)
+			run, ctx, err := startRun(cmd, out, true)
 			if err != nil {
 				return err
 			}
-			defer logf.Close()
-			log := io.MultiWriter(logf, cmd.ErrOrStderr())
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
+			defer run.Close()
+			log := run.Log
 			start := time.Now()
 			fmt.Fprintf(log, "fedirl sweep gridworld: %d regimes from %s, %d seeds, %d workers, GOMAXPROCS %d, started %s\n",
 				len(regimes), src, base.NumberOfSeeds, base.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))

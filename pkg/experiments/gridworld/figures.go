@@ -1,7 +1,6 @@
 package gridworld
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
@@ -58,16 +57,11 @@ func gridTicks(n int, flip bool) plot.ConstantTicks {
 // arrowGlyph draws each greedy action as an arrow (up, right, down, left).
 var arrowGlyph = [gw.NumActions]string{"↑", "→", "↓", "←"}
 
-// rewardPanel draws the signed state reward φ(s)ᵀθ of env on the colour
+// rewardPanel draws z, the signed state reward φ(s)ᵀθ of env, on the colour
 // scale [−m, m] (shared by the panels of a row), the greedy policy of θ on
 // env as arrows, obstacles (×), the start "S" and the goal "G".
-func rewardPanel(env *Env, theta []float64, title string, cmap palette.ColorMap, m float64) (*plot.Plot, error) {
+func rewardPanel(env *Env, theta, z []float64, title string, cmap palette.ColorMap, m float64) (*plot.Plot, error) {
 	n := env.Spec.Size
-	st, err := features.Grid(n, env.Spec.Goal, env.Spec.Obstacles)
-	if err != nil {
-		return nil, err
-	}
-	z := features.Reward(nil, st, theta)
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(9)
@@ -161,7 +155,7 @@ func figure2Clients(f *Fit, rows int) []int {
 	return out
 }
 
-// colourBar is a narrow plot of cmap over [lo, hi].
+// colourBar is a plot of cmap's range, drawn narrow by Figure2PNG.
 func colourBar(cmap palette.ColorMap, label string) *plot.Plot {
 	cb := plot.New()
 	cb.HideX()
@@ -195,6 +189,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	}
 	clients := figure2Clients(f, min(3, len(f.clients)))
 	plots := make([][]*plot.Plot, 0, len(clients)+1)
+	bars := map[*plot.Plot]bool{} // colour bars, drawn narrow
 	for _, i := range clients {
 		env := f.clients[i]
 		cols := []struct {
@@ -210,8 +205,10 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			return nil, err
 		}
 		m := 0.0
-		for _, c := range cols {
-			for _, v := range features.Reward(nil, st, c.theta) {
+		z := make([][]float64, len(cols))
+		for k, c := range cols {
+			z[k] = features.Reward(nil, st, c.theta)
+			for _, v := range z[k] {
 				m = math.Max(m, math.Abs(v))
 			}
 		}
@@ -222,15 +219,17 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 		cmap.SetMin(-m)
 		cmap.SetMax(m)
 		var row []*plot.Plot
-		for _, c := range cols {
+		for k, c := range cols {
 			title := fmt.Sprintf("%s\nθ = (%.3g, %.3g)", c.name, c.theta[0], c.theta[1])
-			p, err := rewardPanel(env, c.theta, title, cmap, m)
+			p, err := rewardPanel(env, c.theta, z[k], title, cmap, m)
 			if err != nil {
 				return nil, err
 			}
 			row = append(row, p)
 		}
-		plots = append(plots, append(row, colourBar(cmap, "reward φ(s)ᵀθ")))
+		cb := colourBar(cmap, "reward φ(s)ᵀθ")
+		bars[cb] = true
+		plots = append(plots, append(row, cb))
 	}
 	// The barycenter measure the server computed, on the probe layout.
 	n := f.probeSpec.Size
@@ -258,7 +257,9 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	bp.Add(hm)
 	bp.X.Min, bp.X.Max = -0.5, float64(n)-0.5
 	bp.Y.Min, bp.Y.Max = -0.5, float64(n)-0.5
-	plots = append(plots, []*plot.Plot{bp, colourBar(bmap, "mass"), nil, nil})
+	cb := colourBar(bmap, "mass")
+	bars[cb] = true
+	plots = append(plots, []*plot.Plot{bp, cb, nil, nil})
 	rows := len(plots)
 	w, h := vg.Points(800), vg.Points(250*float64(rows)+50)
 	img := vgimg.New(w, h)
@@ -282,17 +283,13 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 				continue
 			}
 			c := canvases[i][j]
-			if plots[i][j].X.Label.Text == "" && len(plots[i][j].Title.Text) == 0 && (j == 3 || (i == rows-1 && j == 1)) { // narrow colour bar
+			if bars[plots[i][j]] {
 				c.Min.X += (c.Max.X - c.Min.X) * 0.55
 			}
 			plots[i][j].Draw(c)
 		}
 	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return pngBytes(img)
 }
 
 // SuccessPNG draws the paired comparisons of Table 1 and Table 2 as a
@@ -304,17 +301,11 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 func (s *Study) SuccessPNG() ([]byte, error) {
 	var rows []string
 	var bm, dm, bmH, dmH, ml []report.Paired
-	for _, r := range s.Table1() {
-		rows = append(rows, fmt.Sprintf("%d×%d", r.GridSize, r.GridSize))
-		bm, dm = append(bm, r.InDistPaired.BarycenterMinusMean), append(dm, r.InDistPaired.DebiasedMinusMean)
-		bmH, dmH = append(bmH, r.HeldOutPaired.BarycenterMinusMean), append(dmH, r.HeldOutPaired.DebiasedMinusMean)
-		ml = append(ml, derefPaired(r.InDistPaired.MeanMinusLocal))
-	}
-	for _, r := range s.Table2() {
-		rows = append(rows, fmt.Sprintf("T2 p=%.2f", r.WeakFraction))
-		bm, dm = append(bm, r.InDistPaired.BarycenterMinusMean), append(dm, r.InDistPaired.DebiasedMinusMean)
-		bmH, dmH = append(bmH, r.HeldOutPaired.BarycenterMinusMean), append(dmH, r.HeldOutPaired.DebiasedMinusMean)
-		ml = append(ml, derefPaired(r.InDistPaired.MeanMinusLocal))
+	for _, r := range sweepRows("", s) {
+		rows = append(rows, r.Label())
+		bm, dm = append(bm, r.InBM), append(dm, r.InDM)
+		bmH, dmH = append(bmH, r.HeldBM), append(dmH, r.HeldDM)
+		ml = append(ml, r.MeanLocal)
 	}
 	bSeries := func(v []report.Paired) forestSeries {
 		return forestSeries{Name: "Barycenter − Mean", Color: forestColors[0], Shape: forestShapes[0], Values: v}
@@ -389,7 +380,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		p.Title.Text = fmt.Sprintf("%d×%d, seed %d (%d clients)", e.GridSize, e.GridSize, f.Seed, len(f.Local))
 		p.X.Label.Text = "goal-distance weight (unit θ)"
 		p.Y.Label.Text = "obstacle-distance weight"
-		for _, t := range f.Local {
+		for i, t := range f.Local {
 			l, err := plotter.NewLine(unit(t))
 			if err != nil {
 				return nil, err
@@ -397,11 +388,9 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 			l.LineStyle.Color = color.Gray{Y: 170}
 			l.LineStyle.Width = vg.Points(0.8)
 			p.Add(l)
-		}
-		if len(panels) == 0 && len(f.Local) > 0 {
-			l, _ := plotter.NewLine(unit(f.Local[0]))
-			l.LineStyle.Color = color.Gray{Y: 170}
-			legend.Add("local θ_i", l)
+			if len(panels) == 0 && i == 0 {
+				legend.Add("local θ_i", l)
+			}
 		}
 		for _, m := range []Method{Expert, Mean, Debiased, Barycenter} {
 			d := dirs[m]
@@ -427,28 +416,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		return nil, fmt.Errorf("theta plot: no Table-1 cells")
 	}
 	side := 300.0
-	w, h := vg.Points(side*float64(len(panels))), vg.Points(side+60)
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	hf := plot.DefaultFont
-	hf.Size = vg.Points(11)
-	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler, XAlign: draw.XCenter},
-		vg.Point{X: w / 2, Y: h - vg.Points(16)}, "Directions of θ (unit length): local, fused and true rewards")
-	lc := dc
-	lc.Max.Y -= vg.Points(24)
-	lc.Min.X += vg.Points(10)
-	legend.TextStyle.Font.Size = vg.Points(9)
-	legend.Top, legend.Left = true, true
-	legend.Draw(lc)
-	body := dc
-	body.Max.Y -= vg.Points(60)
-	canvases := plot.Align([][]*plot.Plot{panels}, draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(16), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)}, body)
-	for j, p := range panels {
-		p.Draw(canvases[0][j])
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return headedPNG("Directions of θ (unit length): local, fused and true rewards", legend, [][]*plot.Plot{panels},
+		vg.Points(side*float64(len(panels))), vg.Points(side+60), vg.Points(60),
+		draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(16), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
 }

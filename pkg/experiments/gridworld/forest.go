@@ -50,7 +50,6 @@ var (
 func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH float64) ([]byte, error) {
 	var plots []*plot.Plot
 	legend := plot.NewLegend()
-	legend.Top, legend.Left = true, true
 	inLegend := map[string]bool{}
 	for _, fp := range panels {
 		p := plot.New()
@@ -62,7 +61,6 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 		if clipped {
 			p.Title.Text += " (wide intervals clipped)"
 		}
-		lo, hi := 0.0, 0.0
 		labels := make([]plot.Tick, n)
 		star := make([]bool, n)
 		for si, s := range fp.Series {
@@ -81,7 +79,6 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 				l, h = math.Max(l, xmin), math.Min(h, xmax)
 				pts = append(pts, plotter.XY{X: v.Mean, Y: y})
 				errs = append(errs, struct{ Low, High float64 }{v.Mean - l, h - v.Mean})
-				lo, hi = math.Min(lo, l), math.Max(hi, h)
 				if v.Excludes0() {
 					star[r] = true
 				}
@@ -122,8 +119,8 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 		}
 		p.Y.Tick.Marker = plot.ConstantTicks(labels)
 		p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
-		pad := 0.08 * math.Max(hi-lo, 0.2)
-		p.X.Min, p.X.Max = lo-pad, hi+pad
+		pad := 0.08 * math.Max(xmax-xmin, 0.2)
+		p.X.Min, p.X.Max = xmin-pad, xmax+pad
 		p.Add(plotter.NewGrid())
 		plots = append(plots, p)
 	}
@@ -135,8 +132,16 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 	for len(grid[rows-1]) < cols {
 		grid[rows-1] = append(grid[rows-1], nil)
 	}
-	headH := 26.0 + 12*float64(len(inLegend))
-	w, h := vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows)+headH)
+	headH := vg.Points(26 + 12*float64(len(inLegend)))
+	return headedPNG(header, legend, grid, vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows))+headH, headH,
+		draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(16), PadY: vg.Points(14),
+			PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
+}
+
+// headedPNG renders a w × h PNG: a centred one-line header, legend (top
+// left, below the header) and, in the area below headH, the plots of grid
+// aligned by tiles (nil cells stay empty).
+func headedPNG(header string, legend plot.Legend, grid [][]*plot.Plot, w, h, headH vg.Length, tiles draw.Tiles) ([]byte, error) {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	hf := plot.DefaultFont
@@ -146,12 +151,12 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 	lc := dc
 	lc.Max.Y -= vg.Points(22)
 	lc.Min.X += vg.Points(10)
+	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(9)
 	legend.Draw(lc)
 	body := dc
-	body.Max.Y -= vg.Points(headH)
-	canvases := plot.Align(grid, draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(16), PadY: vg.Points(14),
-		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)}, body)
+	body.Max.Y -= headH
+	canvases := plot.Align(grid, tiles, body)
 	for i := range grid {
 		for j, p := range grid[i] {
 			if p != nil {
@@ -159,6 +164,11 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 			}
 		}
 	}
+	return pngBytes(img)
+}
+
+// pngBytes encodes a rendered canvas as PNG.
+func pngBytes(img *vgimg.Canvas) ([]byte, error) {
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, err
@@ -166,7 +176,8 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 	return buf.Bytes(), nil
 }
 
-// forestRange returns the x range of a panel: every mean and 0 are inside;
+// forestRange returns the x range of a panel: 0, every mean and every
+// (clipped) interval are inside;
 // interval ends reach at most max(2 × the median |end|, 1.25 × max |mean|,
 // 0.5) from 0, so that one two-seed interval of ±500 does not flatten the
 // others. clipped reports whether an interval was cut.
@@ -192,7 +203,11 @@ func forestRange(fp forestPanel) (xmin, xmax float64, clipped bool) {
 	lim := math.Max(math.Max(2*med, 1.25*maxMean), 0.5)
 	for _, s := range fp.Series {
 		for _, v := range s.Values {
-			if v.N == 0 || math.IsNaN(v.Lo) {
+			if v.N == 0 {
+				continue
+			}
+			if math.IsNaN(v.Lo) { // one draw: the mean alone
+				xmin, xmax = math.Min(xmin, v.Mean), math.Max(xmax, v.Mean)
 				continue
 			}
 			xmin, xmax = math.Min(xmin, math.Max(v.Lo, -lim)), math.Max(xmax, math.Min(v.Hi, lim))

@@ -136,31 +136,29 @@ type SweepResult struct {
 
 // sweepRows turns a finished study into the regime's rows.
 func sweepRows(name string, s *Study) []SweepRow {
-	var out []SweepRow
-	maxErr := func(fits []*Fit) float64 {
-		m := 0.0
+	row := func(r SweepRow, in Cols, inP, outP PairedCols, fits []*Fit) SweepRow {
+		r.Regime = name
+		r.InMean, r.InBarycenter = in.Mean.Mean, in.Barycenter.Mean
+		r.InBM, r.InDM = inP.BarycenterMinusMean, inP.DebiasedMinusMean
+		r.HeldBM, r.HeldDM = outP.BarycenterMinusMean, outP.DebiasedMinusMean
+		r.MeanLocal = derefPaired(inP.MeanMinusLocal)
 		for _, f := range fits {
-			m = max(m, f.Bary.MarginalError)
+			r.MarginalError = max(r.MarginalError, f.Bary.MarginalError)
 		}
-		return m
+		return r
 	}
+	var out []SweepRow
 	for k, r := range s.Table1() {
-		out = append(out, SweepRow{Regime: name, Table: "table1", GridSize: r.GridSize, Seeds: r.Seeds,
-			InMean: r.InDist.Mean.Mean, InBarycenter: r.InDist.Barycenter.Mean,
-			InBM: r.InDistPaired.BarycenterMinusMean, InDM: r.InDistPaired.DebiasedMinusMean,
-			HeldBM: r.HeldOutPaired.BarycenterMinusMean, HeldDM: r.HeldOutPaired.DebiasedMinusMean,
-			MeanLocal: derefPaired(r.InDistPaired.MeanMinusLocal), MarginalError: maxErr(s.Cells[k])})
+		out = append(out, row(SweepRow{Table: "table1", GridSize: r.GridSize, Seeds: r.Seeds},
+			r.InDist, r.InDistPaired, r.HeldOutPaired, s.Cells[k]))
 	}
 	for pi, r := range s.Table2() {
 		fits := make([]*Fit, len(s.Ablation))
 		for i, fs := range s.Ablation {
 			fits[i] = fs[pi]
 		}
-		out = append(out, SweepRow{Regime: name, Table: "table2", GridSize: s.Config.Ablation.GridSize, WeakFraction: r.WeakFraction, Seeds: r.Seeds,
-			InMean: r.InDist.Mean.Mean, InBarycenter: r.InDist.Barycenter.Mean,
-			InBM: r.InDistPaired.BarycenterMinusMean, InDM: r.InDistPaired.DebiasedMinusMean,
-			HeldBM: r.HeldOutPaired.BarycenterMinusMean, HeldDM: r.HeldOutPaired.DebiasedMinusMean,
-			MeanLocal: derefPaired(r.InDistPaired.MeanMinusLocal), MarginalError: maxErr(fits)})
+		out = append(out, row(SweepRow{Table: "table2", GridSize: s.Config.Ablation.GridSize, WeakFraction: r.WeakFraction, Seeds: r.Seeds},
+			r.InDist, r.InDistPaired, r.HeldOutPaired, fits))
 	}
 	return out
 }
