@@ -59,7 +59,8 @@ func BenchmarkSampleModel(b *testing.B) {
 // irl.MaxEnt runs it after its first evaluation: reward Φθ, warm-started soft
 // value iteration at τ = 1e-3, soft policy, visit propagation, μ_π, and the
 // step θ += 5e-3·∇. peak-MB is the Go heap in use after the step (the model,
-// Φ and the solver's buffers).
+// Φ and the solver's buffers). The solver stops at the control study's
+// tolerance 1e-8 with an Anderson history of 20 (benchTol, benchAnderson).
 func BenchmarkMaxEntStep(b *testing.B) {
 	spec := features.RBFSpec{Axes: []features.RBFAxis{
 		features.UniformRBFAxis("theta", 4, -math.Pi, math.Pi, 2*math.Pi),
@@ -78,7 +79,7 @@ func BenchmarkMaxEntStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			demos := benchDemos(m, 50, 200)
-			o, err := irl.NewObjective(m, phi, demos, irl.Config{Solver: mdp.Options{WarmStart: true}})
+			o, err := irl.NewObjective(m, phi, demos, irl.Config{Solver: mdp.Options{WarmStart: true, Tol: benchTol, Anderson: benchAnderson}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -119,3 +120,8 @@ func benchDemos(m *mdp.MDP, n, T int) []irl.Trajectory {
 	}
 	return demos
 }
+
+// The solver settings of the control study's IRL (experiments/control's
+// default irl.solver_tol and irl.anderson), so the benchmark times the step
+// the study runs.
+const benchTol, benchAnderson = 1e-8, 20

@@ -6,8 +6,16 @@ import "math"
 // iteration x ← G(x) with a short history (Walker & Ni, 2011). Given the
 // current iterate x and g = G(x), next replaces x with g − Σ_j c_j ΔG_j,
 // where c minimizes ‖f − Σ_j c_j ΔF_j‖₂ over the stored differences of
-// residuals f = g − x. All reductions are serial in index order, so the
-// result does not depend on the number of goroutines used to compute G.
+// residuals f = g − x.
+//
+// With a long history its bookkeeping costs more than a sweep of G (2m dot
+// products and m updates of length n per step), so it runs on the
+// workspace's goroutines: element-wise passes split by index range, and the
+// dot products split by history slot, each dot still summed serially in
+// index order (fused, several accumulators per pass over the data). Every
+// entry therefore sees the same operations in the same order as the plain
+// serial transcription (refAnderson in the tests), whatever the number of
+// goroutines: TestAndersonMatchesReference checks it bit for bit.
 //
 // It is hand-written because gonum has no fixed-point accelerators, and it
 // must not allocate per iteration.
@@ -21,60 +29,59 @@ type anderson struct {
 	gram         []float64 // mem×mem, gram[i*mem+j] = <dF_i, dF_j>
 	a            []float64 // scratch copy of the system
 	rhs, coef    []float64
+	row          []float64 // the new gram row <dF_head, dF_j>
+
+	// parallel passes: pool and index ranges of the elements, slot ranges of the dots
+	pool             *pool
+	bounds, slotBnds []int
+	x, g             []float64
+	diffFn, dotFn    rangeFn
+	updFn            rangeFn
 }
 
-func newAnderson(mem, n int) *anderson {
+func newAnderson(mem, n int, p *pool, bounds []int) *anderson {
 	ac := &anderson{mem: mem, fPrev: make([]float64, n), gPrev: make([]float64, n), f: make([]float64, n),
-		gram: make([]float64, mem*mem), a: make([]float64, mem*mem), rhs: make([]float64, mem), coef: make([]float64, mem)}
+		gram: make([]float64, mem*mem), a: make([]float64, mem*mem), rhs: make([]float64, mem),
+		coef: make([]float64, mem), row: make([]float64, mem), pool: p, bounds: bounds,
+		slotBnds: make([]int, len(bounds))}
 	for i := 0; i < mem; i++ {
 		ac.dF = append(ac.dF, make([]float64, n))
 		ac.dG = append(ac.dG, make([]float64, n))
 	}
+	ac.diffFn, ac.dotFn, ac.updFn = ac.diffRange, ac.dotRange, ac.updateRange
 	return ac
 }
 
 // reset forgets the history (used at the start of a solve and when the residual grows).
 func (ac *anderson) reset() { ac.hasPrev, ac.count, ac.head = false, 0, 0 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
-}
-
 // next overwrites x with the accelerated iterate computed from x and g = G(x).
 func (ac *anderson) next(x, g []float64) {
-	f := ac.f
-	for i := range f {
-		f[i] = g[i] - x[i]
-	}
+	ac.x, ac.g = x, g
+	defer func() { ac.x, ac.g = nil, nil }()
+	// f = g − x, the new differences, fPrev = f, gPrev = g, x = g.
+	ac.pool.run(ac.diffFn, ac.bounds)
+	h := ac.head
 	if ac.hasPrev {
-		h := ac.head
-		dF, dG := ac.dF[h], ac.dG[h]
-		for i := range f {
-			dF[i] = f[i] - ac.fPrev[i]
-			dG[i] = g[i] - ac.gPrev[i]
-		}
 		ac.head = (h + 1) % ac.mem
 		ac.count = min(ac.count+1, ac.mem)
-		for j := 0; j < ac.count; j++ {
-			v := dot(dF, ac.dF[j])
-			ac.gram[h*ac.mem+j], ac.gram[j*ac.mem+h] = v, v
-		}
 	}
-	copy(ac.fPrev, f)
-	copy(ac.gPrev, g)
 	ac.hasPrev = true
-	copy(x, g)
 	k := ac.count
 	if k == 0 {
 		return
 	}
+	// <dF_h, dF_j> and <dF_j, f> for every stored slot j, split by slot.
+	nw := len(ac.slotBnds) - 1
+	for w := 0; w <= nw; w++ {
+		ac.slotBnds[w] = w * k / nw
+	}
+	ac.pool.run(ac.dotFn, ac.slotBnds)
+	for j := 0; j < k; j++ {
+		ac.gram[h*ac.mem+j], ac.gram[j*ac.mem+h] = ac.row[j], ac.row[j]
+	}
 	trace := 0.0
 	for j := 0; j < k; j++ {
-		ac.rhs[j] = dot(ac.dF[j], f)
 		trace += ac.gram[j*ac.mem+j]
 	}
 	if !(trace > 0) || math.IsInf(trace, 0) {
@@ -92,11 +99,72 @@ func (ac *anderson) next(x, g []float64) {
 		ac.reset()
 		return
 	}
-	for j := 0; j < k; j++ {
-		c, dG := ac.coef[j], ac.dG[j]
+	ac.pool.run(ac.updFn, ac.bounds)
+}
+
+// diffRange computes f, the new difference slot (when there is a previous
+// step), and moves the current f and g into fPrev and gPrev and g into x.
+func (ac *anderson) diffRange(_, lo, hi int) {
+	x, g := ac.x[lo:hi], ac.g[lo:hi]
+	f, fPrev, gPrev := ac.f[lo:hi], ac.fPrev[lo:hi], ac.gPrev[lo:hi]
+	if ac.hasPrev {
+		dF, dG := ac.dF[ac.head][lo:hi], ac.dG[ac.head][lo:hi]
+		for i := range f {
+			fi := g[i] - x[i]
+			f[i] = fi
+			dF[i] = fi - fPrev[i]
+			dG[i] = g[i] - gPrev[i]
+		}
+	} else {
+		for i := range f {
+			f[i] = g[i] - x[i]
+		}
+	}
+	copy(fPrev, f)
+	copy(gPrev, g)
+	copy(x, g)
+}
+
+// dotRange computes the dot products of history slots [lo, hi): row[j] =
+// <dF_h, dF_j> with h the slot just written, rhs[j] = <dF_j, f>. Slots are
+// taken two at a time so each pass over the data feeds four independent sums.
+func (ac *anderson) dotRange(_, lo, hi int) {
+	h := (ac.head + ac.mem - 1) % ac.mem // the slot diffRange wrote
+	dh, f := ac.dF[h], ac.f
+	j := lo
+	for ; j+1 < hi; j += 2 {
+		d0, d1 := ac.dF[j][:len(f)], ac.dF[j+1][:len(f)]
+		dh := dh[:len(f)]
+		var r0, r1, s0, s1 float64
+		for i, fi := range f {
+			r0 += dh[i] * d0[i]
+			s0 += d0[i] * fi
+			r1 += dh[i] * d1[i]
+			s1 += d1[i] * fi
+		}
+		ac.row[j], ac.rhs[j], ac.row[j+1], ac.rhs[j+1] = r0, s0, r1, s1
+	}
+	if j < hi {
+		d0 := ac.dF[j][:len(f)]
+		dh := dh[:len(f)]
+		var r0, s0 float64
+		for i, fi := range f {
+			r0 += dh[i] * d0[i]
+			s0 += d0[i] * fi
+		}
+		ac.row[j], ac.rhs[j] = r0, s0
+	}
+}
+
+// updateRange applies x −= Σ_j c_j ΔG_j over its index range, slot by slot in order.
+func (ac *anderson) updateRange(_, lo, hi int) {
+	x := ac.x[lo:hi]
+	for j := 0; j < ac.count; j++ {
+		c := ac.coef[j]
 		if c == 0 {
 			continue
 		}
+		dG := ac.dG[j][lo:hi]
 		for i := range x {
 			x[i] -= c * dG[i]
 		}

@@ -152,8 +152,8 @@ func NewWorkspace(m *MDP, opts Options) *Workspace {
 	ws.y = make([]float64, S*A)
 	ws.d = make([]float64, S*A)
 	if opts.Anderson > 0 {
-		ws.accelV = newAnderson(opts.Anderson, S)
-		ws.accelX = newAnderson(opts.Anderson, S)
+		ws.accelV = newAnderson(opts.Anderson, S, ws.pool, ws.bounds)
+		ws.accelX = newAnderson(opts.Anderson, S, ws.pool, ws.bounds)
 	}
 	ws.softFn = ws.softRange
 	ws.evalFn = ws.evalRange
