@@ -18,6 +18,7 @@ type irlOptions struct {
 	spec, demos, out, theta0 string
 	cfg                      irl.Config
 	tol                      float64
+	solver                   string
 	workers                  int
 }
 
@@ -27,6 +28,7 @@ type irlOutput struct {
 	Demos     string     `json:"demos"`
 	Config    irl.Config `json:"config"`
 	SolverTol float64    `json:"solver_tol"`
+	Solver    string     `json:"solver"`
 	irl.Result
 }
 
@@ -82,6 +84,7 @@ returned θ), the empirical and expected feature counts and the resolved config.
 	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent) or "adam"`)
 	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
 	f.Float64Var(&o.tol, "tol", 1e-10, "sup-norm tolerance of soft value iteration and visit propagation")
+	f.StringVar(&o.solver, "solver", "newton", `infinite-horizon solver: "newton" (Newton's method and a Krylov solve; fast near a hard max) or "fixed-point" (sweeps with Anderson acceleration)`)
 	f.IntVar(&o.workers, "workers", 0, "goroutines per sweep (0 = all CPUs)")
 	return cmd
 }
@@ -91,6 +94,9 @@ func init() { rootCmd.AddCommand(newIRLCmd()) }
 func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	if o.spec == "" || o.demos == "" {
 		return fmt.Errorf("irl: --spec and --demos are required")
+	}
+	if o.solver != "newton" && o.solver != "fixed-point" {
+		return fmt.Errorf("irl: --solver %q: want newton or fixed-point", o.solver)
 	}
 	m, phi, err := irl.LoadSpec(o.spec)
 	if err != nil {
@@ -106,7 +112,7 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 		return err
 	}
 	cfg := o.cfg
-	cfg.Solver = mdp.Options{Tol: o.tol, Workers: o.workers}
+	cfg.Solver = mdp.Options{Tol: o.tol, Workers: o.workers, Newton: o.solver == "newton"}
 	if o.theta0 != "" {
 		if cfg.Theta0, err = readTheta(o.theta0); err != nil {
 			return err
@@ -122,7 +128,7 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Result: res})
+	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Solver: o.solver, Result: res})
 }
 
 // readTheta reads θ from a JSON array or an object with a "theta" key.

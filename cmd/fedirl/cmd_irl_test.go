@@ -75,7 +75,7 @@ func TestIRLCommandMatchesLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, err := irl.MaxEnt(context.Background(), m, phi, demos, irl.Config{Temperature: 0.5, LearningRate: 0.05,
-		MaxIter: 30, Optimizer: irl.OptimizerAdam, L2: 0.01, Solver: mdp.Options{Tol: 1e-10}})
+		MaxIter: 30, Optimizer: irl.OptimizerAdam, L2: 0.01, Solver: mdp.Options{Tol: 1e-10, Newton: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -402,17 +402,19 @@ func TestWarmStartAgrees(t *testing.T) {
 func TestSweepAllocatesNothing(t *testing.T) {
 	m := mdptest.RandomMDP(42, 3000, 5, 4, 0, 0.9, 0)
 	r := randomReward(42, m.NumPairs())
-	ws := mdp.NewWorkspace(m, mdp.Options{MaxIter: 1, Workers: 2})
-	v := ws.SoftValueIteration(nil, r, 0.1)
-	pi := ws.SoftPolicy(nil, v, 0.1)
-	d := ws.Visits(nil, pi, nil)
-	allocs := testing.AllocsPerRun(20, func() {
-		v = ws.SoftValueIteration(v, r, 0.1)
-		pi = ws.SoftPolicy(pi, v, 0.1)
-		d = ws.Visits(d, pi, nil)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per sweep, want 0", allocs)
+	for _, opts := range []mdp.Options{{MaxIter: 1, Workers: 2}, {MaxIter: 3, Workers: 2, Newton: true}} {
+		ws := mdp.NewWorkspace(m, opts)
+		v := ws.SoftValueIteration(nil, r, 0.1)
+		pi := ws.SoftPolicy(nil, v, 0.1)
+		d := ws.Visits(nil, pi, nil)
+		allocs := testing.AllocsPerRun(20, func() {
+			v = ws.SoftValueIteration(v, r, 0.1)
+			pi = ws.SoftPolicy(pi, v, 0.1)
+			d = ws.Visits(d, pi, nil)
+		})
+		if allocs != 0 {
+			t.Fatalf("Newton %v: %v allocations per call, want 0", opts.Newton, allocs)
+		}
 	}
 }
 

@@ -31,6 +31,18 @@ type Options struct {
 	// calls, as in IRL. Results then agree with a cold start to within the
 	// tolerance, not bit for bit.
 	WarmStart bool
+	// Newton solves infinite-horizon soft value iteration (τ > 0) by
+	// Newton's method, that is soft policy iteration with inexact
+	// evaluations, and infinite-horizon visits by a linear solve, both with
+	// ILU(0)-preconditioned GMRES (see newton.go). At γ near 1 and small τ,
+	// where fixed-point sweeps converge slowly even with Anderson
+	// acceleration, it needs 10–20 times fewer passes over the transitions
+	// (BenchmarkMaxEntStep in package discretize). The stopping rule and
+	// error bound stay those of the plain iteration, checked on an exact
+	// sweep; results agree with the fixed-point solvers to within the
+	// tolerance, not bit for bit. Hard value iteration (τ = 0) and finite
+	// horizons ignore it.
+	Newton bool
 }
 
 // minPairsPerWorker keeps small MDPs (e.g. a 20×20 grid) on one goroutine:
@@ -40,8 +52,9 @@ const minPairsPerWorker = 16384
 
 // Workspace holds the scratch buffers, the reverse transition graph and the
 // worker goroutines for the kernels on one MDP. Reuse it across calls: after
-// NewWorkspace the kernels allocate nothing (except when dst arguments are
-// nil or too small). A Workspace is not safe for concurrent use; call Close
+// its first call each kernel allocates nothing (except when dst arguments
+// are nil or too small); the Anderson history and the Newton solver's
+// sparse system are allocated on first use. A Workspace is not safe for concurrent use; call Close
 // (or drop it) when done.
 type Workspace struct {
 	m      *MDP
@@ -59,7 +72,7 @@ type Workspace struct {
 	x, xNew []float64 // S, state visits
 	xWarm   bool
 	xIters  int
-	// Anderson accelerators for values and visits (nil when disabled).
+	// Anderson accelerators for values and visits (allocated on first use, nil when disabled).
 	accelV, accelX *anderson
 	y              []float64 // S*A
 	d              []float64 // S*A
@@ -81,6 +94,11 @@ type Workspace struct {
 	softPolFn rangeFn
 	polTarget *Policy
 	polValues *Values
+
+	nt               *newtonState
+	gatherFn, packFn rangeFn
+	mulFn            rangeFn
+	iluFn, precFn    rangeFn
 }
 
 // NewWorkspace validates m and returns a Workspace for it. It panics if m is
@@ -151,10 +169,6 @@ func NewWorkspace(m *MDP, opts Options) *Workspace {
 	ws.xNew = make([]float64, S)
 	ws.y = make([]float64, S*A)
 	ws.d = make([]float64, S*A)
-	if opts.Anderson > 0 {
-		ws.accelV = newAnderson(opts.Anderson, S, ws.pool, ws.bounds)
-		ws.accelX = newAnderson(opts.Anderson, S, ws.pool, ws.bounds)
-	}
 	ws.softFn = ws.softRange
 	ws.evalFn = ws.evalRange
 	ws.pushFn = ws.pushRange
@@ -290,7 +304,11 @@ func (ws *Workspace) SoftValueIteration(dst *Values, reward []float64, tau float
 	}
 	dst, warm := ws.prepValues(dst)
 	ws.r, ws.tau = reward, tau
-	ws.iterate(dst, warm, ws.softFn)
+	if ws.opts.Newton && ws.m.Horizon == 0 && tau > 0 {
+		ws.iterateNewton(dst, warm)
+	} else {
+		ws.iterate(dst, warm, ws.softFn)
+	}
 	ws.r = nil
 	return dst
 }
@@ -347,7 +365,7 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
 	}
 	x, gx := dst.V, ws.vTmp
 	ws.qOut = dst.Q
-	guard := newSafeguard(ws.accelV)
+	guard := newSafeguard(ws.accelerator(&ws.accelV))
 	for it := 1; it <= ws.opts.MaxIter; it++ {
 		ws.vIn, ws.vOut = x, gx
 		ws.pool.run(fn, ws.bounds)
@@ -362,6 +380,14 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
 	// V = T(x) is the value matching Q, which the last sweep computed from x.
 	copy(dst.V, gx)
 	ws.vIn, ws.vOut, ws.qOut = nil, nil, nil
+}
+
+// accelerator returns *ac, allocating it on first use (nil when Anderson acceleration is off).
+func (ws *Workspace) accelerator(ac **anderson) *anderson {
+	if *ac == nil && ws.opts.Anderson > 0 {
+		*ac = newAnderson(ws.opts.Anderson, ws.m.NumStates, ws.pool, ws.bounds)
+	}
+	return *ac
 }
 
 // safeguard advances a fixed-point iteration with optional Anderson
@@ -603,7 +629,14 @@ func (ws *Workspace) Visits(dst []float64, pi *Policy, init []float64) []float64
 		copy(ws.x, init)
 	}
 	ws.base = init
-	guard := newSafeguard(ws.accelX)
+	if ws.opts.Newton {
+		ws.visitsNewton(dst)
+		ws.xIn, ws.yOut = ws.x, dst
+		ws.pool.run(ws.pushFn, ws.bounds)
+		ws.xWarm = true
+		return dst
+	}
+	guard := newSafeguard(ws.accelerator(&ws.accelX))
 	for it := 1; it <= ws.opts.MaxIter; it++ {
 		ws.xIters = it
 		ws.xIn, ws.yOut = ws.x, dst

@@ -111,7 +111,11 @@ type IRLConfig struct {
 	Optimizer    string  `yaml:"optimizer"`
 	// SolverTol is the soft value iteration's and visit propagation's stopping tolerance.
 	SolverTol float64 `yaml:"solver_tol"`
-	// Anderson is the history length of the solver's Anderson acceleration.
+	// Solver is "newton" (Newton's method on the soft Bellman equation and a
+	// Krylov solve for the visits, mdp.Options.Newton) or "fixed-point"
+	// (sweeps with Anderson acceleration).
+	Solver string `yaml:"solver"`
+	// Anderson is the history length of the fixed-point solver's Anderson acceleration.
 	Anderson int `yaml:"anderson"`
 }
 
@@ -146,7 +150,7 @@ func FullConfig() Config {
 		EpisodesPerClient: 50, DeterministicExperts: true,
 		Model:         discretize.ModelConfig{Samples: 8, Successor: discretize.SuccessorNearest, Seed: 1, Gamma: 0.99},
 		ModelRollouts: RolloutConfig{Episodes: 200, Epsilon: 0.3},
-		IRL:           IRLConfig{LearningRate: 5e-3, Temperature: 1e-3, L2: 1e-3, Optimizer: "gd", SolverTol: 1e-8, Anderson: 20},
+		IRL:           IRLConfig{LearningRate: 5e-3, Temperature: 1e-3, L2: 1e-3, Optimizer: "gd", SolverTol: 1e-8, Solver: "newton", Anderson: 20},
 		Barycenter:    BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50},
 		Methods:       slices.Clone(AllMethods), LogEvery: 5000, MemoryLimitGB: 4,
 	}
@@ -288,6 +292,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("irl: learning_rate %g and temperature %g must be > 0, l2 %g ≥ 0", c.IRL.LearningRate, c.IRL.Temperature, c.IRL.L2)
 	case c.IRL.Optimizer != "gd" && c.IRL.Optimizer != "adam":
 		return fmt.Errorf("irl.optimizer: %q, want gd or adam", c.IRL.Optimizer)
+	case c.IRL.Solver != "newton" && c.IRL.Solver != "fixed-point":
+		return fmt.Errorf("irl.solver: %q, want newton or fixed-point", c.IRL.Solver)
 	case !(c.Barycenter.Epsilon > 0) || c.Barycenter.SinkhornIterations < 1 || c.Barycenter.BarycenterIterations < 1:
 		return fmt.Errorf("barycenter: epsilon %g > 0, sinkhorn_iterations %d ≥ 1 and barycenter_iterations %d ≥ 1 needed",
 			c.Barycenter.Epsilon, c.Barycenter.SinkhornIterations, c.Barycenter.BarycenterIterations)

@@ -491,7 +491,7 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	}
 	cfg := irl.Config{LearningRate: sp.IRL.LearningRate, Temperature: sp.IRL.Temperature, L2: sp.IRL.L2,
 		MaxIter: sp.Iterations, Optimizer: sp.IRL.Optimizer, GradTol: -1,
-		Solver: mdp.Options{Tol: sp.IRL.SolverTol, Anderson: sp.IRL.Anderson, Workers: workers}}
+		Solver: mdp.Options{Tol: sp.IRL.SolverTol, Anderson: sp.IRL.Anderson, Newton: sp.IRL.Solver == "newton", Workers: workers}}
 	res, err := irl.MaxEnt(ctx, m, phi, demos, cfg)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: MaxEnt: %w", sp.Env, sp.Client, lattice, err)
