@@ -1,6 +1,7 @@
 package mdp_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -352,13 +353,21 @@ func TestOccupancy(t *testing.T) {
 	}
 }
 
+// TestWorkersDeterministic: values and visits are bit-identical with 1, 2
+// and 3 goroutines, for the fixed-point and the Newton solver.
 func TestWorkersDeterministic(t *testing.T) {
+	for _, newton := range []bool{false, true} {
+		t.Run(fmt.Sprintf("newton=%v", newton), func(t *testing.T) { testWorkersDeterministic(t, newton) })
+	}
+}
+
+func testWorkersDeterministic(t *testing.T, newton bool) {
 	m := mdptest.RandomMDP(40, 6000, 4, 5, 10, 0.95, 0)
 	r := randomReward(40, m.NumPairs())
 	var vs [][]float64
 	var ds [][]float64
 	for _, w := range []int{1, 2, 3} {
-		ws := mdp.NewWorkspace(m, mdp.Options{Workers: w})
+		ws := mdp.NewWorkspace(m, mdp.Options{Workers: w, Newton: newton})
 		if w > 1 && ws.Workers() != w {
 			t.Fatalf("workers = %d, want %d", ws.Workers(), w)
 		}

@@ -233,11 +233,7 @@ func (ws *Workspace) visitsNewton(dst []float64) {
 	ok := nt.at.ilu0()
 	for it := 1; it <= ws.opts.MaxIter; it++ {
 		ws.xIters = it
-		ws.xIn, ws.yOut = ws.x, dst
-		ws.pool.run(ws.pushFn, ws.bounds)
-		ws.yIn, ws.xOut = dst, ws.xNew
-		ws.pool.run(ws.pullFn, ws.bounds)
-		res := ws.maxPartial()
+		res := ws.propagate(dst)
 		if res <= ws.opts.Tol || !ok || math.IsNaN(res) || math.IsInf(res, 0) {
 			ws.x, ws.xNew = ws.xNew, ws.x
 			if res <= ws.opts.Tol {

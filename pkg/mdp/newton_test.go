@@ -48,35 +48,6 @@ func TestNewtonMatchesReferences(t *testing.T) {
 	}
 }
 
-// TestNewtonWorkersDeterministic: values and visits are bit-identical with 1, 2 and 3 goroutines.
-func TestNewtonWorkersDeterministic(t *testing.T) {
-	m := mdptest.RandomMDP(80, 12000, 4, 5, 10, 0.99, 0)
-	r := randomReward(80, m.NumPairs())
-	var vs, ds [][]float64
-	for _, w := range []int{1, 2, 3} {
-		ws := mdp.NewWorkspace(m, mdp.Options{Workers: w, Newton: true, Tol: 1e-10})
-		if ws.Workers() != w {
-			t.Fatalf("workers = %d, want %d", ws.Workers(), w)
-		}
-		v := ws.SoftValueIteration(nil, r, 1e-2)
-		pi := ws.SoftPolicy(nil, v, 1e-2)
-		vs, ds = append(vs, v.V), append(ds, ws.Visits(nil, pi, nil))
-		ws.Close()
-	}
-	for i := 1; i < len(vs); i++ {
-		for s := range vs[0] {
-			if vs[i][s] != vs[0][s] {
-				t.Fatalf("V differs between worker counts at state %d: %v vs %v", s, vs[i][s], vs[0][s])
-			}
-		}
-		for k := range ds[0] {
-			if ds[i][k] != ds[0][k] {
-				t.Fatalf("visits differ between worker counts at pair %d", k)
-			}
-		}
-	}
-}
-
 // TestNewtonWarmStart: after a small reward change a warm start agrees with
 // a cold one to within the error bound and needs no more sweeps.
 func TestNewtonWarmStart(t *testing.T) {

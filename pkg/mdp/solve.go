@@ -631,29 +631,32 @@ func (ws *Workspace) Visits(dst []float64, pi *Policy, init []float64) []float64
 	ws.base = init
 	if ws.opts.Newton {
 		ws.visitsNewton(dst)
-		ws.xIn, ws.yOut = ws.x, dst
-		ws.pool.run(ws.pushFn, ws.bounds)
-		ws.xWarm = true
-		return dst
-	}
-	guard := newSafeguard(ws.accelerator(&ws.accelX))
-	for it := 1; it <= ws.opts.MaxIter; it++ {
-		ws.xIters = it
-		ws.xIn, ws.yOut = ws.x, dst
-		ws.pool.run(ws.pushFn, ws.bounds)
-		ws.yIn, ws.xOut = dst, ws.xNew
-		ws.pool.run(ws.pullFn, ws.bounds)
-		if res := ws.maxPartial(); res <= ws.opts.Tol {
-			ws.x, ws.xNew = ws.xNew, ws.x
-			break
-		} else {
-			guard.step(ws.x, ws.xNew, res)
+	} else {
+		guard := newSafeguard(ws.accelerator(&ws.accelX))
+		for it := 1; it <= ws.opts.MaxIter; it++ {
+			ws.xIters = it
+			if res := ws.propagate(dst); res <= ws.opts.Tol {
+				ws.x, ws.xNew = ws.xNew, ws.x
+				break
+			} else {
+				guard.step(ws.x, ws.xNew, res)
+			}
 		}
 	}
 	ws.xIn, ws.yOut = ws.x, dst
 	ws.pool.run(ws.pushFn, ws.bounds)
 	ws.xWarm = true
 	return dst
+}
+
+// propagate sets xNew = base + γ P_πᵀ x, using y as scratch for the
+// state–action visits, and returns ‖xNew − x‖∞.
+func (ws *Workspace) propagate(y []float64) float64 {
+	ws.xIn, ws.yOut = ws.x, y
+	ws.pool.run(ws.pushFn, ws.bounds)
+	ws.yIn, ws.xOut = y, ws.xNew
+	ws.pool.run(ws.pullFn, ws.bounds)
+	return ws.maxPartial()
 }
 
 // pushRange sets yOut(s,a) = xIn(s)·π_t(a|s) (0 at terminal states).
