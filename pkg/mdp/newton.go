@@ -19,9 +19,10 @@ import (
 // Pendulum); the Newton solver takes 10–20 steps of about 8 products each.
 //
 // Whatever the inexact steps do, the stopping rule and the error bound are
-// those of the fixed-point iteration: each Newton step starts with an exact
-// sweep whose sup-norm change is compared with Options.Tol, and the result
-// is that sweep's output.
+// those of the fixed-point iteration: the Newton steps replace the
+// fixed-point steps between the exact sweeps of Workspace.iterate and
+// Workspace.Visits, whose sup-norm change is compared with Options.Tol, and
+// the result is that sweep's output.
 
 // newtonEta is the relative residual to which each linear system is solved.
 // Looser (1e-1 … 1e-3) trades Krylov products for Newton steps at about
@@ -52,10 +53,10 @@ type newtonState struct {
 	pos    [][]int32 // per worker, S entries, −1 when unused
 
 	a, at      *csr
+	atOK       bool // ILU(0) of at succeeded
 	kr         *gmres
 	pol        *Policy
 	delta, rhs []float64
-	matVec     int // Krylov products of the last solve
 
 	mulC       *csr
 	mulY, mulX []float64
@@ -182,69 +183,47 @@ func (ws *Workspace) mulBy(c *csr) func(y, x []float64) {
 	}
 }
 
-// iterateNewton solves the soft Bellman equation at ws.tau > 0 for ws.r by
-// Newton's method. dst.Iterations counts the exact sweeps (one per Newton
-// step plus the final one).
-func (ws *Workspace) iterateNewton(dst *Values, warm bool) {
+// newtonValueStep replaces x with x + δ, (I − γP_π)δ = gx − x, for the
+// soft-optimal policy π of the Q that the sweep gx = T(x) left in dst; when
+// no step is possible it takes the plain step x = gx.
+func (ws *Workspace) newtonValueStep(dst *Values, x, gx []float64) {
 	nt := ws.newton()
-	nt.matVec = 0
-	if !warm {
-		clear(dst.V)
+	if math.IsNaN(dst.Residual) || math.IsInf(dst.Residual, 0) {
+		copy(x, gx)
+		return
 	}
-	x, gx := dst.V, ws.vTmp
-	ws.qOut = dst.Q
-	for it := 1; it <= ws.opts.MaxIter; it++ {
-		ws.vIn, ws.vOut = x, gx
-		ws.pool.run(ws.softFn, ws.bounds)
-		dst.Iterations = it
-		dst.Residual = ws.maxPartial()
-		if dst.Residual <= ws.opts.Tol {
-			dst.Converged = true
-			break
-		}
-		ws.polTarget, ws.polValues, ws.t = nt.pol, dst, 0
-		ws.pool.run(ws.softPolFn, ws.bounds)
-		ws.polTarget, ws.polValues = nil, nil
-		ws.pi = nt.pol
-		ws.build()
-		ws.pi = nil
-		if math.IsNaN(dst.Residual) || math.IsInf(dst.Residual, 0) || !nt.a.ilu0() {
-			copy(x, gx) // no usable step: fall back on a plain sweep
-			continue
-		}
-		floats.SubTo(nt.rhs, gx, x)
-		clear(nt.delta)
-		mv, _ := nt.kr.solve(nt.precA, nt.mulA, nt.delta, nt.rhs, newtonEta, newtonMaxMatVec)
-		nt.matVec += mv
-		floats.Add(x, nt.delta)
+	ws.pi = ws.SoftPolicy(nt.pol, dst, ws.tau)
+	ws.build()
+	ws.pi = nil
+	if !nt.a.ilu0() {
+		copy(x, gx)
+		return
 	}
-	copy(dst.V, gx)
-	ws.vIn, ws.vOut, ws.qOut = nil, nil, nil
+	floats.SubTo(nt.rhs, gx, x)
+	clear(nt.delta)
+	nt.kr.solve(nt.precA, nt.mulA, nt.delta, nt.rhs, newtonEta, newtonMaxMatVec)
+	floats.Add(x, nt.delta)
 }
 
-// visitsNewton solves (I − γP_πᵀ)x = ws.base for the state visits ws.x of
-// ws.pi by preconditioned GMRES, each solve followed by an exact
-// propagation sweep (using dst as scratch) that decides convergence.
-func (ws *Workspace) visitsNewton(dst []float64) {
+// prepareVisitsNewton builds (I − γP_πᵀ) for ws.pi and its ILU(0) factors.
+func (ws *Workspace) prepareVisitsNewton() {
 	nt := ws.newton()
-	nt.matVec = 0
 	ws.build()
 	nt.at.transposeOf(nt.a)
-	ok := nt.at.ilu0()
-	for it := 1; it <= ws.opts.MaxIter; it++ {
-		ws.xIters = it
-		res := ws.propagate(dst)
-		if res <= ws.opts.Tol || !ok || math.IsNaN(res) || math.IsInf(res, 0) {
-			ws.x, ws.xNew = ws.xNew, ws.x
-			if res <= ws.opts.Tol {
-				return
-			}
-			continue
-		}
-		floats.SubTo(nt.rhs, ws.xNew, ws.x)
-		clear(nt.delta)
-		mv, _ := nt.kr.solve(nt.precAt, nt.mulAt, nt.delta, nt.rhs, newtonEta, newtonMaxMatVec)
-		nt.matVec += mv
-		floats.Add(ws.x, nt.delta)
+	nt.atOK = nt.at.ilu0()
+}
+
+// newtonVisitStep replaces the visits x with x + δ, (I − γP_πᵀ)δ = xNew − x,
+// after the propagation sweep xNew with change res; when no step is
+// possible it takes the plain step x = xNew.
+func (ws *Workspace) newtonVisitStep(res float64) {
+	nt := ws.nt
+	if !nt.atOK || math.IsNaN(res) || math.IsInf(res, 0) {
+		copy(ws.x, ws.xNew)
+		return
 	}
+	floats.SubTo(nt.rhs, ws.xNew, ws.x)
+	clear(nt.delta)
+	nt.kr.solve(nt.precAt, nt.mulAt, nt.delta, nt.rhs, newtonEta, newtonMaxMatVec)
+	floats.Add(ws.x, nt.delta)
 }

@@ -54,8 +54,8 @@ const minPairsPerWorker = 16384
 // worker goroutines for the kernels on one MDP. Reuse it across calls: after
 // its first call each kernel allocates nothing (except when dst arguments
 // are nil or too small); the Anderson history and the Newton solver's
-// sparse system are allocated on first use. A Workspace is not safe for concurrent use; call Close
-// (or drop it) when done.
+// sparse system are allocated on first use. A Workspace is not safe for
+// concurrent use; call Close (or drop it) when done.
 type Workspace struct {
 	m      *MDP
 	opts   Options
@@ -95,10 +95,8 @@ type Workspace struct {
 	polTarget *Policy
 	polValues *Values
 
-	nt               *newtonState
-	gatherFn, packFn rangeFn
-	mulFn            rangeFn
-	iluFn, precFn    rangeFn
+	nt                      *newtonState
+	gatherFn, packFn, mulFn rangeFn
 }
 
 // NewWorkspace validates m and returns a Workspace for it. It panics if m is
@@ -304,11 +302,7 @@ func (ws *Workspace) SoftValueIteration(dst *Values, reward []float64, tau float
 	}
 	dst, warm := ws.prepValues(dst)
 	ws.r, ws.tau = reward, tau
-	if ws.opts.Newton && ws.m.Horizon == 0 && tau > 0 {
-		ws.iterateNewton(dst, warm)
-	} else {
-		ws.iterate(dst, warm, ws.softFn)
-	}
+	ws.iterate(dst, warm, ws.softFn, ws.opts.Newton && tau > 0)
 	ws.r = nil
 	return dst
 }
@@ -327,7 +321,7 @@ func (ws *Workspace) PolicyEvaluation(dst *Values, reward []float64, pi *Policy)
 	ws.checkPolicy(pi)
 	dst, warm := ws.prepValues(dst)
 	ws.r, ws.pi = reward, pi
-	ws.iterate(dst, warm, ws.evalFn)
+	ws.iterate(dst, warm, ws.evalFn, false)
 	ws.r, ws.pi = nil, nil
 	return dst
 }
@@ -341,8 +335,11 @@ func (ws *Workspace) checkPolicy(pi *Policy) {
 	}
 }
 
-// iterate runs the sweep kernel fn to convergence (infinite horizon) or backwards in time (finite horizon).
-func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
+// iterate runs the sweep kernel fn to convergence (infinite horizon) or
+// backwards in time (finite horizon). Between sweeps an infinite-horizon
+// solve takes a Newton step (newton, soft sweeps only) or a fixed-point
+// step with optional Anderson acceleration.
+func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn, newton bool) {
 	m := ws.m
 	S, SA := m.NumStates, m.NumPairs()
 	if m.Horizon > 0 {
@@ -365,7 +362,10 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
 	}
 	x, gx := dst.V, ws.vTmp
 	ws.qOut = dst.Q
-	guard := newSafeguard(ws.accelerator(&ws.accelV))
+	var guard safeguard
+	if !newton {
+		guard = newSafeguard(ws.accelerator(&ws.accelV))
+	}
 	for it := 1; it <= ws.opts.MaxIter; it++ {
 		ws.vIn, ws.vOut = x, gx
 		ws.pool.run(fn, ws.bounds)
@@ -375,7 +375,11 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn) {
 			dst.Converged = true
 			break
 		}
-		guard.step(x, gx, dst.Residual)
+		if newton {
+			ws.newtonValueStep(dst, x, gx)
+		} else {
+			guard.step(x, gx, dst.Residual)
+		}
 	}
 	// V = T(x) is the value matching Q, which the last sweep computed from x.
 	copy(dst.V, gx)
@@ -629,18 +633,21 @@ func (ws *Workspace) Visits(dst []float64, pi *Policy, init []float64) []float64
 		copy(ws.x, init)
 	}
 	ws.base = init
+	var guard safeguard
 	if ws.opts.Newton {
-		ws.visitsNewton(dst)
+		ws.prepareVisitsNewton()
 	} else {
-		guard := newSafeguard(ws.accelerator(&ws.accelX))
-		for it := 1; it <= ws.opts.MaxIter; it++ {
-			ws.xIters = it
-			if res := ws.propagate(dst); res <= ws.opts.Tol {
-				ws.x, ws.xNew = ws.xNew, ws.x
-				break
-			} else {
-				guard.step(ws.x, ws.xNew, res)
-			}
+		guard = newSafeguard(ws.accelerator(&ws.accelX))
+	}
+	for it := 1; it <= ws.opts.MaxIter; it++ {
+		ws.xIters = it
+		if res := ws.propagate(dst); res <= ws.opts.Tol {
+			ws.x, ws.xNew = ws.xNew, ws.x
+			break
+		} else if ws.opts.Newton {
+			ws.newtonVisitStep(res)
+		} else {
+			guard.step(ws.x, ws.xNew, res)
 		}
 	}
 	ws.xIn, ws.yOut = ws.x, dst
