@@ -122,9 +122,19 @@ func CheckSize(g *Grid, c ModelConfig, limit int64) error {
 // the cells (callers usually replace Init). The same grid, config and
 // simulator give the same MDP whatever the number of workers.
 func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error), cfg ModelConfig, workers int) (*mdp.MDP, error) {
+	m, _, err := SampleModelReward(ctx, g, newSim, cfg, workers)
+	return m, err
+}
+
+// SampleModelReward is SampleModel that also returns the lattice's true
+// reward: for each (cell, action) the mean of the simulator's reward over
+// the same K sampled steps that estimate its successors (row k = s·A + a;
+// the terminal state's rows are 0). It is the reward a planner on the
+// lattice model optimizes when it is given the task's own reward.
+func SampleModelReward(ctx context.Context, g *Grid, newSim func() (Simulator, error), cfg ModelConfig, workers int) (*mdp.MDP, []float64, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -138,6 +148,7 @@ func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error),
 	next := make([]int32, cells*A*bound)
 	prob := make([]float64, cells*A*bound)
 	count := make([]int32, cells*A)
+	reward := make([]float64, S*A)
 
 	const chunk = 64
 	var cursor atomic.Int64
@@ -146,7 +157,7 @@ func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error),
 	for w := range workers {
 		sim, err := newSim()
 		if err != nil {
-			return nil, fmt.Errorf("discretize: creating simulator %d: %w", w, err)
+			return nil, nil, fmt.Errorf("discretize: creating simulator %d: %w", w, err)
 		}
 		wg.Add(1)
 		go func() {
@@ -161,13 +172,13 @@ func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error),
 				for c := lo; c < hi; c++ {
 					for a := range A {
 						k := c*A + a
-						n, err := sm.row(next[k*bound:(k+1)*bound], prob[k*bound:(k+1)*bound], c, a)
+						n, r, err := sm.row(next[k*bound:(k+1)*bound], prob[k*bound:(k+1)*bound], c, a)
 						if err != nil {
 							errs[w] = err
 							cursor.Store(int64(cells))
 							return
 						}
-						count[k] = int32(n)
+						count[k], reward[k] = int32(n), r
 					}
 				}
 			}
@@ -175,10 +186,10 @@ func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error),
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m := &mdp.MDP{NumStates: S, NumActions: A, Gamma: cfg.Gamma, RowPtr: make([]int, S*A+1)}
 	nnz := 0
@@ -202,9 +213,9 @@ func SampleModel(ctx context.Context, g *Grid, newSim func() (Simulator, error),
 		m.Init[s] = 1 / float64(cells)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("discretize: sampled model: %w", err)
+		return nil, nil, fmt.Errorf("discretize: sampled model: %w", err)
 	}
-	return m, nil
+	return m, reward, nil
 }
 
 // sampler holds one worker's simulator and scratch buffers.
@@ -254,8 +265,9 @@ func (g *Grid) CellBounds(lo, hi []float64, c int) {
 	}
 }
 
-// row fills the successors of (cell c, action a) into next and prob and returns their number.
-func (sm *sampler) row(next []int32, prob []float64, c, a int) (int, error) {
+// row fills the successors of (cell c, action a) into next and prob and
+// returns their number and the mean reward of the sampled steps.
+func (sm *sampler) row(next []int32, prob []float64, c, a int) (int, float64, error) {
 	g := sm.g
 	sm.pcg.Seed(CellSampleStream(sm.cfg.Seed, c, a, g.NumActions()))
 	g.CellBounds(sm.lo, sm.hi, c)
@@ -263,14 +275,16 @@ func (sm *sampler) row(next []int32, prob []float64, c, a int) (int, error) {
 	K := sm.cfg.Samples
 	w := 1 / float64(K)
 	sm.buf = sm.buf[:0]
+	rsum := 0.0
 	for range K {
 		for k := range sm.x {
 			sm.x[k] = sm.lo[k] + sm.rng.Float64()*(sm.hi[k]-sm.lo[k])
 		}
 		if err := sm.sim.SetState(sm.x); err != nil {
-			return 0, fmt.Errorf("discretize: cell %d: %w", c, err)
+			return 0, 0, fmt.Errorf("discretize: cell %d: %w", c, err)
 		}
-		_, _, term, _ := sm.sim.Step(sm.act)
+		_, r, term, _ := sm.sim.Step(sm.act)
+		rsum += r
 		if term {
 			sm.buf = append(sm.buf, succ{int32(g.Terminal()), w})
 			continue
@@ -295,5 +309,5 @@ func (sm *sampler) row(next []int32, prob []float64, c, a int) (int, error) {
 		next[n], prob[n] = e.next, e.p
 		n++
 	}
-	return n, nil
+	return n, rsum * w, nil
 }

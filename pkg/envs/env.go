@@ -6,6 +6,11 @@
 // It holds only the interface and the space types; it simulates nothing.
 package envs
 
+import (
+	"math"
+	"math/rand/v2"
+)
+
 // Space describes an observation or action space: Discrete(N) when N > 0,
 // otherwise a Box with per-coordinate bounds Low and High (±Inf allowed).
 type Space struct {
@@ -43,4 +48,21 @@ type Env interface {
 	ObservationSpace() Space
 	// ActionSpace describes actions.
 	ActionSpace() Space
+}
+
+// Sample writes a uniform random value of the space into dst (length Dim)
+// and returns it: an index in [0, N) for Discrete(N), a uniform point of
+// the box for a Box with finite bounds. It panics on an unbounded Box.
+func (s Space) Sample(dst []float64, rng *rand.Rand) []float64 {
+	if s.N > 0 {
+		dst[0] = float64(rng.IntN(s.N))
+		return dst
+	}
+	for j := range dst {
+		if math.IsInf(s.Low[j], 0) || math.IsInf(s.High[j], 0) {
+			panic("envs: Space.Sample on an unbounded box")
+		}
+		dst[j] = s.Low[j] + (s.High[j]-s.Low[j])*rng.Float64()
+	}
+	return dst
 }

@@ -47,8 +47,66 @@ type RBFAxis struct {
 type RBFSpec struct {
 	// Axes are the factors of the centre grid, slowest first.
 	Axes []RBFAxis `json:"axes"`
+	// Extra lists analytic columns of single coordinates (squares, cosines,
+	// sines), appended after the RBF columns and before the bias: a smooth
+	// reward such as Pendulum's −(θ² + 0.1θ̇² + 0.001u²) is then in the span
+	// of the features exactly, which a few dozen Gaussians cannot reach.
+	Extra []ExtraFeature `json:"extra,omitempty"`
 	// Bias appends a constant feature 1.
 	Bias bool `json:"bias"`
+}
+
+// Kinds of ExtraFeature.
+const (
+	ExtraSquare = "square"
+	ExtraCos    = "cos"
+	ExtraSin    = "sin"
+)
+
+// ExtraFeature is one analytic feature of coordinate Axis of the point:
+// with u = Scale·w(x), where w wraps x into [−Period/2, Period/2) when
+// Period > 0, the feature is u² (Kind "square"), cos u ("cos") or sin u
+// ("sin").
+type ExtraFeature struct {
+	// Kind is "square", "cos" or "sin".
+	Kind string `json:"kind"`
+	// Axis is the index of the coordinate in the point (state axes, then action axes).
+	Axis int `json:"axis"`
+	// Scale multiplies the (wrapped) coordinate; 0 means 1.
+	Scale float64 `json:"scale,omitempty"`
+	// Period, when > 0, wraps the coordinate first (angles: 2π).
+	Period float64 `json:"period,omitempty"`
+}
+
+// value returns the feature at coordinate x and its derivative.
+func (e *ExtraFeature) value(x float64) (v, dv float64) {
+	if e.Period > 0 {
+		x -= e.Period * math.Round(x/e.Period)
+	}
+	sc := e.Scale
+	if sc == 0 {
+		sc = 1
+	}
+	u := sc * x
+	switch e.Kind {
+	case ExtraSquare:
+		return u * u, 2 * u * sc
+	case ExtraCos:
+		return math.Cos(u), -sc * math.Sin(u)
+	default:
+		return math.Sin(u), sc * math.Cos(u)
+	}
+}
+
+func (e *ExtraFeature) name(axes []RBFAxis) string {
+	n := fmt.Sprintf("x%d", e.Axis)
+	if e.Axis >= 0 && e.Axis < len(axes) && axes[e.Axis].Name != "" {
+		n = axes[e.Axis].Name
+	}
+	if e.Scale != 0 && e.Scale != 1 {
+		n = fmt.Sprintf("%g*%s", e.Scale, n)
+	}
+	return e.Kind + "(" + n + ")"
 }
 
 // ErrRBFSpec is wrapped by every error about an invalid RBF spec.
@@ -107,8 +165,27 @@ func (s *RBFSpec) Validate() error {
 			return fmt.Errorf("%w: too many centres (%d over the axes, %d features; limits %d and %d)", ErrRBFSpec, total, prod, maxRBFCentres, maxRBFFeatures)
 		}
 	}
+	if len(s.Extra) > maxRBFExtra {
+		return fmt.Errorf("%w: %d extra features, at most %d", ErrRBFSpec, len(s.Extra), maxRBFExtra)
+	}
+	for i, e := range s.Extra {
+		where := fmt.Sprintf("extra[%d]", i)
+		switch {
+		case e.Kind != ExtraSquare && e.Kind != ExtraCos && e.Kind != ExtraSin:
+			return fmt.Errorf("%w: %s: kind %q, want %q, %q or %q", ErrRBFSpec, where, e.Kind, ExtraSquare, ExtraCos, ExtraSin)
+		case e.Axis < 0 || e.Axis >= len(s.Axes):
+			return fmt.Errorf("%w: %s: axis %d out of range [0, %d)", ErrRBFSpec, where, e.Axis, len(s.Axes))
+		case math.IsNaN(e.Scale) || math.IsInf(e.Scale, 0) || e.Scale < 0:
+			return fmt.Errorf("%w: %s: scale %v must be a non-negative finite number", ErrRBFSpec, where, e.Scale)
+		case math.IsNaN(e.Period) || math.IsInf(e.Period, 0) || e.Period < 0:
+			return fmt.Errorf("%w: %s: period %v must be a non-negative finite number", ErrRBFSpec, where, e.Period)
+		}
+	}
 	return nil
 }
+
+// maxRBFExtra bounds the number of extra analytic features.
+const maxRBFExtra = 64
 
 // NumCentres returns the number of RBF features, the product of the axis sizes.
 func (s *RBFSpec) NumCentres() int {
@@ -119,16 +196,18 @@ func (s *RBFSpec) NumCentres() int {
 	return n
 }
 
-// Dim returns the number of features: NumCentres, plus one with Bias.
+// Dim returns the number of features: NumCentres, plus the extra
+// features, plus one with Bias (always the last feature).
 func (s *RBFSpec) Dim() int {
+	n := s.NumCentres() + len(s.Extra)
 	if s.Bias {
-		return s.NumCentres() + 1
+		return n + 1
 	}
-	return s.NumCentres()
+	return n
 }
 
 // Names returns one label per feature: "rbf[i,j,…]" with the centre's
-// multi-index, and "bias".
+// multi-index, "square(theta)" and the like for the extra features, and "bias".
 func (s *RBFSpec) Names() []string {
 	out := make([]string, 0, s.Dim())
 	idx := make([]int, len(s.Axes))
@@ -145,6 +224,9 @@ func (s *RBFSpec) Names() []string {
 			}
 			idx[k] = 0
 		}
+	}
+	for i := range s.Extra {
+		out = append(out, s.Extra[i].name(s.Axes))
 	}
 	if s.Bias {
 		out = append(out, "bias")
@@ -283,8 +365,11 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 	}
 	s.product(dst, nil, buf[:o], nil, -1)
 	n := s.NumCentres()
+	for i := range s.Extra {
+		dst[n+i], _ = s.Extra[i].value(x[s.Extra[i].Axis])
+	}
 	if s.Bias {
-		dst[n] = 1
+		dst[n+len(s.Extra)] = 1
 	}
 	return dst
 }
@@ -305,8 +390,13 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 		o += n
 	}
 	r := s.product(nil, theta, buf[:o], nil, -1)
+	n := s.NumCentres()
+	for i := range s.Extra {
+		v, _ := s.Extra[i].value(x[s.Extra[i].Axis])
+		r += theta[n+i] * v
+	}
 	if s.Bias {
-		r += theta[s.NumCentres()]
+		r += theta[n+len(s.Extra)]
 	}
 	return r
 }
@@ -339,6 +429,13 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 			dst[k] = s.product(nil, theta, buf[:], dbuf[o:o+n], k)
 		}
 		o += n
+	}
+	nc := s.NumCentres()
+	for i := range s.Extra {
+		if e := &s.Extra[i]; !s.Axes[e.Axis].Categorical {
+			_, dv := e.value(x[e.Axis])
+			dst[e.Axis] += theta[nc+i] * dv
+		}
 	}
 	return dst
 }

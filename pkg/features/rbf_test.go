@@ -21,14 +21,37 @@ func testRBF() *RBFSpec {
 		UniformRBFAxis("theta", 4, 0, 2*math.Pi, 2*math.Pi),
 		UniformRBFAxis("thdot", 3, -8, 8, 0),
 		{Name: "action", Centres: []float64{0, 1}, Categorical: true},
+	}, Extra: []ExtraFeature{
+		{Kind: ExtraSquare, Axis: 0, Period: 2 * math.Pi},
+		{Kind: ExtraSquare, Axis: 1, Scale: 0.125},
+		{Kind: ExtraCos, Axis: 0},
+		{Kind: ExtraSin, Axis: 1, Scale: 0.5},
+		{Kind: ExtraSquare, Axis: 2},
 	}, Bias: true}
 }
 
 // bruteRBF evaluates feature j of s at x straight from the definition,
 // decoding j into its centre multi-index.
 func bruteRBF(s *RBFSpec, j int, x []float64) float64 {
-	if s.Bias && j == s.NumCentres() {
+	if s.Bias && j == s.Dim()-1 {
 		return 1
+	}
+	if n := s.NumCentres(); j >= n {
+		e := s.Extra[j-n]
+		u := x[e.Axis]
+		if e.Period > 0 {
+			u = math.Remainder(u, e.Period) // into [−P/2, P/2]
+		}
+		if e.Scale != 0 {
+			u *= e.Scale
+		}
+		switch e.Kind {
+		case ExtraSquare:
+			return u * u
+		case ExtraCos:
+			return math.Cos(u)
+		}
+		return math.Sin(u)
 	}
 	v := 1.0
 	for k := len(s.Axes) - 1; k >= 0; k-- {
@@ -66,7 +89,7 @@ func TestRBFEvalMatchesDefinition(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.Dim() != 4*3*2+1 || len(s.Names()) != s.Dim() || s.Names()[1] != "rbf[0,0,1]" || s.Names()[s.Dim()-1] != "bias" {
+	if s.Dim() != 4*3*2+5+1 || len(s.Names()) != s.Dim() || s.Names()[1] != "rbf[0,0,1]" || s.Names()[s.Dim()-1] != "bias" || s.Names()[24] != "square(theta)" {
 		t.Fatalf("Dim %d, names %v", s.Dim(), s.Names())
 	}
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -109,6 +109,9 @@ type Trajectory struct {
 const (
 	OptimizerGD   = "gd"
 	OptimizerAdam = "adam"
+	// OptimizerLBFGS maximizes the (concave) objective with gonum's L-BFGS
+	// and its line search; MaxIter counts its major iterations.
+	OptimizerLBFGS = "lbfgs"
 )
 
 // Config holds MaxEnt IRL options; the zero value gives the paper's settings.
@@ -124,7 +127,7 @@ type Config struct {
 	MaxIter int `json:"max_iter"`
 	// GradTol stops once ‖∇‖₂ ≤ GradTol (default 1e-8; negative never stops early).
 	GradTol float64 `json:"grad_tol"`
-	// Optimizer is "gd" (default, plain gradient ascent) or "adam".
+	// Optimizer is "gd" (default, plain gradient ascent), "adam" or "lbfgs".
 	Optimizer string `json:"optimizer"`
 	// Beta1 is Adam's first-moment decay (default 0.9).
 	Beta1 float64 `json:"beta1"`
@@ -136,6 +139,19 @@ type Config struct {
 	Theta0 []float64 `json:"theta0,omitempty"`
 	// InitFromMDP draws s0 from the MDP's Init instead of the demonstrations' first states.
 	InitFromMDP bool `json:"init_from_mdp"`
+	// Absorbing learns the value of ending an episode instead of fixing it
+	// at 0 (the absorbing-state treatment of Kostrikov et al.'s DAC): every
+	// terminal state becomes an absorbing state that loops to itself under
+	// every action and earns a reward θ_abs of its own (an extra feature, 1
+	// there and 0 elsewhere), and a demonstration that ends in a terminal
+	// state adds its discounted absorbing tail Σ_{t≥L} γ^t (up to the
+	// horizon) to μ_D. Without it a terminal state's value is pinned at 0,
+	// so the learned reward's level decides whether ending is attractive,
+	// and MaxEnt sets that level from how often the model terminates, not
+	// from what the demonstrator did. Result.AbsorbingReward is θ_abs; the
+	// reward with a zero-valued terminal state that ranks every trajectory
+	// the same is θᵀφ − θ_abs (fold θ_abs into a constant feature).
+	Absorbing bool `json:"absorbing"`
 	// Solver configures the dynamic programming (see mdp.Options); WarmStart is always on in MaxEnt.
 	Solver mdp.Options `json:"-"`
 	// OnIteration, if set, is called after each evaluation of the objective.
@@ -192,8 +208,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("irl: L2 weight %v must be non-negative", c.L2)
 	case c.MaxIter < 0:
 		return c, fmt.Errorf("irl: iteration budget %d is negative", c.MaxIter)
-	case c.Optimizer != OptimizerGD && c.Optimizer != OptimizerAdam:
-		return c, fmt.Errorf("irl: unknown optimizer %q (want %q or %q)", c.Optimizer, OptimizerGD, OptimizerAdam)
+	case c.Optimizer != OptimizerGD && c.Optimizer != OptimizerAdam && c.Optimizer != OptimizerLBFGS:
+		return c, fmt.Errorf("irl: unknown optimizer %q (want %q, %q or %q)", c.Optimizer, OptimizerGD, OptimizerAdam, OptimizerLBFGS)
 	case !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Epsilon > 0):
 		return c, fmt.Errorf("irl: Adam constants beta1=%v beta2=%v epsilon=%v out of range", c.Beta1, c.Beta2, c.Epsilon)
 	}
@@ -223,6 +239,12 @@ type Result struct {
 	EmpiricalFeatures []float64 `json:"empirical_features"`
 	// ExpectedFeatures is μ_π at Theta.
 	ExpectedFeatures []float64 `json:"expected_features"`
+	// AbsorbingReward is θ_abs with Config.Absorbing (else 0). Theta,
+	// EmpiricalFeatures and ExpectedFeatures then hold the d ordinary
+	// features; the absorbing feature's expectations are AbsorbingEmpirical
+	// and AbsorbingExpected.
+	AbsorbingReward                       float64 `json:"absorbing_reward,omitempty"`
+	AbsorbingEmpirical, AbsorbingExpected float64 `json:"-"`
 }
 
 // Objective evaluates the MaxEnt IRL objective and its gradient for one MDP,
@@ -241,6 +263,8 @@ type Objective struct {
 	visits []float64
 	reward []float64
 	muPi   []float64
+	// absorbing marks the extra last feature of Config.Absorbing.
+	absorbing bool
 }
 
 // NewObjective checks the inputs and precomputes μ_D and the initial
@@ -256,12 +280,23 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	if r, _ := phi.Dims(); r != m.NumPairs() {
 		return nil, fmt.Errorf("irl: feature matrix has %d rows, want states*actions = %d", r, m.NumPairs())
 	}
+	var tails []float64
+	if cfg.Absorbing {
+		if err := CheckTrajectories(m, demos); err != nil {
+			return nil, err
+		}
+		tails = absorbingTails(m, demos)
+		m, phi = withAbsorbing(m, phi)
+	}
 	_, d := phi.Dims()
 	muD, err := EmpiricalFeatureExpectations(nil, m, phi, demos)
 	if err != nil {
 		return nil, err
 	}
-	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD}
+	for _, t := range tails {
+		muD[d-1] += t / float64(len(demos))
+	}
+	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD, absorbing: cfg.Absorbing}
 	if cfg.InitFromMDP {
 		o.init = m.Init
 	} else {
@@ -274,7 +309,8 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	return o, nil
 }
 
-// Dim returns d, the number of features.
+// Dim returns d, the number of features (one more than phi's columns with
+// Config.Absorbing: the absorbing indicator is the last).
 func (o *Objective) Dim() int { return o.d }
 
 // Close releases the objective's worker goroutines.
@@ -423,9 +459,10 @@ func EmpiricalInit(dst []float64, m *mdp.MDP, demos []Trajectory) []float64 {
 }
 
 // MaxEnt learns θ from demonstrations on m with features phi ((S*A)×d, row
-// k = s*A+a) by gradient ascent or Adam on the objective in the package
-// comment. It stops after cfg.MaxIter steps, when ‖∇‖₂ ≤ cfg.GradTol, or
-// when ctx is cancelled (returning the result so far and ctx's error).
+// k = s*A+a) by gradient ascent, Adam or L-BFGS on the objective in the
+// package comment. It stops after cfg.MaxIter steps, when ‖∇‖₂ ≤
+// cfg.GradTol, or when ctx is cancelled (returning the result so far and
+// ctx's error).
 func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -440,22 +477,14 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 	d := o.Dim()
 	theta := make([]float64, d)
 	if cfg.Theta0 != nil {
-		if len(cfg.Theta0) != d {
-			return Result{}, fmt.Errorf("irl: theta0 has %d entries, want %d features", len(cfg.Theta0), d)
+		_, want := phi.Dims()
+		if len(cfg.Theta0) != want {
+			return Result{}, fmt.Errorf("irl: theta0 has %d entries, want %d features", len(cfg.Theta0), want)
 		}
 		copy(theta, cfg.Theta0)
 	}
-	grad := make([]float64, d)
-	var m1, m2 []float64
-	if cfg.Optimizer == OptimizerAdam {
-		m1, m2 = make([]float64, d), make([]float64, d)
-	}
-	res := Result{EmpiricalFeatures: append([]float64(nil), o.muD...)}
-	for it := 0; ; it++ {
-		obj, ll := o.Eval(grad, theta)
-		res.ValueSweeps += o.vals.Iterations
-		res.VisitSweeps += o.ws.VisitIterations()
-		gn := floats.Norm(grad, 2)
+	res := Result{}
+	record := func(it int, obj, ll, gn float64) {
 		res.LogLik = append(res.LogLik, ll)
 		res.Objective = append(res.Objective, obj)
 		res.GradNorm = append(res.GradNorm, gn)
@@ -463,21 +492,57 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 		if cfg.OnIteration != nil {
 			cfg.OnIteration(Iteration{Index: it, LogLik: ll, Objective: obj, GradNorm: gn})
 		}
+	}
+	if cfg.Optimizer == OptimizerLBFGS {
+		err = maxEntLBFGS(ctx, o, theta, cfg, &res, record)
+	} else {
+		err = maxEntFirstOrder(ctx, o, theta, cfg, &res, record)
+	}
+	res.Theta = theta
+	o.split(&res)
+	return res, err
+}
+
+// split stores μ_D and μ_π in res and moves the absorbing feature's entries
+// out of Theta and the feature vectors.
+func (o *Objective) split(res *Result) {
+	res.EmpiricalFeatures = append([]float64(nil), o.muD...)
+	res.ExpectedFeatures = append([]float64(nil), o.muPi...)
+	if !o.absorbing {
+		return
+	}
+	d := o.d - 1
+	res.AbsorbingReward, res.Theta = res.Theta[d], res.Theta[:d]
+	res.AbsorbingEmpirical, res.EmpiricalFeatures = res.EmpiricalFeatures[d], res.EmpiricalFeatures[:d]
+	res.AbsorbingExpected, res.ExpectedFeatures = res.ExpectedFeatures[d], res.ExpectedFeatures[:d]
+}
+
+// maxEntFirstOrder runs gradient ascent or Adam from theta (updated in place).
+func maxEntFirstOrder(ctx context.Context, o *Objective, theta []float64, cfg Config, res *Result, record func(int, float64, float64, float64)) error {
+	d := len(theta)
+	grad := make([]float64, d)
+	var m1, m2 []float64
+	if cfg.Optimizer == OptimizerAdam {
+		m1, m2 = make([]float64, d), make([]float64, d)
+	}
+	for it := 0; ; it++ {
+		obj, ll := o.Eval(grad, theta)
+		res.ValueSweeps += o.vals.Iterations
+		res.VisitSweeps += o.ws.VisitIterations()
+		gn := floats.Norm(grad, 2)
+		record(it, obj, ll, gn)
 		if math.IsNaN(obj) || math.IsNaN(gn) {
-			res.Theta = theta
-			return res, fmt.Errorf("irl: objective became NaN at iteration %d (learning rate %v too large?)", it, cfg.LearningRate)
+			return fmt.Errorf("irl: objective became NaN at iteration %d (learning rate %v too large?)", it, cfg.LearningRate)
 		}
 		if gn <= cfg.GradTol {
 			res.Converged = true
-			break
+			return nil
 		}
 		if it == cfg.MaxIter {
-			break
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			res.Theta = theta
-			res.ExpectedFeatures = append([]float64(nil), o.muPi...)
-			return res, err
+			return err
 		}
 		switch cfg.Optimizer {
 		case OptimizerGD:
@@ -493,7 +558,4 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 			}
 		}
 	}
-	res.Theta = theta
-	res.ExpectedFeatures = append([]float64(nil), o.muPi...)
-	return res, nil
 }

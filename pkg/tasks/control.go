@@ -107,9 +107,13 @@ type ControlEnv struct {
 	// Grids are the lattice presets: "paper" (the appendix's flags), "fine"
 	// (≈10⁵ state–action pairs) and "ultra" (≈10⁶).
 	Grids map[string]discretize.GridSpec
-	// RBF returns the default features: 64 Gaussian centres on a product
-	// grid over the state and action coordinates, plus a bias.
+	// RBF returns the paper's features: 64 Gaussian centres on a product
+	// grid over the state and action coordinates, plus a bias (the feature
+	// set "paper").
 	RBF func() features.RBFSpec
+	// Extra, when set, are the analytic columns that the feature set
+	// "quadratic" appends to the paper's features (before the bias).
+	Extra []features.ExtraFeature
 	// StateOf writes the state coordinates of an observation into dst
 	// (angles recovered with atan2 from their cosine and sine).
 	StateOf func(dst, obs []float64) []float64
@@ -186,7 +190,32 @@ func (e *ControlEnv) AxisNames() []string {
 	return out
 }
 
-// Probe returns the probe of a task on this environment with the given grid and the default features.
+// Feature set names accepted by ControlEnv.Features.
+const (
+	// FeaturesPaper is the paper's 64 RBF centres and a bias.
+	FeaturesPaper = "paper"
+	// FeaturesQuadratic is the paper's set plus the environment's analytic
+	// columns (ControlEnv.Extra), for environments that have them.
+	FeaturesQuadratic = "quadratic"
+)
+
+// Features returns the named feature set of this environment.
+func (e *ControlEnv) Features(set string) (features.RBFSpec, error) {
+	switch set {
+	case FeaturesPaper:
+		return e.RBF(), nil
+	case FeaturesQuadratic:
+		if len(e.Extra) == 0 {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has no analytic columns (use %q)", set, e.Name, FeaturesPaper)
+		}
+		s := e.RBF()
+		s.Extra = append([]features.ExtraFeature(nil), e.Extra...)
+		return s, nil
+	}
+	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s)", set, FeaturesPaper, FeaturesQuadratic)
+}
+
+// Probe returns the probe of a task on this environment with the given grid and the paper's features.
 func (e *ControlEnv) Probe(grid discretize.GridSpec) ControlProbe {
 	return ControlProbe{Env: e.Name, Grid: grid, RBF: e.RBF()}
 }
@@ -262,6 +291,16 @@ func init() {
 				features.UniformRBFAxis("thdot", 4, -8, 8, 0),
 				features.UniformRBFAxis("action", 4, -2, 2, 0),
 			}, Bias: true}
+		},
+		// Pendulum's reward −(θ² + 0.1θ̇² + 0.001u²) is a combination of the
+		// first three columns exactly (θ wrapped into [−π, π), θ̇/8 and u/2
+		// scaled into [−1, 1]); cos θ and sin θ are the observation's own terms.
+		Extra: []features.ExtraFeature{
+			{Kind: features.ExtraSquare, Axis: 0, Period: 2 * math.Pi},
+			{Kind: features.ExtraSquare, Axis: 1, Scale: 1.0 / 8},
+			{Kind: features.ExtraSquare, Axis: 2, Scale: 0.5},
+			{Kind: features.ExtraCos, Axis: 0},
+			{Kind: features.ExtraSin, Axis: 0},
 		},
 		StateOf: func(dst, obs []float64) []float64 {
 			dst[0], dst[1] = math.Atan2(obs[1], obs[0]), obs[2]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/progress"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // Shard selects the evaluation units of one job of a job array: those whose
@@ -67,6 +68,9 @@ func (s *Study) evalJobs() []evalJob {
 		for si := range c.NumberOfSeeds {
 			seed := c.Seed + uint64(si)
 			for _, m := range c.Methods {
+				if ce, _ := tasks.LookupControl(env); m == MethodProjected && ce.Counted {
+					continue // no true lattice reward to project
+				}
 				lattices := c.Lattices[env]
 				if m == MethodTrue {
 					lattices = []string{"-"}
@@ -103,19 +107,41 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		}
 	}
 	seen := map[string]bool{}
-	phases := make([][]task, 5)
+	phases := make([][]task, len(phaseNames))
 	add := func(p int, t task) {
 		if !seen[t.u.kind+t.u.key] {
 			seen[t.u.kind+t.u.key] = true
 			phases[p] = append(phases[p], t)
 		}
 	}
-	addClient := func(env, lattice string, client int, seed uint64) error {
-		du, dsp, eu, esp, err := s.demosUnit(env, client, seed)
+	// every client's expert and random baseline (the ends of the normalized
+	// return) and, per lattice, its ladder unit.
+	addBaselines := func(env, lattice string, client int, seed uint64) error {
+		eu, esp, err := s.expertUnit(env, client, seed)
 		if err != nil {
 			return err
 		}
 		add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env})
+		bu, bsp := s.baselineUnit(env, client, seed)
+		add(0, task{bu, func(ctx context.Context, _ int) error { return s.runBaseline(ctx, bu, bsp) }, env})
+		if lattice == "-" {
+			return nil
+		}
+		lu, lsp, err := s.ladderUnit(env, lattice, client, seed)
+		if err != nil {
+			return err
+		}
+		add(2, task{lu, func(ctx context.Context, w int) error { return s.runLadder(ctx, lu, lsp, lattice, w) }, env})
+		return nil
+	}
+	addClient := func(env, lattice string, client int, seed uint64) error {
+		if err := addBaselines(env, lattice, client, seed); err != nil {
+			return err
+		}
+		du, dsp, eu, esp, err := s.demosUnit(env, client, seed)
+		if err != nil {
+			return err
+		}
 		add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, env})
 		if lattice == "-" {
 			return nil
@@ -127,27 +153,57 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env})
 		return nil
 	}
+	addFusion := func(env, lattice, method string, seed uint64) error {
+		for c := range s.cfg.NumberOfClients {
+			if err := addClient(env, lattice, c, seed); err != nil {
+				return err
+			}
+		}
+		fu, fsp, locals, err := s.fusionUnit(env, lattice, method, seed)
+		if err != nil {
+			return err
+		}
+		add(3, task{fu, func(ctx context.Context, _ int) error {
+			return s.runFusion(ctx, fu, fsp, locals, env, lattice, method, seed)
+		}, env})
+		return nil
+	}
 	for _, j := range mine {
+		if err := addBaselines(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
+			return nil, nil, err
+		}
 		switch j.Method {
-		case MethodTrue:
+		case MethodTrue, MethodProjected:
 		case MethodLocal:
 			if err := addClient(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
 				return nil, nil, err
 			}
 		default:
-			for c := range s.cfg.NumberOfClients {
-				if err := addClient(j.Env, j.Lattice, c, j.Seed); err != nil {
-					return nil, nil, err
+			if err := addFusion(j.Env, j.Lattice, j.Method, j.Seed); err != nil {
+				return nil, nil, err
+			}
+		}
+		if j.Lattice != "-" {
+			// the fidelity unit scores every method's reward on this client's model
+			for _, m := range s.fidelityMethods(j.Client) {
+				switch m {
+				case MethodLocal:
+					if err := addClient(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
+						return nil, nil, err
+					}
+				case MethodProjected:
+				default:
+					if err := addFusion(j.Env, j.Lattice, m, j.Seed); err != nil {
+						return nil, nil, err
+					}
 				}
 			}
-			fu, fsp, locals, err := s.fusionUnit(j.Env, j.Lattice, j.Method, j.Seed)
+			fu, fsp, fus, err := s.fidelityUnit(j.Env, j.Lattice, j.Client, j.Seed)
 			if err != nil {
 				return nil, nil, err
 			}
-			j := j
-			add(3, task{fu, func(ctx context.Context, _ int) error {
-				return s.runFusion(ctx, fu, fsp, locals, j.Env, j.Lattice, j.Method, j.Seed)
-			}, j.Env})
+			lattice := j.Lattice
+			add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env})
 		}
 		eu, esp, err := s.evalUnit(j)
 		if err != nil {
@@ -159,7 +215,7 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 	return phases, mine, nil
 }
 
-var phaseNames = []string{"experts", "demonstrations", "local IRL", "fusion", "PPO evaluation"}
+var phaseNames = []string{"experts and baselines", "demonstrations", "local IRL and ladder", "fusion", "PPO evaluation and fidelity"}
 
 // Run computes the units of shard sh that are not on disk yet, phase by
 // phase, jobs at a time. The outputs are written by WriteOutputs.
@@ -242,7 +298,7 @@ func (s *Study) pool(ctx context.Context, todo []task, bar *progress.Bar) error 
 func Merge(dir string, from []string) (int, error) {
 	n := 0
 	for _, src := range from {
-		for _, kind := range []string{"expert", "demos", "irl", "fusion", "eval"} {
+		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "eval", "fidelity"} {
 			entries, err := os.ReadDir(fmt.Sprintf("%s/units/%s", src, kind))
 			if os.IsNotExist(err) {
 				continue

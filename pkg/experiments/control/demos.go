@@ -1,0 +1,244 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/sbinet/npyio/npy"
+	"github.com/sbinet/npyio/npz"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+type demosSpec struct {
+	Kind          string `json:"kind"`
+	Version       int    `json:"version"`
+	Expert        string `json:"expert"`
+	Episodes      int    `json:"episodes"`
+	Deterministic bool   `json:"deterministic"`
+}
+
+func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec, unit, expertSpec, error) {
+	eu, es, err := s.expertUnit(env, client, seed)
+	if err != nil {
+		return unit{}, demosSpec{}, unit{}, expertSpec{}, err
+	}
+	sp := demosSpec{"demos", unitVersion, eu.key, s.cfg.EpisodesPerClient, s.cfg.DeterministicExperts}
+	return unit{"demos", fmt.Sprintf("%s-c%d-s%d", env, client, seed), key(sp), ".npz"}, sp, eu, es, nil
+}
+
+// Demos are one client's demonstrations, in imitation's trajectory fields
+// (obs with T+1 rows per episode, acts, rews, terminal per episode, and
+// indices: the split points of the concatenated episodes) plus the
+// simulator's full states (T+1 per episode), which the lattice snaps.
+type Demos struct {
+	Obs, Acts, States [][]float64
+	Rews              []float64
+	Terminal          []bool
+	// Lengths are the episodes' numbers of actions.
+	Lengths []int
+}
+
+func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es expertSpec) error {
+	_, pol, err := s.readExpert(eu)
+	if err != nil {
+		return err
+	}
+	env, err := registry.Make(es.Env, es.Client, nil, seedOf(es.Seed, "demo-noise", es.Client))
+	if err != nil {
+		return err
+	}
+	ce, err := tasks.LookupControl(es.Env)
+	if err != nil {
+		return err
+	}
+	// The lattice's state: the simulator's full state where it can be read
+	// (classic), else the state coordinates of the observation.
+	stateOf := func(obs []float64) []float64 {
+		if st, ok := env.(interface{ State([]float64) []float64 }); ok && !ce.Counted {
+			return st.State(nil)
+		}
+		return ce.StateOf(make([]float64, len(ce.Grids["paper"].State)), obs)
+	}
+	var rng *rand.Rand
+	if !sp.Deterministic {
+		rng = rand.New(rand.NewPCG(seedOf(es.Seed, "demo-actions", es.Client), 0))
+	}
+	var d Demos
+	act := make([]float64, env.ActionSpace().Dim())
+	for ep := range sp.Episodes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		obs := env.Reset(seedOf(es.Seed, "demo-reset", es.Client, ep))
+		d.Obs = append(d.Obs, slices.Clone(obs))
+		d.States = append(d.States, stateOf(obs))
+		n, term := 0, false
+		for {
+			pol.Act(act, obs, rng)
+			var r float64
+			var trunc bool
+			obs, r, term, trunc = env.Step(act)
+			d.Acts = append(d.Acts, slices.Clone(act))
+			d.Rews = append(d.Rews, r)
+			d.Obs = append(d.Obs, slices.Clone(obs))
+			d.States = append(d.States, stateOf(obs))
+			n++
+			if term || trunc {
+				break
+			}
+		}
+		d.Terminal = append(d.Terminal, term)
+		d.Lengths = append(d.Lengths, n)
+	}
+	return writeDemos(u.path(s.dir), &d)
+}
+
+func dense(rows [][]float64) *mat.Dense {
+	m := mat.NewDense(len(rows), len(rows[0]), nil)
+	for i, r := range rows {
+		m.SetRow(i, r)
+	}
+	return m
+}
+
+func writeDemos(path string, d *Demos) error {
+	var buf bytes.Buffer
+	w := npz.NewWriter(&buf)
+	idx := make([]int64, 0, len(d.Lengths))
+	at := int64(0)
+	for _, n := range d.Lengths[:len(d.Lengths)-1] {
+		at += int64(n)
+		idx = append(idx, at)
+	}
+	for _, e := range []struct {
+		name string
+		v    any
+	}{{"obs", dense(d.Obs)}, {"acts", dense(d.Acts)}, {"rews", d.Rews}, {"terminal", d.Terminal},
+		{"indices", idx}, {"states", dense(d.States)}} {
+		if err := w.Write(e.name, e.v); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return report.WriteFile(path, buf.Bytes())
+}
+
+// ReadDemos reads a demonstrations file written by the study.
+func ReadDemos(path string) (*Demos, error) {
+	r, err := npz.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("demonstrations %s: %w", path, err)
+	}
+	defer r.Close()
+	var d Demos
+	var idx []int64
+	matrix := func(name string) ([][]float64, error) {
+		var flat []float64
+		h, err := readNPY(r, name, &flat)
+		if err != nil {
+			return nil, fmt.Errorf("demonstrations %s: field %s: %w", path, name, err)
+		}
+		sh := h.Descr.Shape
+		if len(sh) != 2 || sh[0]*sh[1] != len(flat) || h.Descr.Fortran {
+			return nil, fmt.Errorf("demonstrations %s: field %s has shape %v, want a C-ordered matrix", path, name, sh)
+		}
+		out := make([][]float64, sh[0])
+		for i := range out {
+			out[i] = flat[i*sh[1] : (i+1)*sh[1] : (i+1)*sh[1]]
+		}
+		return out, nil
+	}
+	var err2 error
+	if d.Obs, err2 = matrix("obs"); err2 != nil {
+		return nil, err2
+	}
+	if d.Acts, err2 = matrix("acts"); err2 != nil {
+		return nil, err2
+	}
+	if d.States, err2 = matrix("states"); err2 != nil {
+		return nil, err2
+	}
+	for _, e := range []struct {
+		name string
+		ptr  any
+	}{{"rews", &d.Rews}, {"terminal", &d.Terminal}, {"indices", &idx}} {
+		if _, err := readNPY(r, e.name, e.ptr); err != nil {
+			return nil, fmt.Errorf("demonstrations %s: field %s: %w", path, e.name, err)
+		}
+	}
+	prev := int64(0)
+	for _, at := range append(idx, int64(len(d.Acts))) {
+		if at < prev {
+			return nil, fmt.Errorf("demonstrations %s: indices not increasing", path)
+		}
+		d.Lengths = append(d.Lengths, int(at-prev))
+		prev = at
+	}
+	if len(d.Lengths) != len(d.Terminal) || len(d.States) != len(d.Acts)+len(d.Lengths) {
+		return nil, fmt.Errorf("demonstrations %s: %d episodes, %d terminal flags, %d states for %d actions: inconsistent", path, len(d.Lengths), len(d.Terminal), len(d.States), len(d.Acts))
+	}
+	return &d, nil
+}
+
+// readNPY reads one array of an npz archive into ptr and returns its header.
+// It reads the whole entry into memory first: npyio's npy reader assumes
+// full reads, which a deflated zip entry does not give.
+func readNPY(r *npz.Reader, name string, ptr any) (*npy.Header, error) {
+	rc, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
+	}
+	nr, err := npy.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	if err := nr.Read(ptr); err != nil {
+		return nil, err
+	}
+	return &nr.Header, nil
+}
+
+// Trajectories snaps the demonstrations onto grid g.
+func (d *Demos) Trajectories(g *discretize.Grid) ([]irl.Trajectory, error) {
+	var out []irl.Trajectory
+	s, a := 0, 0
+	for ep, n := range d.Lengths {
+		st, ac, err := g.SnapTrajectory(d.States[s:s+n+1], d.Acts[a:a+n], d.Terminal[ep])
+		if err != nil {
+			return nil, fmt.Errorf("episode %d: %w", ep, err)
+		}
+		out = append(out, irl.Trajectory{States: st, Actions: ac})
+		s += n + 1
+		a += n
+	}
+	return out, nil
+}
+
+// Returns returns the true return of each episode.
+func (d *Demos) Returns() []float64 {
+	var out []float64
+	a := 0
+	for _, n := range d.Lengths {
+		out = append(out, floats.Sum(d.Rews[a:a+n]))
+		a += n
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/rl/ppo"
+)
+
+type evalSpec struct {
+	Kind     string     `json:"kind"`
+	Version  int        `json:"version"`
+	Env      string     `json:"env"`
+	Client   int        `json:"client"`
+	Seed     uint64     `json:"seed"`
+	Reward   string     `json:"reward"` // key of the θ unit, or "true"
+	PPO      ppo.Config `json:"ppo"`
+	Steps    int        `json:"steps"`
+	LogEvery int        `json:"log_every"`
+}
+
+// EvalFile is the content of an evaluation unit: the PPO learning curve.
+type EvalFile struct {
+	Env     string      `json:"env"`
+	Lattice string      `json:"lattice"`
+	Method  string      `json:"method"`
+	Seed    uint64      `json:"seed"`
+	Client  int         `json:"client"`
+	HeldOut bool        `json:"held_out"`
+	Curve   []CurveStep `json:"curve"`
+	// FinalTrue is the last evaluation's mean true return of the mode policy.
+	FinalTrue float64 `json:"final_true"`
+}
+
+// CurveStep is one logged point of an evaluation run.
+type CurveStep struct {
+	Step int `json:"step"`
+	// True is the mean true return of the mode policy over 10 episodes.
+	True float64 `json:"true"`
+	// TrainTrue and TrainLearned are the mean true and learned returns of the last 100 training episodes.
+	TrainTrue    float64 `json:"train_true"`
+	TrainLearned float64 `json:"train_learned"`
+}
+
+// evalJob identifies one evaluation run.
+type evalJob struct {
+	Env, Lattice, Method string
+	Seed                 uint64
+	Client               int
+}
+
+func (s *Study) heldOut(client int) bool { return client >= s.cfg.NumberOfClients }
+
+// rewardUnit returns the unit whose θ method uses, and its lattice's probe.
+func (s *Study) rewardUnit(j evalJob) (unit, error) {
+	switch j.Method {
+	case MethodTrue:
+		return unit{}, nil
+	case MethodLocal:
+		u, _, err := s.irlUnit(j.Env, j.Lattice, j.Client, j.Seed)
+		return u, err
+	case MethodProjected:
+		u, _, err := s.ladderUnit(j.Env, j.Lattice, j.Client, j.Seed)
+		return u, err
+	default:
+		u, _, _, err := s.fusionUnit(j.Env, j.Lattice, j.Method, j.Seed)
+		return u, err
+	}
+}
+
+func (s *Study) evalUnit(j evalJob) (unit, evalSpec, error) {
+	ec := s.cfg.Env[j.Env]
+	c, err := preset(j.Env, ec.EvaluationPreset)
+	if err != nil {
+		return unit{}, evalSpec{}, err
+	}
+	if s.cfg.NormalizeReward {
+		c.NormalizeReward = true // every method alike, the true reward included
+	}
+	ru, err := s.rewardUnit(j)
+	if err != nil {
+		return unit{}, evalSpec{}, err
+	}
+	rk := "true"
+	if j.Method != MethodTrue {
+		rk = ru.key
+	}
+	sp := evalSpec{"eval", unitVersion, j.Env, j.Client, j.Seed, rk, c, ec.EvaluationSteps, s.cfg.LogEvery}
+	return unit{"eval", fmt.Sprintf("%s-%s-%s-c%d-s%d", j.Env, j.Lattice, j.Method, j.Client, j.Seed), key(sp), ".json"}, sp, nil
+}
+
+func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) error {
+	opts := ppo.Options{Seed: seedOf(j.Seed, "eval", j.Client), Workers: 1, EvalEvery: sp.LogEvery, EvalEpisodes: 10}
+	if j.Method != MethodTrue {
+		ru, err := s.rewardUnit(j)
+		if err != nil {
+			return err
+		}
+		var theta struct {
+			Theta []float64 `json:"theta"`
+		}
+		if err := readJSON(ru.path(s.dir), &theta); err != nil {
+			return err
+		}
+		p, err := s.probe(j.Env, j.Lattice)
+		if err != nil {
+			return err
+		}
+		r, err := p.RewardFunc(theta.Theta)
+		if err != nil {
+			return err
+		}
+		opts.Reward = r
+	}
+	tr, err := ppo.NewTrainer(sp.PPO, clientMaker(j.Env, j.Client, j.Seed), opts)
+	if err != nil {
+		return err
+	}
+	if err := tr.Learn(ctx, sp.Steps); err != nil {
+		return err
+	}
+	f := EvalFile{Env: j.Env, Lattice: j.Lattice, Method: j.Method, Seed: j.Seed, Client: j.Client, HeldOut: s.heldOut(j.Client)}
+	for _, p := range tr.Curve() {
+		if p.EvalReturn == nil {
+			continue
+		}
+		f.Curve = append(f.Curve, CurveStep{p.Steps, *p.EvalReturn, p.MeanTrueReturn, p.MeanLearnedReturn})
+	}
+	if len(f.Curve) == 0 {
+		return fmt.Errorf("evaluation %s: no evaluation point in %d steps (log_every %d)", u.name, sp.Steps, sp.LogEvery)
+	}
+	f.FinalTrue = f.Curve[len(f.Curve)-1].True
+	if math.IsNaN(f.FinalTrue) {
+		return fmt.Errorf("evaluation %s: NaN return", u.name)
+	}
+	return report.WriteJSON(u.path(s.dir), f)
+}

@@ -1,0 +1,259 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+type irlSpec struct {
+	Kind       string                 `json:"kind"`
+	Version    int                    `json:"version"`
+	Demos      string                 `json:"demos"`
+	Env        string                 `json:"env"`
+	Client     int                    `json:"client"`
+	Probe      tasks.ControlProbe     `json:"probe"`
+	Model      discretize.ModelConfig `json:"model"`
+	Rollouts   *RolloutConfig         `json:"rollouts,omitempty"`
+	IRL        IRLConfig              `json:"irl"`
+	Iterations int                    `json:"iterations"`
+	// Horizon is the lattice MDP's horizon (0 = infinite), from IRL.Horizon.
+	Horizon int `json:"horizon"`
+}
+
+// IRLFile is the content of a local IRL unit: θ and its convergence diagnostics.
+type IRLFile struct {
+	Env        string    `json:"env"`
+	Lattice    string    `json:"lattice"`
+	Client     int       `json:"client"`
+	Seed       uint64    `json:"seed"`
+	Pairs      int       `json:"pairs"`
+	Theta      []float64 `json:"theta"`
+	Iterations int       `json:"iterations"`
+	// GradNorm is ‖∇‖₂ at the final θ; GradNorm0 at θ = 0.
+	GradNorm, GradNorm0 float64
+	// FeatureGap is ‖μ_D − μ_π‖ / ‖μ_D‖ at the final θ.
+	FeatureGap float64 `json:"feature_gap"`
+	// LogLik0 and LogLik are the demonstrations' log-likelihood at θ = 0 and at the final θ.
+	LogLik0, LogLik float64
+	DemoSteps       int `json:"demo_steps"`
+	// Converged reports ‖∇‖₂ ≤ irl.grad_tol.
+	Converged bool `json:"converged"`
+	// Horizon is the lattice MDP's horizon (0 = infinite).
+	Horizon int `json:"horizon"`
+	// BiasGap is μ_D − μ_π on the bias feature at the final θ, BiasGap0 at θ = 0.
+	BiasGap  float64 `json:"bias_gap"`
+	BiasGap0 float64 `json:"bias_gap_0"`
+	// AbsorbingReward is θ_abs with irl.absorbing (already folded into the
+	// bias of Theta) and AbsorbingGap its feature's μ_D − μ_π.
+	AbsorbingReward float64 `json:"absorbing_reward"`
+	AbsorbingGap    float64 `json:"absorbing_gap"`
+}
+
+func (s *Study) probe(env, lattice string) (tasks.ControlProbe, error) {
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		return tasks.ControlProbe{}, err
+	}
+	g, err := ce.Grid(lattice, s.cfg.Env[env].Bins)
+	if err != nil {
+		return tasks.ControlProbe{}, err
+	}
+	rbf, err := ce.Features(s.cfg.Env[env].Features)
+	if err != nil {
+		return tasks.ControlProbe{}, err
+	}
+	p := ce.Probe(g)
+	p.RBF = rbf
+	return p, nil
+}
+
+// horizon returns the lattice MDP's horizon for env under irl.horizon: the
+// environment's time limit T, or 0 (infinite).
+func (s *Study) horizon(env string) (int, error) {
+	if s.cfg.IRL.Horizon == "infinite" {
+		return 0, nil
+	}
+	e, err := registry.Make(env, 0, nil, 0)
+	if err != nil {
+		return 0, err
+	}
+	lim, ok := e.(interface{ MaxEpisodeSteps() int })
+	if !ok || lim.MaxEpisodeSteps() <= 0 {
+		return 0, nil
+	}
+	T := lim.MaxEpisodeSteps()
+	if s.cfg.IRL.Horizon == "auto" && math.Pow(s.cfg.Model.WithDefaults().Gamma, float64(T)) < 0.01 {
+		return 0, nil
+	}
+	return T, nil
+}
+
+func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irlSpec, error) {
+	du, _, _, _, err := s.demosUnit(env, client, seed)
+	if err != nil {
+		return unit{}, irlSpec{}, err
+	}
+	p, err := s.probe(env, lattice)
+	if err != nil {
+		return unit{}, irlSpec{}, err
+	}
+	h, err := s.horizon(env)
+	if err != nil {
+		return unit{}, irlSpec{}, err
+	}
+	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(client),
+		IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations, Horizon: h}
+	if ce, _ := tasks.LookupControl(env); ce.Counted {
+		r := s.cfg.ModelRollouts
+		sp.Rollouts = &r
+	}
+	return unit{"irl", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
+}
+
+func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, seed uint64, workers int) error {
+	du, _, _, _, err := s.demosUnit(sp.Env, sp.Client, seed)
+	if err != nil {
+		return err
+	}
+	d, err := ReadDemos(du.path(s.dir))
+	if err != nil {
+		return err
+	}
+	g, phi, err := sp.Probe.Features()
+	if err != nil {
+		return err
+	}
+	var m *mdp.MDP
+	if sp.Rollouts != nil {
+		m, err = s.countedModel(ctx, g, sp, seed)
+	} else {
+		var params map[string]float64
+		if params, err = classic.ClientParams(sp.Env, sp.Client); err != nil {
+			return err
+		}
+		m, err = discretize.SampleModel(ctx, g, func() (discretize.Simulator, error) { return classic.MakeWithParams(sp.Env, params) }, sp.Model, workers)
+	}
+	if err != nil {
+		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
+	}
+	demos, err := d.Trajectories(g)
+	if err != nil {
+		return fmt.Errorf("%s: %w", du.path(s.dir), err)
+	}
+	m.Horizon = sp.Horizon
+	cfg := irl.Config{LearningRate: sp.IRL.LearningRate, Temperature: sp.IRL.Temperature, L2: sp.IRL.L2,
+		MaxIter: sp.Iterations, Optimizer: sp.IRL.Optimizer, GradTol: sp.IRL.GradTol, Absorbing: sp.IRL.Absorbing,
+		Solver: mdp.Options{Tol: sp.IRL.SolverTol, Anderson: sp.IRL.Anderson, Newton: sp.IRL.Solver == "newton", Workers: workers}}
+	bias := sp.Probe.RBF.Dim() - 1
+	if !sp.Probe.RBF.Bias {
+		bias = -1
+	}
+	// Rung (c) at θ = 0: the gap the bias column starts from (with an
+	// infinite horizon and truncated demonstrations it can never close).
+	o, err := irl.NewObjective(m, phi, demos, cfg)
+	if err != nil {
+		return fmt.Errorf("%s client %d %s: MaxEnt: %w", sp.Env, sp.Client, lattice, err)
+	}
+	grad0 := make([]float64, o.Dim())
+	o.Eval(grad0, make([]float64, o.Dim()))
+	o.Close()
+	res, err := irl.MaxEnt(ctx, m, phi, demos, cfg)
+	if err != nil {
+		return fmt.Errorf("%s client %d %s: MaxEnt: %w", sp.Env, sp.Client, lattice, err)
+	}
+	theta := res.Theta
+	if sp.IRL.Absorbing {
+		if bias < 0 {
+			return fmt.Errorf("%s: irl.absorbing needs a bias feature to fold the absorbing state's value into", sp.Env)
+		}
+		theta[bias] -= res.AbsorbingReward // the same ranking of trajectories with a zero-valued terminal state
+	}
+	f := IRLFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: seed, Pairs: g.NumPairs(), Theta: theta,
+		Iterations: res.Iterations, GradNorm: res.GradNorm[len(res.GradNorm)-1], GradNorm0: res.GradNorm[0],
+		LogLik0: res.LogLik[0], LogLik: res.LogLik[len(res.LogLik)-1], DemoSteps: len(d.Acts),
+		Converged: res.Converged, Horizon: m.Horizon, AbsorbingReward: res.AbsorbingReward,
+		AbsorbingGap: res.AbsorbingEmpirical - res.AbsorbingExpected}
+	muD := append(slices.Clone(res.EmpiricalFeatures), res.AbsorbingEmpirical)
+	muPi := append(slices.Clone(res.ExpectedFeatures), res.AbsorbingExpected)
+	gap := make([]float64, len(muD))
+	floats.SubTo(gap, muD, muPi)
+	if n := floats.Norm(muD, 2); n > 0 {
+		f.FeatureGap = floats.Norm(gap, 2) / n
+	}
+	if bias >= 0 {
+		f.BiasGap, f.BiasGap0 = gap[bias], grad0[bias]
+	}
+	return report.WriteJSON(u.path(s.dir), f)
+}
+
+// RolloutConfig configures the counted lattice model of a simulator whose
+// state cannot be set: Episodes episodes of the client's expert, each action
+// replaced with probability Epsilon by a uniform random one.
+type RolloutConfig struct {
+	Episodes int     `json:"episodes" yaml:"episodes"`
+	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
+}
+
+// countedModel counts the client's own ε-greedy expert rollouts on g.
+func (s *Study) countedModel(ctx context.Context, g *discretize.Grid, sp irlSpec, seed uint64) (*mdp.MDP, error) {
+	eu, _, err := s.expertUnit(sp.Env, sp.Client, seed)
+	if err != nil {
+		return nil, err
+	}
+	_, pol, err := s.readExpert(eu)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := tasks.LookupControl(sp.Env)
+	if err != nil {
+		return nil, err
+	}
+	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(seed, "rollout-noise", sp.Client))
+	if err != nil {
+		return nil, err
+	}
+	space := env.ActionSpace()
+	rng := rand.New(rand.NewPCG(seedOf(seed, "rollouts", sp.Client), 0))
+	c := discretize.NewCounter(g)
+	act := make([]float64, space.Dim())
+	x, nx := make([]float64, g.StateDim()), make([]float64, g.StateDim())
+	for ep := range sp.Rollouts.Episodes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		obs := env.Reset(seedOf(seed, "rollout-reset", sp.Client, ep))
+		for {
+			ce.StateOf(x, obs)
+			if rng.Float64() < sp.Rollouts.Epsilon {
+				for j := range act {
+					act[j] = space.Low[j] + (space.High[j]-space.Low[j])*rng.Float64()
+				}
+			} else {
+				pol.Act(act, obs, nil)
+			}
+			o, _, term, trunc := env.Step(act)
+			obs = o
+			ce.StateOf(nx, obs)
+			if err := c.AddState(x, act, nx, term); err != nil {
+				return nil, err
+			}
+			if term || trunc {
+				break
+			}
+		}
+	}
+	return c.Model(sp.Model.Gamma)
+}

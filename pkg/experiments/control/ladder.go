@@ -1,0 +1,331 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// The validation ladder checks every rung of the pipeline in the run
+// itself, before any fusion verdict:
+//
+//	(a) model:    the greedy planner of each client's lattice model under the
+//	              true lattice reward, rolled in the client's real simulator
+//	              (ladder unit: PlannerReturn);
+//	(b) features: PPO trained on the least-squares projection of the true
+//	              lattice reward onto the features (the "projected" method,
+//	              whose θ the ladder unit computes);
+//	(c) fit:      the local IRL's relative feature gap and the bias (and
+//	              absorbing) column's μ_D − μ_π (irl unit).
+//
+// Returns are normalized per client and seed as (R − R_random)/(R_expert −
+// R_random), with R_random from the baseline unit and R_expert the client's
+// own expert, so 0 is a uniform random policy and 1 the expert.
+
+// ---- baseline: the random policy's return ----
+
+type baselineSpec struct {
+	Kind     string `json:"kind"`
+	Version  int    `json:"version"`
+	Env      string `json:"env"`
+	Client   int    `json:"client"`
+	Seed     uint64 `json:"seed"`
+	Episodes int    `json:"episodes"`
+}
+
+// BaselineFile is the content of a baseline unit: a uniform random policy's
+// mean true return on one client.
+type BaselineFile struct {
+	Env          string  `json:"env"`
+	Client       int     `json:"client"`
+	Seed         uint64  `json:"seed"`
+	Episodes     int     `json:"episodes"`
+	RandomReturn float64 `json:"random_return"`
+}
+
+func (s *Study) baselineUnit(env string, client int, seed uint64) (unit, baselineSpec) {
+	sp := baselineSpec{"baseline", unitVersion, env, client, seed, max(s.cfg.Ladder.Episodes, 20)}
+	return unit{"baseline", fmt.Sprintf("%s-c%d-s%d", env, client, seed), key(sp), ".json"}, sp
+}
+
+func (s *Study) runBaseline(ctx context.Context, u unit, sp baselineSpec) error {
+	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(sp.Seed, "baseline-noise", sp.Client))
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(seedOf(sp.Seed, "baseline-actions", sp.Client), 0))
+	space := env.ActionSpace()
+	act := make([]float64, space.Dim())
+	ret, err := episodeReturns(ctx, env, sp.Episodes, seedOf(sp.Seed, "baseline-reset", sp.Client),
+		func([]float64) []float64 { return space.Sample(act, rng) })
+	if err != nil {
+		return err
+	}
+	return report.WriteJSON(u.path(s.dir), BaselineFile{sp.Env, sp.Client, sp.Seed, sp.Episodes, floats.Sum(ret) / float64(len(ret))})
+}
+
+// episodeReturns runs episodes of policy in env (reset seeds seed, seed+1, …)
+// and returns their true returns.
+func episodeReturns(ctx context.Context, env envs.Env, episodes int, seed uint64, policy func(obs []float64) []float64) ([]float64, error) {
+	out := make([]float64, episodes)
+	for e := range episodes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		obs := env.Reset(seed + uint64(e))
+		for {
+			o, r, term, trunc := env.Step(policy(obs))
+			obs = o
+			out[e] += r
+			if term || trunc {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// ---- ladder: rungs (a) and (b) per client and lattice ----
+
+type ladderSpec struct {
+	Kind     string                 `json:"kind"`
+	Version  int                    `json:"version"`
+	Env      string                 `json:"env"`
+	Client   int                    `json:"client"`
+	Seed     uint64                 `json:"seed"`
+	Probe    tasks.ControlProbe     `json:"probe"`
+	Model    discretize.ModelConfig `json:"model"`
+	Episodes int                    `json:"episodes"`
+}
+
+// LadderFile is the content of a ladder unit: rung (a)'s planner return and
+// rung (b)'s projected θ on one client's lattice model.
+type LadderFile struct {
+	Env     string `json:"env"`
+	Lattice string `json:"lattice"`
+	Client  int    `json:"client"`
+	Seed    uint64 `json:"seed"`
+	Pairs   int    `json:"pairs"`
+	// Available is false for a simulator whose state cannot be set
+	// (LunarLander): its model is counted from rollouts and has no true
+	// lattice reward, so rungs (a) and (b) cannot be computed.
+	Available bool `json:"available"`
+	// PlannerReturn is the mean true return of the true-reward lattice
+	// planner (discretize.Planner on infinite-horizon value iteration) over
+	// Episodes episodes of the real simulator.
+	PlannerReturn float64 `json:"planner_return"`
+	Episodes      int     `json:"episodes"`
+	// Theta is the least-squares projection of the true lattice reward onto
+	// the features over the non-terminal pairs; ProjectionR2 its R².
+	Theta        []float64 `json:"theta"`
+	ProjectionR2 float64   `json:"projection_r2"`
+}
+
+// modelConfig returns the lattice-model settings of one client (its own
+// in-cell sampling stream).
+func (s *Study) modelConfig(client int) discretize.ModelConfig {
+	m := s.cfg.Model.WithDefaults()
+	m.Seed = seedOf(m.Seed, "model", client)
+	return m
+}
+
+func (s *Study) ladderUnit(env, lattice string, client int, seed uint64) (unit, ladderSpec, error) {
+	p, err := s.probe(env, lattice)
+	if err != nil {
+		return unit{}, ladderSpec{}, err
+	}
+	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(client), s.cfg.Ladder.Episodes}
+	return unit{"ladder", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
+}
+
+// trueModel builds a client's sampled lattice model (infinite horizon) and
+// the true lattice reward (the simulator's mean reward over each row's
+// samples; 0 on the terminal state).
+func trueModel(ctx context.Context, g *discretize.Grid, env string, client int, cfg discretize.ModelConfig, workers int) (*mdp.MDP, []float64, error) {
+	params, err := classic.ClientParams(env, client)
+	if err != nil {
+		return nil, nil, err
+	}
+	return discretize.SampleModelReward(ctx, g, func() (discretize.Simulator, error) { return classic.MakeWithParams(env, params) }, cfg, workers)
+}
+
+func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice string, workers int) error {
+	g, phi, err := sp.Probe.Features()
+	if err != nil {
+		return err
+	}
+	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes,
+		PlannerReturn: math.NaN(), ProjectionR2: math.NaN()}
+	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
+		return report.WriteJSON(u.path(s.dir), f)
+	}
+	f.Available = true
+	m, r, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
+	if err != nil {
+		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
+	}
+	// (a) plan on the model with the true reward, act in the real simulator.
+	ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20, Workers: workers})
+	v := ws.ValueIteration(nil, r)
+	ws.Close()
+	if !v.Converged {
+		return fmt.Errorf("%s client %d %s: value iteration did not converge (residual %g)", sp.Env, sp.Client, lattice, v.Residual)
+	}
+	pl, err := discretize.NewPlanner(g, v.Q)
+	if err != nil {
+		return err
+	}
+	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(sp.Seed, "ladder-noise", sp.Client))
+	if err != nil {
+		return err
+	}
+	st, ok := env.(interface{ State([]float64) []float64 })
+	if !ok {
+		return fmt.Errorf("%s: the simulator's state cannot be read for the planner", sp.Env)
+	}
+	state := make([]float64, g.StateDim())
+	act := make([]float64, g.ActionDim())
+	ret, err := episodeReturns(ctx, env, sp.Episodes, seedOf(sp.Seed, "ladder-reset", sp.Client),
+		func([]float64) []float64 { return pl.Act(act, st.State(state)) })
+	if err != nil {
+		return err
+	}
+	f.PlannerReturn = floats.Sum(ret) / float64(len(ret))
+	// (b) project the true reward onto the features (non-terminal pairs).
+	f.Theta, f.ProjectionR2, err = project(phi, r, g.NumCells()*g.NumActions())
+	if err != nil {
+		return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
+	}
+	return report.WriteJSON(u.path(s.dir), f)
+}
+
+// project returns argmin_θ ‖Φθ − r‖ over the first n rows (the non-terminal
+// pairs) and the fit's R² (1 when r is constant and fitted exactly).
+func project(phi *mat.Dense, r []float64, n int) ([]float64, float64, error) {
+	_, d := phi.Dims()
+	a := phi.Slice(0, n, 0, d)
+	b := mat.NewVecDense(n, append([]float64(nil), r[:n]...))
+	var x mat.VecDense
+	if err := x.SolveVec(a, b); err != nil {
+		return nil, 0, fmt.Errorf("projecting the true reward onto the features: %w", err)
+	}
+	var fit mat.VecDense
+	fit.MulVec(a, &x)
+	mean := floats.Sum(r[:n]) / float64(n)
+	var ss, st float64
+	for i := range n {
+		e := r[i] - fit.AtVec(i)
+		ss += e * e
+		st += (r[i] - mean) * (r[i] - mean)
+	}
+	r2 := 1.0
+	if st > 0 {
+		r2 = 1 - ss/st
+	} else if ss > 1e-18*float64(n) {
+		r2 = 0
+	}
+	return mat.Col(nil, 0, &x), r2, nil
+}
+
+// ---- fidelity: the EPIC distance of every learned reward to the true one ----
+
+type fidelitySpec struct {
+	Kind    string                 `json:"kind"`
+	Version int                    `json:"version"`
+	Env     string                 `json:"env"`
+	Client  int                    `json:"client"`
+	Seed    uint64                 `json:"seed"`
+	Probe   tasks.ControlProbe     `json:"probe"`
+	Model   discretize.ModelConfig `json:"model"`
+	// Rewards maps a method to the key of the unit holding its θ.
+	Rewards map[string]string `json:"rewards"`
+}
+
+// FidelityFile is the content of a fidelity unit: per method, the EPIC
+// distance (irl.EPIC) between its reward and the true lattice reward on one
+// client's lattice model, with states uniform over the cells, actions
+// uniform and successors from the model.
+type FidelityFile struct {
+	Env     string             `json:"env"`
+	Lattice string             `json:"lattice"`
+	Client  int                `json:"client"`
+	Seed    uint64             `json:"seed"`
+	EPIC    map[string]float64 `json:"epic_to_true"`
+}
+
+// fidelityMethods are the methods whose reward the fidelity unit scores.
+func (s *Study) fidelityMethods(client int) []string {
+	var out []string
+	for _, m := range s.cfg.Methods {
+		if m == MethodTrue || (m == MethodLocal && s.heldOut(client)) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit, fidelitySpec, map[string]unit, error) {
+	p, err := s.probe(env, lattice)
+	if err != nil {
+		return unit{}, fidelitySpec{}, nil, err
+	}
+	sp := fidelitySpec{"fidelity", unitVersion, env, client, seed, p, s.modelConfig(client), map[string]string{}}
+	units := map[string]unit{}
+	for _, m := range s.fidelityMethods(client) {
+		ru, err := s.rewardUnit(evalJob{env, lattice, m, seed, client})
+		if err != nil {
+			return unit{}, fidelitySpec{}, nil, err
+		}
+		sp.Rewards[m], units[m] = ru.key, ru
+	}
+	return unit{"fidelity", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, units, nil
+}
+
+func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattice string, units map[string]unit, workers int) error {
+	f := FidelityFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, EPIC: map[string]float64{}}
+	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
+		return report.WriteJSON(u.path(s.dir), f) // no true lattice reward: no EPIC
+	}
+	g, phi, err := sp.Probe.Features()
+	if err != nil {
+		return err
+	}
+	m, rTrue, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
+	if err != nil {
+		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
+	}
+	r := make([]float64, m.NumPairs())
+	for _, meth := range s.fidelityMethods(sp.Client) {
+		var th struct {
+			Theta []float64 `json:"theta"`
+		}
+		if err := readJSON(units[meth].path(s.dir), &th); err != nil {
+			return err
+		}
+		var rv mat.VecDense
+		rv.MulVec(phi, mat.NewVecDense(len(th.Theta), th.Theta))
+		for k := range r {
+			r[k] = rv.AtVec(k)
+		}
+		res, err := irl.EPIC(m, r, rTrue, irl.EPICOptions{})
+		if err != nil {
+			return fmt.Errorf("%s client %d %s: EPIC of %s: %w", sp.Env, sp.Client, lattice, meth, err)
+		}
+		f.EPIC[meth] = res.Distance
+	}
+	return report.WriteJSON(u.path(s.dir), f)
+}
