@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +100,7 @@ func readRewardArg(path string, m *mdp.MDP, phi *mat.Dense) ([]float64, error) {
 	_, d := phi.Dims()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
-		theta, err := readThetaJSON(path)
+		theta, err := readTheta(path)
 		if err != nil {
 			return nil, err
 		}
@@ -132,25 +131,6 @@ func readRewardArg(path string, m *mdp.MDP, phi *mat.Dense) ([]float64, error) {
 	default:
 		return nil, fmt.Errorf("%s: unknown extension (want θ as .json, or θ or a reward as .npy)", path)
 	}
-}
-
-// readThetaJSON reads θ from a JSON array or an object with a "theta" array.
-func readThetaJSON(path string) ([]float64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var arr []float64
-	if err := json.Unmarshal(data, &arr); err == nil {
-		return arr, nil
-	}
-	var obj struct {
-		Theta []float64 `json:"theta"`
-	}
-	if err := json.Unmarshal(data, &obj); err != nil || obj.Theta == nil {
-		return nil, fmt.Errorf("%s: want a JSON array of numbers or an object with a \"theta\" array of numbers", path)
-	}
-	return obj.Theta, nil
 }
 
 // readNPYFloat64 reads a float64 .npy array that is a vector of length d or

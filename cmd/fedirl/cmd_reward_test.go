@@ -14,7 +14,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/irl"
-	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 )
 
 // TestRewardDistanceCommand runs "fedirl reward distance" on a tiny spec and
@@ -24,19 +24,7 @@ import (
 func TestRewardDistanceCommand(t *testing.T) {
 	const S, A, d = 5, 2, 3
 	rng := rand.New(rand.NewPCG(5, 5))
-	b := mdp.NewBuilder(S, A)
-	b.Gamma = 0.9
-	b.SetTerminal(S - 1)
-	for s := 0; s < S-1; s++ {
-		for a := 0; a < A; a++ {
-			b.AddTransition(s, a, (s+1+a)%S, 0.7)
-			b.AddTransition(s, a, rng.IntN(S), 0.3)
-		}
-	}
-	m, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mdptest.RandomMDP(5, S, A, 2, 1, 0.9, 0)
 	phi := mat.NewDense(S*A, d, nil)
 	for k := 0; k < S*A; k++ {
 		for j := 0; j < d; j++ {

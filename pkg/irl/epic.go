@@ -103,7 +103,8 @@ type TransitionReward struct {
 // in exact arithmetic, without cancellation near ρ = 1). A reward whose
 // C(R) is constant, up to a relative 1e-10 of its magnitude, is an error
 // wrapping ErrConstantReward and naming it (r1 or r2); so are non-finite
-// entries, wrong lengths and invalid weights.
+// entries, wrong lengths and invalid weights. m.Horizon and m.Init play no
+// part: EPIC compares rewards, not the values of a particular episode.
 func EPIC(m *mdp.MDP, r1, r2 []float64, o EPICOptions) (EPICResult, error) {
 	if m == nil {
 		return EPICResult{}, fmt.Errorf("irl: EPIC: nil MDP")
