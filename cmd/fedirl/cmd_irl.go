@@ -135,7 +135,7 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 func readTheta(path string) ([]float64, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading theta0: %w", err)
+		return nil, fmt.Errorf("reading θ: %w", err)
 	}
 	var arr []float64
 	if err := json.Unmarshal(data, &arr); err == nil {

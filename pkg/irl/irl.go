@@ -1,7 +1,8 @@
 // Package irl implements maximum-entropy inverse reinforcement learning
 // (MaxEnt IRL) with a linear reward R_θ(s,a) = θᵀφ(s,a) on a tabular
 // mdp.MDP, as run locally by each client in the paper (§Client-side
-// Learning), together with the file formats of its inputs.
+// Learning), together with the file formats of its inputs and the EPIC
+// distance between two rewards on an MDP (EPIC, EPICTransitions).
 //
 // # Objective
 //
