@@ -30,10 +30,23 @@ func controlAxisNames() []string {
 	return out
 }
 
+// countsText renders unit counts by kind as "expert 3, irl 4" (sorted by kind), or "none".
+func countsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for k, n := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
 // newReproduceControlCmd builds "fedirl reproduce control" and its "merge".
 func newReproduceControlCmd() *cobra.Command {
 	var (
-		envList, lattice, configPath, out, shard string
+		envList, lattice, configPath, out, shard, protocol string
 		quick, full                              bool
 		seeds, jobs                              int
 	)
@@ -43,11 +56,19 @@ func newReproduceControlCmd() *cobra.Command {
 		Short: "Continuous-control study: experts, demonstrations, lattice MaxEnt IRL, mean vs barycentric fusion, PPO on the fused rewards (Figures 3 and 5)",
 		Long: `Runs the paper's continuous-control study. For each environment and seed, each
 client (its own physics, appendix "Setups") trains a PPO expert and records
-demonstrations; MaxEnt IRL on a lattice model of its own simulator gives θ_i
-(64 RBF features plus a bias); the server fuses them by averaging, by the
-Wasserstein barycenter and by the debiased barycenter, through the same
-federation code as the network path; PPO is trained on each reward in every
-training and held-out client's environment and judged by the true return.
+demonstrations; MaxEnt IRL on a lattice model of its own simulator gives θ_i;
+the server fuses them by averaging, by the Wasserstein barycenter and by the
+debiased barycenter, through the same federation code as the network path;
+PPO is trained on each reward in every training and held-out client's
+environment and judged by the true return, normalized per client as
+(R − R_random)/(R_expert − R_random), beside the EPIC distance of each reward
+to the true one on the client's lattice model.
+
+Every run checks its pipeline rung by rung and writes the verdict first in
+summary.md and summary.json ("validation"): (a) the lattice planner with the
+true reward in the real simulator, (b) PPO on the true reward projected onto
+the features, (c) the local IRL's feature gap. --protocol paper runs the
+appendix as written, to show where it loses the signal.
 
 Every unit of work is a file under OUT/units, named by a hash of what it
 depends on: rerunning continues a killed run, and changing a setting
@@ -59,6 +80,7 @@ Outputs: config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
 figure3.png (Pendulum, CartPole), figure5.png (Acrobot; LunarLander when
 present), resolution.png, log.txt.`,
 		Example: `  fedirl reproduce control --quick --out /tmp/control-smoke
+  fedirl reproduce control --protocol paper --out runs/control-paper
   fedirl reproduce control --env Acrobot-v1 --lattice fine --seeds 5
   fedirl reproduce control --env Pendulum-v1 --n-theta 64 --n-thdot 41
   fedirl reproduce control --full --shard 3/10 --out runs/control-full   # one job of an array`,
@@ -74,6 +96,14 @@ present), resolution.png, log.txt.`,
 				cfg, name = control.QuickConfig(), "quick"
 			case full:
 				cfg, name = control.FullConfig(), "full"
+			}
+			switch protocol {
+			case control.ProtocolWellPosed:
+			case control.ProtocolPaper:
+				cfg = control.PaperProtocol(cfg)
+				name += "-paper"
+			default:
+				return fmt.Errorf("--protocol %q: want %s or %s", protocol, control.ProtocolWellPosed, control.ProtocolPaper)
 			}
 			if configPath != "" {
 				var err error
@@ -154,13 +184,17 @@ present), resolution.png, log.txt.`,
 			defer run.Close()
 			log := run.Log
 			start := time.Now()
-			fmt.Fprintf(log, "fedirl reproduce control (%s): %s, %d seeds, %d+%d clients, %d jobs, GOMAXPROCS %d, shard %q, started %s\n",
-				name, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), shard, start.UTC().Format(time.RFC3339))
+			part := "the whole study"
+			if shard != "" {
+				part = "shard " + shard
+			}
+			fmt.Fprintf(log, "fedirl reproduce control (%s, protocol %s): %s, %d seeds, %d+%d clients, %d jobs, GOMAXPROCS %d, %s, started %s\n",
+				name, cfg.Protocol, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), part, start.UTC().Format(time.RFC3339))
 			st, err := control.New(cfg, out, jobs, run.File)
 			if err != nil {
 				return err
 			}
-			st.Progress = true
+			st.Progress, st.SmokeTest = true, quick
 			if err := st.WriteConfig(); err != nil {
 				return err
 			}
@@ -168,7 +202,7 @@ present), resolution.png, log.txt.`,
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
 				return err
 			}
-			fmt.Fprintf(log, "units computed: %v; %v\n", st.Computed, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(log, "units computed: %s; %v\n", countsText(st.Computed), time.Since(start).Round(time.Millisecond))
 			if sh.Count > 1 {
 				fmt.Fprintf(log, "shard %s done; assemble with: fedirl reproduce control merge --config %s/config.yaml OUT SHARD_DIRS...\n", shard, out)
 				return nil
@@ -186,10 +220,11 @@ present), resolution.png, log.txt.`,
 	f.StringVar(&envList, "env", "", "comma-separated environments (default: the preset's; known: "+strings.Join(tasks.ControlEnvNames(), ", ")+")")
 	f.StringVar(&lattice, "lattice", "", "lattice preset(s) for every environment: paper, fine (≈1e5 pairs), ultra (≈1e6), comma-separated")
 	f.StringVar(&configPath, "config", "", "YAML config (keys as in the run folder's config.yaml) over the preset")
-	f.StringVar(&out, "out", "", "run folder (default runs/control-<preset>)")
+	f.StringVar(&out, "out", "", "run folder (default runs/control-<preset>[-paper])")
 	f.StringVar(&shard, "shard", "", "run only shard i/n of the PPO evaluations (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
-	f.BoolVar(&quick, "quick", false, "smoke test (≤ 90 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets")
-	f.BoolVar(&full, "full", false, "the paper's scale: 6 clients, 10 seeds, the appendix's budgets, paper and fine lattices")
+	f.BoolVar(&quick, "quick", false, "smoke test of the plumbing (≤ 60 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets; its numbers mean nothing")
+	f.BoolVar(&full, "full", false, "the paper's scale: 6+2 clients, 10 seeds, all four environments")
+	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by L-BFGS on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")
 	f.IntVar(&seeds, "seeds", 0, "number of seeds (default: the preset's)")
 	f.IntVar(&jobs, "jobs", 2, "units run in parallel (results do not depend on it)")
 	for _, a := range controlAxisNames() {
@@ -230,6 +265,10 @@ func newControlMergeCmd() *cobra.Command {
 			case full:
 				cfg = control.FullConfig()
 			}
+			if configPath == "" && len(args) > 1 && !quick && !full {
+				// The shards' folders hold the resolved config they ran with.
+				configPath = filepath.Join(args[1], "config.yaml")
+			}
 			if configPath != "" {
 				var err error
 				if cfg, err = control.LoadConfig(configPath, cfg); err != nil {
@@ -254,7 +293,7 @@ func newControlMergeCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&configPath, "config", "", "the config the shards ran with (e.g. a shard folder's config, or your YAML)")
+	cmd.Flags().StringVar(&configPath, "config", "", "the config the shards ran with (default: the first shard folder's config.yaml)")
 	cmd.Flags().BoolVar(&quick, "quick", false, "the shards ran with --quick")
 	cmd.Flags().BoolVar(&full, "full", false, "the shards ran with --full")
 	return cmd

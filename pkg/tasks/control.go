@@ -111,9 +111,9 @@ type ControlEnv struct {
 	// grid over the state and action coordinates, plus a bias (the feature
 	// set "paper").
 	RBF func() features.RBFSpec
-	// Extra, when set, are the analytic columns that the feature set
-	// "quadratic" appends to the paper's features (before the bias).
-	Extra []features.ExtraFeature
+	// Quadratic, when set, returns the feature set "quadratic": features in
+	// whose span the environment's reward lies (see the environment's Note).
+	Quadratic func() features.RBFSpec
 	// StateOf writes the state coordinates of an observation into dst
 	// (angles recovered with atan2 from their cosine and sine).
 	StateOf func(dst, obs []float64) []float64
@@ -194,8 +194,8 @@ func (e *ControlEnv) AxisNames() []string {
 const (
 	// FeaturesPaper is the paper's 64 RBF centres and a bias.
 	FeaturesPaper = "paper"
-	// FeaturesQuadratic is the paper's set plus the environment's analytic
-	// columns (ControlEnv.Extra), for environments that have them.
+	// FeaturesQuadratic is a set that spans the environment's reward
+	// (ControlEnv.Quadratic), for environments that have one.
 	FeaturesQuadratic = "quadratic"
 )
 
@@ -205,12 +205,10 @@ func (e *ControlEnv) Features(set string) (features.RBFSpec, error) {
 	case FeaturesPaper:
 		return e.RBF(), nil
 	case FeaturesQuadratic:
-		if len(e.Extra) == 0 {
-			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has no analytic columns (use %q)", set, e.Name, FeaturesPaper)
+		if e.Quadratic == nil {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
-		s := e.RBF()
-		s.Extra = append([]features.ExtraFeature(nil), e.Extra...)
-		return s, nil
+		return e.Quadratic(), nil
 	}
 	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s)", set, FeaturesPaper, FeaturesQuadratic)
 }
@@ -292,15 +290,25 @@ func init() {
 				features.UniformRBFAxis("action", 4, -2, 2, 0),
 			}, Bias: true}
 		},
-		// Pendulum's reward −(θ² + 0.1θ̇² + 0.001u²) is a combination of the
-		// first three columns exactly (θ wrapped into [−π, π), θ̇/8 and u/2
-		// scaled into [−1, 1]); cos θ and sin θ are the observation's own terms.
-		Extra: []features.ExtraFeature{
-			{Kind: features.ExtraSquare, Axis: 0, Period: 2 * math.Pi},
-			{Kind: features.ExtraSquare, Axis: 1, Scale: 1.0 / 8},
-			{Kind: features.ExtraSquare, Axis: 2, Scale: 0.5},
-			{Kind: features.ExtraCos, Axis: 0},
-			{Kind: features.ExtraSin, Axis: 0},
+		// Pendulum's reward −(θ² + 0.1θ̇² + 0.001u²) is, but for the
+		// torque term (0.4 % of its range), a combination of square(θ) (θ
+		// wrapped into [−π, π)) and square(θ̇/8). The set is state-only: 16
+		// Gaussians on (θ, θ̇), those two squares, cos θ and a bias. An
+		// action-dependent reward lets MaxEnt explain the demonstrator's
+		// saturated swing-up torques by a torque bonus (the soft-optimal
+		// policy spreads over the torque levels, so matching E[u²] needs one),
+		// which PPO then chases; a state-only reward cannot (cf. AIRL's
+		// state-only rewards, Fu et al. 2018).
+		Quadratic: func() features.RBFSpec {
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("theta", 4, -math.Pi, math.Pi, 2*math.Pi),
+				features.UniformRBFAxis("thdot", 4, -8, 8, 0),
+				{Name: "action", Centres: []float64{0}, Categorical: true}, // constant: a state-only reward
+			}, Extra: []features.ExtraFeature{
+				{Kind: features.ExtraSquare, Axis: 0, Period: 2 * math.Pi},
+				{Kind: features.ExtraSquare, Axis: 1, Scale: 1.0 / 8},
+				{Kind: features.ExtraCos, Axis: 0},
+			}, Bias: true}
 		},
 		StateOf: func(dst, obs []float64) []float64 {
 			dst[0], dst[1] = math.Atan2(obs[1], obs[0]), obs[2]

@@ -271,8 +271,8 @@ func DefaultConfig() Config {
 	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 4, 1, 3
 	c.EpisodesPerClient = 20
 	c.Env = wellPosedEnv(100)
-	delete(c.Env, "LunarLanderContinuous-v3")
-	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"fine"}, "Acrobot-v1": {"fine"}}
+	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"fine"}, "Acrobot-v1": {"fine"},
+		"LunarLanderContinuous-v3": {"paper"}}
 	c.LogEvery = 5000
 	return c
 }
@@ -291,8 +291,11 @@ func QuickConfig() Config {
 		"CartPole-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper},
 		"Acrobot-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
 			Bins: map[string]int{"theta1": 6, "theta2": 6, "thdot1": 3, "thdot2": 3}},
+		"LunarLanderContinuous-v3": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
+			Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}},
 	}
-	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"}}
+	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"},
+		"LunarLanderContinuous-v3": {"paper"}}
 	c.ModelRollouts.Episodes = 20
 	c.Barycenter.BarycenterIterations = 20
 	c.Ladder.Episodes = 3

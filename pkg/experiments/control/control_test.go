@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,15 +69,46 @@ func sameFiles(t *testing.T, what string, a, b map[string][]byte) {
 	}
 }
 
-// TestQuickDeterministicResumableSharded runs --quick: with GOMAXPROCS 1
-// and 2 (byte-identical outputs), killed after some units and resumed
-// (byte-identical, no finished unit recomputed), and as 3 shards merged
-// (byte-identical to the single run).
-func TestQuickDeterministicResumableSharded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the quick study five times")
+// microConfig is the quick study cut to what exercises every unit kind
+// (expert, baseline, demonstrations, local IRL, ladder, fusion, fidelity,
+// evaluation) on a Box and a Discrete action space in a few seconds.
+func microConfig() Config {
+	c := QuickConfig()
+	c.Envs = []string{"Pendulum-v1", "CartPole-v1"}
+	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 2, 1, 1
+	c.EpisodesPerClient = 2
+	c.Env = EnvConfigs{
+		"Pendulum-v1": {TotalExpertSteps: 2048, IRLIterations: 4, EvaluationSteps: 2048, Features: "quadratic",
+			Bins: map[string]int{"theta": 16, "thdot": 11}},
+		"CartPole-v1": {TotalExpertSteps: 2048, IRLIterations: 4, EvaluationSteps: 1024, Features: "paper"},
 	}
-	cfg := QuickConfig()
+	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}}
+	c.Barycenter.BarycenterIterations = 5
+	c.Ladder.Episodes = 2
+	c.LogEvery = 1024
+	return c
+}
+
+// TestMicroDeterministicResumableSharded runs the micro study with
+// GOMAXPROCS 1 and 2 (byte-identical outputs), killed after some units and
+// resumed (byte-identical, no finished unit recomputed), and as 3 shards
+// merged (byte-identical to the single run). The same test on the whole
+// --quick study is TestQuickDeterministicResumableSharded (set
+// FEDIRL_LONG_TESTS=1; .ci/run does).
+func TestMicroDeterministicResumableSharded(t *testing.T) {
+	checkDeterministicResumableSharded(t, microConfig(), 8)
+}
+
+// TestQuickDeterministicResumableSharded is the long variant of
+// TestMicroDeterministicResumableSharded on the --quick preset.
+func TestQuickDeterministicResumableSharded(t *testing.T) {
+	if os.Getenv("FEDIRL_LONG_TESTS") == "" {
+		t.Skip("runs the quick study five times (about 2 minutes); set FEDIRL_LONG_TESTS=1")
+	}
+	checkDeterministicResumableSharded(t, QuickConfig(), 12)
+}
+
+func checkDeterministicResumableSharded(t *testing.T, cfg Config, killAfter int) {
 	root := t.TempDir()
 	one, two := filepath.Join(root, "p1"), filepath.Join(root, "p2")
 	runStudy(t, cfg, one, 1, Shard{})
@@ -85,7 +117,11 @@ func TestQuickDeterministicResumableSharded(t *testing.T) {
 	if len(ref) < 20 {
 		t.Fatalf("the quick run wrote only %d files", len(ref))
 	}
-	for _, f := range []string{"curves.csv", "summary.md", "summary.csv", "summary.json", "irl_diagnostics.csv", "figure3.png", "figure5.png", "resolution.png", "config.yaml"} {
+	want := []string{"curves.csv", "summary.md", "summary.csv", "summary.json", "irl_diagnostics.csv", "figure3.png", "resolution.png", "config.yaml"}
+	if slices.Contains(cfg.Envs, "Acrobot-v1") {
+		want = append(want, "figure5.png")
+	}
+	for _, f := range want {
 		if _, ok := ref[f]; !ok {
 			t.Errorf("output %s missing", f)
 		}
@@ -95,7 +131,7 @@ func TestQuickDeterministicResumableSharded(t *testing.T) {
 	// Kill after the 12th computed unit, then resume.
 	killed := filepath.Join(root, "killed")
 	ctx, cancel := context.WithCancel(context.Background())
-	lw := &countingWriter{after: 12, cancel: cancel}
+	lw := &countingWriter{after: killAfter, cancel: cancel}
 	st, err := New(cfg, killed, 2, lw)
 	if err != nil {
 		t.Fatal(err)
@@ -222,23 +258,76 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func cloneEnv(m map[string]EnvConfig) map[string]EnvConfig {
-	out := map[string]EnvConfig{}
+func cloneEnv(m EnvConfigs) EnvConfigs {
+	out := EnvConfigs{}
 	for k, v := range m {
 		out[k] = v
 	}
 	return out
 }
 
-// TestPresetsValidate: every preset is a valid config, and all four
-// environments are in each.
+// TestPresetsValidate: every preset, under both protocols, is a valid
+// config; the full preset has all four environments, and every preset has
+// settings for every environment so that --env can select any of them.
 func TestPresetsValidate(t *testing.T) {
 	for name, c := range map[string]Config{"quick": QuickConfig(), "default": DefaultConfig(), "full": FullConfig()} {
-		if err := c.Validate(); err != nil {
-			t.Errorf("%s preset: %v", name, err)
+		for _, c := range []Config{c, PaperProtocol(c)} {
+			if err := c.Validate(); err != nil {
+				t.Errorf("%s preset, %s protocol: %v", name, c.Protocol, err)
+			}
 		}
-		if len(c.Envs) != 4 {
-			t.Errorf("%s preset has %d environments, want Pendulum, CartPole, Acrobot and LunarLander", name, len(c.Envs))
+		if name == "full" && len(c.Envs) != 4 {
+			t.Errorf("full preset has %d environments, want Pendulum, CartPole, Acrobot and LunarLander", len(c.Envs))
 		}
+		for _, e := range []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1", "LunarLanderContinuous-v3"} {
+			if _, ok := c.Env[e]; !ok {
+				t.Errorf("%s preset has no settings for %s", name, e)
+			}
+		}
+	}
+	p := PaperProtocol(DefaultConfig())
+	for _, e := range p.Envs {
+		if l := p.Lattices[e]; len(l) != 1 || l[0] != "paper" {
+			t.Errorf("paper protocol: %s lattices %v, want [paper]", e, l)
+		}
+		if p.Env[e].Features != "paper" || p.Env[e].IRLIterations > paperEnv(e).IRLIterations {
+			t.Errorf("paper protocol: %s features %q, %d IRL iterations", e, p.Env[e].Features, p.Env[e].IRLIterations)
+		}
+	}
+	if p.IRL != paperIRL || p.NormalizeReward || p.IRL.Absorbing || p.IRL.Horizon != "infinite" {
+		t.Errorf("paper protocol IRL %+v, normalize_reward %v", p.IRL, p.NormalizeReward)
+	}
+}
+
+// TestConfigMergesPartialBlocks: a partial per-environment block changes
+// only the keys it names; other environments and keys keep the preset's
+// values; an unknown key inside a block is named with its path.
+func TestConfigMergesPartialBlocks(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte("env:\n  CartPole-v1:\n    evaluation_steps: 6000\n    bins: {x: 4}\nirl:\n  l2: 0.01\n"), 0o644)
+	base := DefaultConfig()
+	c, err := LoadConfig(p, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base.Env["CartPole-v1"]
+	want.EvaluationSteps, want.Bins = 6000, map[string]int{"x": 4}
+	if got := c.Env["CartPole-v1"]; got.EvaluationSteps != 6000 || got.TotalExpertSteps != want.TotalExpertSteps ||
+		got.IRLIterations != want.IRLIterations || got.Features != want.Features || got.Bins["x"] != 4 {
+		t.Errorf("CartPole block %+v, want %+v", got, want)
+	}
+	if c.Env["Pendulum-v1"].Features != base.Env["Pendulum-v1"].Features || c.Env["Pendulum-v1"].EvaluationSteps != base.Env["Pendulum-v1"].EvaluationSteps {
+		t.Errorf("Pendulum block changed: %+v", c.Env["Pendulum-v1"])
+	}
+	if c.IRL.L2 != 0.01 || c.IRL.Optimizer != base.IRL.Optimizer || c.IRL.Temperature != base.IRL.Temperature {
+		t.Errorf("irl block %+v", c.IRL)
+	}
+	if base.Env["CartPole-v1"].EvaluationSteps == 6000 || base.Env["CartPole-v1"].Bins != nil {
+		t.Error("loading a config changed the base preset")
+	}
+	os.WriteFile(p, []byte("env:\n  CartPole-v1:\n    evaluaton_steps: 6000\n"), 0o644)
+	if _, err := LoadConfig(p, base); err == nil || !strings.Contains(err.Error(), "env.CartPole-v1.evaluaton_steps") {
+		t.Errorf("unknown key in an env block: %v", err)
 	}
 }

@@ -2,8 +2,8 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/floats"
@@ -167,8 +167,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return err
 	}
-	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes,
-		PlannerReturn: math.NaN(), ProjectionR2: math.NaN()}
+	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes}
 	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
 		return report.WriteJSON(u.path(s.dir), f)
 	}
@@ -212,16 +211,34 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	return report.WriteJSON(u.path(s.dir), f)
 }
 
-// project returns argmin_θ ‖Φθ − r‖ over the first n rows (the non-terminal
-// pairs) and the fit's R² (1 when r is constant and fitted exactly).
+// project returns the minimum-norm argmin_θ ‖Φθ − r‖ over the first n rows
+// (the non-terminal pairs), through the thin SVD of Φ with singular values
+// below 1e-10·σ_max treated as zero (a feature set can be rank-deficient on
+// a small lattice), and the fit's R² (1 when r is constant and fitted
+// exactly).
 func project(phi *mat.Dense, r []float64, n int) ([]float64, float64, error) {
 	_, d := phi.Dims()
 	a := phi.Slice(0, n, 0, d)
-	b := mat.NewVecDense(n, append([]float64(nil), r[:n]...))
-	var x mat.VecDense
-	if err := x.SolveVec(a, b); err != nil {
-		return nil, 0, fmt.Errorf("projecting the true reward onto the features: %w", err)
+	var svd mat.SVD
+	if !svd.Factorize(a, mat.SVDThin) {
+		return nil, 0, fmt.Errorf("projecting the true reward onto the features: the SVD did not converge")
 	}
+	sv := svd.Values(nil)
+	var u, v mat.Dense
+	svd.UTo(&u)
+	svd.VTo(&v)
+	b := mat.NewVecDense(n, append([]float64(nil), r[:n]...))
+	var utb mat.VecDense
+	utb.MulVec(u.T(), b)
+	for i, s := range sv {
+		if s > 1e-10*sv[0] {
+			utb.SetVec(i, utb.AtVec(i)/s)
+		} else {
+			utb.SetVec(i, 0)
+		}
+	}
+	var x mat.VecDense
+	x.MulVec(&v, &utb)
 	var fit mat.VecDense
 	fit.MulVec(a, &x)
 	mean := floats.Sum(r[:n]) / float64(n)
@@ -264,6 +281,9 @@ type FidelityFile struct {
 	Client  int                `json:"client"`
 	Seed    uint64             `json:"seed"`
 	EPIC    map[string]float64 `json:"epic_to_true"`
+	// Constant lists the methods whose reward is constant on the lattice
+	// (EPIC is undefined for them).
+	Constant []string `json:"constant,omitempty"`
 }
 
 // fidelityMethods are the methods whose reward the fidelity unit scores.
@@ -322,6 +342,10 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 			r[k] = rv.AtVec(k)
 		}
 		res, err := irl.EPIC(m, r, rTrue, irl.EPICOptions{})
+		if errors.Is(err, irl.ErrConstantReward) {
+			f.Constant = append(f.Constant, meth)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("%s client %d %s: EPIC of %s: %w", sp.Env, sp.Client, lattice, meth, err)
 		}

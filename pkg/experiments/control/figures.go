@@ -1,0 +1,289 @@
+package control
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
+)
+
+// methodColors are distinct for every method (the tab10 palette).
+var methodColors = map[string]color.RGBA{
+	MethodMean:       {31, 119, 180, 255},
+	MethodBarycenter: {214, 39, 40, 255},
+	MethodDebiased:   {44, 160, 44, 255},
+	MethodLocal:      {148, 103, 189, 255},
+	MethodProjected:  {255, 127, 14, 255},
+	MethodTrue:       {80, 80, 80, 255},
+}
+
+// methodGlyphs tell methods apart without colour as well.
+var methodGlyphs = map[string]draw.GlyphDrawer{
+	MethodMean:       draw.CircleGlyph{},
+	MethodBarycenter: draw.SquareGlyph{},
+	MethodDebiased:   draw.TriangleGlyph{},
+	MethodLocal:      draw.CrossGlyph{},
+	MethodProjected:  draw.PlusGlyph{},
+	MethodTrue:       draw.RingGlyph{},
+}
+
+// dodge returns the offset of method i of n, in units of the spacing
+// between neighbouring x values, so markers at the same x do not overlap.
+func dodge(i, n int) float64 { return 0.12 * (float64(i) - float64(n-1)/2) }
+
+// title returns t, marked as a smoke test when the study is one.
+func (s *Study) title(t string) string {
+	if s.SmokeTest {
+		return "SMOKE TEST (--quick: budgets too small to mean anything): " + t
+	}
+	return t
+}
+
+// panel draws mean ± std (over seeds, of the client-averaged evaluation
+// curves of the training clients) against PPO steps for one env and lattice.
+func (s *Study) panel(evals []EvalFile, env, lattice string) (*plot.Plot, []legendEntry, error) {
+	p := plot.New()
+	p.Title.Text = s.title(env + " (" + lattice + " lattice), training clients")
+	p.X.Label.Text = "PPO training steps"
+	p.Y.Label.Text = fmt.Sprintf("true return: line = mean, band = ± std over %d seeds", s.cfg.NumberOfSeeds)
+	var legend []legendEntry
+	for mi, m := range s.cfg.Methods {
+		// seed -> step -> (sum, n)
+		type sn struct {
+			s float64
+			n int
+		}
+		curves := map[uint64]map[int]*sn{}
+		for _, f := range evals {
+			if f.Env != env || f.Method != m || f.HeldOut || (m != MethodTrue && f.Lattice != lattice) {
+				continue
+			}
+			c := curves[f.Seed]
+			if c == nil {
+				c = map[int]*sn{}
+				curves[f.Seed] = c
+			}
+			for _, pt := range f.Curve {
+				if c[pt.Step] == nil {
+					c[pt.Step] = &sn{}
+				}
+				c[pt.Step].s += pt.True
+				c[pt.Step].n++
+			}
+		}
+		if len(curves) == 0 {
+			continue
+		}
+		stepSet := map[int]bool{}
+		for _, c := range curves {
+			for st := range c {
+				stepSet[st] = true
+			}
+		}
+		var steps []int
+		for st := range stepSet {
+			steps = append(steps, st)
+		}
+		slices.Sort(steps)
+		off := dodge(mi, len(s.cfg.Methods)) * float64(s.cfg.LogEvery)
+		var mean, lo, hi plotter.XYs
+		for _, st := range steps {
+			var xs []float64
+			for _, c := range curves {
+				if v := c[st]; v != nil {
+					xs = append(xs, v.s/float64(v.n))
+				}
+			}
+			sm := report.Summarize(xs)
+			x := float64(st) + off
+			mean = append(mean, plotter.XY{X: x, Y: sm.Mean})
+			lo = append(lo, plotter.XY{X: x, Y: sm.Mean - sm.Std})
+			hi = append(hi, plotter.XY{X: x, Y: sm.Mean + sm.Std})
+		}
+		col := methodColors[m]
+		band := make(plotter.XYs, 0, 2*len(lo))
+		band = append(band, lo...)
+		for i := len(hi) - 1; i >= 0; i-- {
+			band = append(band, hi[i])
+		}
+		poly, err := plotter.NewPolygon(band)
+		if err != nil {
+			return nil, nil, err
+		}
+		poly.Color = color.NRGBA{col.R, col.G, col.B, 40} // non-premultiplied: a translucent band
+		poly.LineStyle.Width = 0
+		l, pts, err := plotter.NewLinePoints(mean)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.Color, pts.Color = col, col
+		l.Width = vg.Points(1.5)
+		pts.Radius = vg.Points(2)
+		pts.Shape = methodGlyphs[m]
+		if m == MethodTrue {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		p.Add(poly, l, pts)
+		legend = append(legend, legendEntry{m, l, pts, poly})
+	}
+	return p, legend, nil
+}
+
+// legendEntry is one method's line, markers and band for the legend tile.
+type legendEntry struct {
+	method string
+	line   *plotter.Line
+	pts    *plotter.Scatter
+	band   *plotter.Polygon
+}
+
+// legendPlot returns a tile holding only the legend, so it never covers data.
+func legendPlot(entries []legendEntry, bandLabel string) *plot.Plot {
+	p := plot.New()
+	p.HideAxes()
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(11)
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if seen[e.method] {
+			continue
+		}
+		seen[e.method] = true
+		p.Legend.Add(e.method, e.line, e.pts)
+	}
+	if bandLabel != "" && len(entries) > 0 {
+		p.Legend.Add(bandLabel, entries[0].band)
+	}
+	return p
+}
+
+// figure writes a row of panels, one per (env, lattice) of envs present in
+// the study, and a legend tile.
+func (s *Study) figure(path string, evals []EvalFile, envs []string) error {
+	var plots []*plot.Plot
+	var legend []legendEntry
+	for _, env := range envs {
+		if !slices.Contains(s.cfg.Envs, env) {
+			continue
+		}
+		for _, l := range s.cfg.Lattices[env] {
+			p, le, err := s.panel(evals, env, l)
+			if err != nil {
+				return err
+			}
+			plots = append(plots, p)
+			legend = append(legend, le...)
+		}
+	}
+	if len(plots) == 0 {
+		return nil
+	}
+	return savePanels(path, append(plots, legendPlot(legend, "± std over seeds")))
+}
+
+func savePanels(path string, plots []*plot.Plot) error {
+	const w, h = 6.5 * vg.Inch, 4.5 * vg.Inch
+	img := vgimg.New(w*vg.Length(len(plots)-1)+2*vg.Inch, h)
+	dc := draw.New(img)
+	// Every tile is as wide as a panel except the last (the legend), which is
+	// narrower: draw.Tiles has equal widths, so the canvas is cropped by hand.
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 2,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	full := draw.Crop(dc, 0, 0, 0, 0)
+	panelsW := w * vg.Length(len(plots)-1)
+	if len(plots) > 1 {
+		left := draw.Crop(full, 0, -(full.Max.X - full.Min.X - panelsW), 0, 0)
+		tiles.Cols = len(plots) - 1
+		canvases := plot.Align([][]*plot.Plot{plots[:len(plots)-1]}, tiles, left)
+		for i, p := range plots[:len(plots)-1] {
+			p.Draw(canvases[0][i])
+		}
+	}
+	legendCanvas := draw.Crop(full, panelsW, 0, vg.Millimeter*4, -vg.Millimeter*4)
+	plots[len(plots)-1].Draw(legendCanvas)
+	var buf bytes.Buffer
+	png := vgimg.PngCanvas{Canvas: img}
+	if _, err := png.WriteTo(&buf); err != nil {
+		return fmt.Errorf("rendering %s: %w", path, err)
+	}
+	return report.WriteFile(path, buf.Bytes())
+}
+
+// figures writes figure3.png (Pendulum, CartPole), figure5.png (LunarLander,
+// Acrobot) and resolution.png (normalized return against lattice size).
+func (s *Study) figures(evals []EvalFile, sum *Summary) error {
+	if err := s.figure(filepath.Join(s.dir, "figure3.png"), evals, []string{"Pendulum-v1", "CartPole-v1"}); err != nil {
+		return err
+	}
+	if err := s.figure(filepath.Join(s.dir, "figure5.png"), evals, []string{"LunarLanderContinuous-v3", "Acrobot-v1"}); err != nil {
+		return err
+	}
+	var plots []*plot.Plot
+	var legend []legendEntry
+	fused := []string{MethodLocal, MethodMean, MethodBarycenter, MethodDebiased, MethodProjected}
+	for _, env := range s.cfg.Envs {
+		p := plot.New()
+		p.Title.Text = s.title(env + ": normalized return vs lattice size (training clients)")
+		p.X.Label.Text = "state–action pairs (log scale)"
+		p.Y.Label.Text = "normalized return (0 random, 1 expert): mean ± std over seeds"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range sum.Rows {
+			if r.Env == env && r.Pairs > 0 {
+				lo, hi = math.Min(lo, float64(r.Pairs)), math.Max(hi, float64(r.Pairs))
+			}
+		}
+		if lo <= hi { // at least a decade either side, so the log axis has labelled ticks
+			p.X.Min, p.X.Max = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi*1.01)))
+		}
+		for mi, m := range fused {
+			var pts, lo, hi plotter.XYs
+			for _, r := range sum.Rows {
+				if r.Env == env && r.Method == m && r.Group == "train" && r.Pairs > 0 {
+					x := float64(r.Pairs) * math.Pow(10, dodge(mi, len(fused))*0.3) // dodged on the log axis
+					n := r.NormalizedReturn
+					pts = append(pts, plotter.XY{X: x, Y: n.Mean})
+					lo = append(lo, plotter.XY{X: x, Y: n.Mean - n.Std})
+					hi = append(hi, plotter.XY{X: x, Y: n.Mean + n.Std})
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			l, sc, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return err
+			}
+			l.Color, sc.Color = methodColors[m], methodColors[m]
+			sc.Shape, sc.Radius = methodGlyphs[m], vg.Points(3)
+			eb, err := plotter.NewYErrorBars(errBars{pts, lo, hi})
+			if err == nil {
+				eb.Color = methodColors[m]
+				p.Add(eb)
+			}
+			p.Add(l, sc)
+			legend = append(legend, legendEntry{m, l, sc, nil})
+		}
+		plots = append(plots, p)
+	}
+	return savePanels(filepath.Join(s.dir, "resolution.png"), append(plots, legendPlot(legend, "")))
+}
+
+type errBars struct{ pts, lo, hi plotter.XYs }
+
+func (e errBars) Len() int                    { return len(e.pts) }
+func (e errBars) XY(i int) (float64, float64) { return e.pts[i].X, e.pts[i].Y }
+func (e errBars) YError(i int) (float64, float64) {
+	return e.pts[i].Y - e.lo[i].Y, e.hi[i].Y - e.pts[i].Y
+}
