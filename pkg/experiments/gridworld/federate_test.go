@@ -104,7 +104,7 @@ func TestFederatedStudyMatchesDirectFusion(t *testing.T) {
 				}
 			}
 			f := &Fit{}
-			if err := c.federate(context.Background(), "test", f, st, clients); err != nil {
+			if err := c.federate(context.Background(), "test", f, st, clients, purposePrivacy); err != nil {
 				t.Fatal(err)
 			}
 			local, fused, bary, deb := directFuse(t, c, st, budgets)
