@@ -229,8 +229,8 @@ type SweepProgress interface {
 	Progress
 }
 
-// Sweep runs every regime's study (Table 1 and Table 2, without the
-// bounds) over base and returns their rows in regime order. When dir is not
+// Sweep runs every regime's study (Table 1 and Table 2, with the bounds
+// on the first seed of each grid size, as GridWorld) over base and returns their rows in regime order. When dir is not
 // empty each regime's run folder is written to dir/regimes/<name>/ with a
 // result.json; a regime whose result.json holds the same resolved config is
 // reused instead of rerun, so a killed sweep resumes where it stopped.
