@@ -243,3 +243,61 @@ func TestPrivacyRequirementValidated(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPrivateSubmit sends arbitrary privacy declarations to a task that
+// requires (ε ≤ 2, δ ≤ 1e-5) over 3 rounds (a fresh in-memory coordinator
+// per input): nothing panics, every refusal is InvalidArgument and stores
+// nothing, and every accepted declaration is stored as sent and really
+// meets the requirement (ε, δ within bounds, at least the task's rounds, a
+// finite clip > 0, σ no smaller than √R times the one-release analytic σ).
+func FuzzPrivateSubmit(f *testing.F) {
+	m, _ := privacy.New(privacy.Params{Epsilon: 1, Delta: 1e-6, Clip: 0.5, Rounds: 3})
+	d := m.Declaration()
+	f.Add(true, d.Epsilon, d.Delta, d.Clip, d.Sigma, d.Rounds, string(d.Conversion), 0.25)
+	f.Add(true, d.Epsilon, d.Delta, d.Clip, d.Sigma*0.999, d.Rounds, "zcdp", 0.5)
+	f.Add(true, 2.0, 1e-5, 1.0, d.Sigma, 7, "analytic", -0.5)
+	f.Add(true, 1e300, 1e-300, math.Inf(1), math.NaN(), 1<<40, "analytic", 1.0)
+	f.Add(false, 0.0, 0.0, 0.0, 0.0, 0, "", 2.0)
+	ctx := context.Background()
+	spec := privateSpec("p1", 2, 1, 3)
+	f.Fuzz(func(t *testing.T, declare bool, eps, delta, clip, sigma float64, rounds int, conv string, x float64) {
+		c, err := newCoordinator(newMemStore(), CoordinatorConfig{Fuser: &meanFuser{}, MaxWait: time.Millisecond, Tick: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		tok, err := c.CreateTask(spec, []string{"alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Submission{TaskID: "p1", ClientID: "alice", Round: 1, Theta: []float64{1, x}}
+		if declare {
+			s.Privacy = &privacy.Declaration{Epsilon: eps, Delta: delta, Clip: clip, Sigma: sigma, Rounds: rounds, Conversion: privacy.Conversion(conv)}
+		}
+		_, err = c.Submit(ctx, Credentials{Token: tok["alice"]}, s)
+		subs, serr := c.store.submissions("p1", 1)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		if err != nil {
+			if CodeOf(err) != CodeInvalidArgument {
+				t.Fatalf("refusal with code %v: %v", CodeOf(err), err)
+			}
+			if len(subs) != 0 {
+				t.Fatalf("refused submission stored: %+v", subs)
+			}
+			return
+		}
+		if !declare {
+			t.Fatal("a submission without a declaration was accepted")
+		}
+		if len(subs) != 1 || subs[0].Privacy == nil || *subs[0].Privacy != *s.Privacy {
+			t.Fatalf("stored %+v, sent declaration %+v", subs, s.Privacy)
+		}
+		s1, err := privacy.AnalyticSigma(eps, delta)
+		if err != nil || !(eps <= 2 && delta <= 1e-5 && rounds >= 3 && clip > 0 && !math.IsInf(clip, 0) &&
+			sigma >= math.Sqrt(float64(rounds))*s1*(1-1e-9) && !math.IsInf(sigma, 0)) {
+			t.Fatalf("accepted a declaration that does not meet the requirement: %+v (one-release σ %v, %v)", subs[0].Privacy, s1, err)
+		}
+	})
+}
