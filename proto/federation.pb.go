@@ -44,8 +44,11 @@ type TaskSpec struct {
 	Rounds          int32                  `protobuf:"varint,12,opt,name=rounds,proto3" json:"rounds,omitempty"`
 	WarmStart       bool                   `protobuf:"varint,13,opt,name=warm_start,json=warmStart,proto3" json:"warm_start,omitempty"`
 	MaxThetaNorm    float64                `protobuf:"fixed64,14,opt,name=max_theta_norm,json=maxThetaNorm,proto3" json:"max_theta_norm,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When set, every submission must declare client-side differential
+	// privacy at least this strong (see PrivacyRequirement); unset: none needed.
+	Privacy       *PrivacyRequirement `protobuf:"bytes,17,opt,name=privacy,proto3" json:"privacy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -176,6 +179,155 @@ func (x *TaskSpec) GetMaxThetaNorm() float64 {
 	return 0
 }
 
+func (x *TaskSpec) GetPrivacy() *PrivacyRequirement {
+	if x != nil {
+		return x.Privacy
+	}
+	return nil
+}
+
+// PrivacyRequirement is the minimum privacy level of a task: each client's θ_i
+// must be released (ε, δ)-DP over all the task's rounds with ε ≤ max_epsilon
+// and δ ≤ max_delta.
+type PrivacyRequirement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxEpsilon    float64                `protobuf:"fixed64,1,opt,name=max_epsilon,json=maxEpsilon,proto3" json:"max_epsilon,omitempty"`
+	MaxDelta      float64                `protobuf:"fixed64,2,opt,name=max_delta,json=maxDelta,proto3" json:"max_delta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrivacyRequirement) Reset() {
+	*x = PrivacyRequirement{}
+	mi := &file_federation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrivacyRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrivacyRequirement) ProtoMessage() {}
+
+func (x *PrivacyRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrivacyRequirement.ProtoReflect.Descriptor instead.
+func (*PrivacyRequirement) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PrivacyRequirement) GetMaxEpsilon() float64 {
+	if x != nil {
+		return x.MaxEpsilon
+	}
+	return 0
+}
+
+func (x *PrivacyRequirement) GetMaxDelta() float64 {
+	if x != nil {
+		return x.MaxDelta
+	}
+	return 0
+}
+
+// PrivacyDeclaration states the noise on a submitted θ: clipped to L2 norm
+// clip, plus N(0, (sigma·2·clip)² I), calibrated to (epsilon, delta) over
+// rounds releases by the named conversion ("analytic" or "zcdp"; pkg/privacy).
+type PrivacyDeclaration struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epsilon       float64                `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64                `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`
+	Sigma         float64                `protobuf:"fixed64,4,opt,name=sigma,proto3" json:"sigma,omitempty"`
+	Rounds        int32                  `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	Conversion    string                 `protobuf:"bytes,6,opt,name=conversion,proto3" json:"conversion,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PrivacyDeclaration) Reset() {
+	*x = PrivacyDeclaration{}
+	mi := &file_federation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PrivacyDeclaration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PrivacyDeclaration) ProtoMessage() {}
+
+func (x *PrivacyDeclaration) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PrivacyDeclaration.ProtoReflect.Descriptor instead.
+func (*PrivacyDeclaration) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PrivacyDeclaration) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *PrivacyDeclaration) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *PrivacyDeclaration) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *PrivacyDeclaration) GetSigma() float64 {
+	if x != nil {
+		return x.Sigma
+	}
+	return 0
+}
+
+func (x *PrivacyDeclaration) GetRounds() int32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *PrivacyDeclaration) GetConversion() string {
+	if x != nil {
+		return x.Conversion
+	}
+	return ""
+}
+
 type GetTaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -186,7 +338,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_federation_proto_msgTypes[1]
+	mi := &file_federation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +350,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[1]
+	mi := &file_federation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +363,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{1}
+	return file_federation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -240,7 +392,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -252,7 +404,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -265,7 +417,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{2}
+	return file_federation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetTaskResponse) GetSpec() *TaskSpec {
@@ -305,13 +457,14 @@ type SubmitRequest struct {
 	DemoCount     int32                  `protobuf:"varint,5,opt,name=demo_count,json=demoCount,proto3" json:"demo_count,omitempty"`
 	Iterations    int32                  `protobuf:"varint,6,opt,name=iterations,proto3" json:"iterations,omitempty"`
 	GradNorm      float64                `protobuf:"fixed64,7,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"`
+	Privacy       *PrivacyDeclaration    `protobuf:"bytes,8,opt,name=privacy,proto3" json:"privacy,omitempty"` // the noise on theta; required when the task sets privacy
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +476,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +489,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{3}
+	return file_federation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SubmitRequest) GetTaskId() string {
@@ -388,6 +541,13 @@ func (x *SubmitRequest) GetGradNorm() float64 {
 	return 0
 }
 
+func (x *SubmitRequest) GetPrivacy() *PrivacyDeclaration {
+	if x != nil {
+		return x.Privacy
+	}
+	return nil
+}
+
 type SubmitResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Duplicate     bool                   `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
@@ -395,13 +555,14 @@ type SubmitResponse struct {
 	Submissions   int32                  `protobuf:"varint,3,opt,name=submissions,proto3" json:"submissions,omitempty"`
 	Quorum        int32                  `protobuf:"varint,4,opt,name=quorum,proto3" json:"quorum,omitempty"`
 	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Privacy       *PrivacyDeclaration    `protobuf:"bytes,6,opt,name=privacy,proto3" json:"privacy,omitempty"` // the declaration recorded with the submission, if any
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +574,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +587,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{4}
+	return file_federation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SubmitResponse) GetDuplicate() bool {
@@ -464,6 +625,13 @@ func (x *SubmitResponse) GetMessage() string {
 	return ""
 }
 
+func (x *SubmitResponse) GetPrivacy() *PrivacyDeclaration {
+	if x != nil {
+		return x.Privacy
+	}
+	return nil
+}
+
 type GetFusedRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -476,7 +644,7 @@ type GetFusedRequest struct {
 
 func (x *GetFusedRequest) Reset() {
 	*x = GetFusedRequest{}
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +656,7 @@ func (x *GetFusedRequest) String() string {
 func (*GetFusedRequest) ProtoMessage() {}
 
 func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +669,7 @@ func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedRequest.ProtoReflect.Descriptor instead.
 func (*GetFusedRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{5}
+	return file_federation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetFusedRequest) GetTaskId() string {
@@ -545,13 +713,16 @@ type FusedResult struct {
 	Iterations    int32                  `protobuf:"varint,8,opt,name=iterations,proto3" json:"iterations,omitempty"`
 	Trigger       string                 `protobuf:"bytes,9,opt,name=trigger,proto3" json:"trigger,omitempty"` // "quorum" or "deadline"
 	FusedUnixNano int64                  `protobuf:"varint,10,opt,name=fused_unix_nano,json=fusedUnixNano,proto3" json:"fused_unix_nano,omitempty"`
+	// Each client's privacy declaration, in the order of clients; omitted when
+	// no client declared one (an entry with epsilon 0: that client declared none).
+	Privacy       []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FusedResult) Reset() {
 	*x = FusedResult{}
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +734,7 @@ func (x *FusedResult) String() string {
 func (*FusedResult) ProtoMessage() {}
 
 func (x *FusedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +747,7 @@ func (x *FusedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusedResult.ProtoReflect.Descriptor instead.
 func (*FusedResult) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{6}
+	return file_federation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FusedResult) GetTaskId() string {
@@ -649,6 +820,13 @@ func (x *FusedResult) GetFusedUnixNano() int64 {
 	return 0
 }
 
+func (x *FusedResult) GetPrivacy() []*PrivacyDeclaration {
+	if x != nil {
+		return x.Privacy
+	}
+	return nil
+}
+
 type GetFusedResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Ready       bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
@@ -665,7 +843,7 @@ type GetFusedResponse struct {
 
 func (x *GetFusedResponse) Reset() {
 	*x = GetFusedResponse{}
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +855,7 @@ func (x *GetFusedResponse) String() string {
 func (*GetFusedResponse) ProtoMessage() {}
 
 func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +868,7 @@ func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedResponse.ProtoReflect.Descriptor instead.
 func (*GetFusedResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{7}
+	return file_federation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetFusedResponse) GetReady() bool {
@@ -743,7 +921,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +933,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +946,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{8}
+	return file_federation_proto_rawDescGZIP(), []int{10}
 }
 
 type TaskStatus struct {
@@ -791,7 +969,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +981,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +994,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{9}
+	return file_federation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -912,7 +1090,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1102,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1115,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{10}
+	return file_federation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StatusResponse) GetTasks() []*TaskStatus {
@@ -957,7 +1135,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1147,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1160,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{11}
+	return file_federation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateTaskRequest) GetSpec() *TaskSpec {
@@ -1008,7 +1186,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1198,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1211,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{12}
+	return file_federation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTaskResponse) GetTokens() map[string]string {
@@ -1047,7 +1225,7 @@ var File_federation_proto protoreflect.FileDescriptor
 
 const file_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x10federation.proto\x12\tfedirl.v1\"\xaa\x03\n" +
+	"\x10federation.proto\x12\tfedirl.v1\"\xe3\x03\n" +
 	"\bTaskSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -1066,7 +1244,21 @@ const file_federation_proto_rawDesc = "" +
 	"\x06rounds\x18\f \x01(\x05R\x06rounds\x12\x1d\n" +
 	"\n" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
-	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNormJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"F\n" +
+	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\x127\n" +
+	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"R\n" +
+	"\x12PrivacyRequirement\x12\x1f\n" +
+	"\vmax_epsilon\x18\x01 \x01(\x01R\n" +
+	"maxEpsilon\x12\x1b\n" +
+	"\tmax_delta\x18\x02 \x01(\x01R\bmaxDelta\"\xa6\x01\n" +
+	"\x12PrivacyDeclaration\x12\x18\n" +
+	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
+	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x14\n" +
+	"\x05sigma\x18\x04 \x01(\x01R\x05sigma\x12\x16\n" +
+	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x1e\n" +
+	"\n" +
+	"conversion\x18\x06 \x01(\tR\n" +
+	"conversion\"F\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\x92\x01\n" +
@@ -1075,7 +1267,7 @@ const file_federation_proto_rawDesc = "" +
 	"\rcurrent_round\x18\x02 \x01(\x05R\fcurrentRound\x12\x12\n" +
 	"\x04done\x18\x03 \x01(\bR\x04done\x12\x1d\n" +
 	"\n" +
-	"warm_start\x18\x04 \x03(\x01R\twarmStart\"\xcd\x01\n" +
+	"warm_start\x18\x04 \x03(\x01R\twarmStart\"\x86\x02\n" +
 	"\rSubmitRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
@@ -1086,18 +1278,20 @@ const file_federation_proto_rawDesc = "" +
 	"\n" +
 	"iterations\x18\x06 \x01(\x05R\n" +
 	"iterations\x12\x1b\n" +
-	"\tgrad_norm\x18\a \x01(\x01R\bgradNorm\"\x98\x01\n" +
+	"\tgrad_norm\x18\a \x01(\x01R\bgradNorm\x127\n" +
+	"\aprivacy\x18\b \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"\xd1\x01\n" +
 	"\x0eSubmitResponse\x12\x1c\n" +
 	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12 \n" +
 	"\vsubmissions\x18\x03 \x01(\x05R\vsubmissions\x12\x16\n" +
 	"\x06quorum\x18\x04 \x01(\x05R\x06quorum\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"v\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x127\n" +
+	"\aprivacy\x18\x06 \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"v\n" +
 	"\x0fGetFusedRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xa7\x02\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xe0\x02\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -1111,7 +1305,8 @@ const file_federation_proto_rawDesc = "" +
 	"iterations\x12\x18\n" +
 	"\atrigger\x18\t \x01(\tR\atrigger\x12&\n" +
 	"\x0ffused_unix_nano\x18\n" +
-	" \x01(\x03R\rfusedUnixNano\"\xdd\x01\n" +
+	" \x01(\x03R\rfusedUnixNano\x127\n" +
+	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +
@@ -1168,45 +1363,51 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_federation_proto_goTypes = []any{
 	(*TaskSpec)(nil),           // 0: fedirl.v1.TaskSpec
-	(*GetTaskRequest)(nil),     // 1: fedirl.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),    // 2: fedirl.v1.GetTaskResponse
-	(*SubmitRequest)(nil),      // 3: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),     // 4: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),    // 5: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),        // 6: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil),   // 7: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),      // 8: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),         // 9: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),     // 10: fedirl.v1.StatusResponse
-	(*CreateTaskRequest)(nil),  // 11: fedirl.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 12: fedirl.v1.CreateTaskResponse
-	nil,                        // 13: fedirl.v1.CreateTaskResponse.TokensEntry
+	(*PrivacyRequirement)(nil), // 1: fedirl.v1.PrivacyRequirement
+	(*PrivacyDeclaration)(nil), // 2: fedirl.v1.PrivacyDeclaration
+	(*GetTaskRequest)(nil),     // 3: fedirl.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),    // 4: fedirl.v1.GetTaskResponse
+	(*SubmitRequest)(nil),      // 5: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),     // 6: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),    // 7: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),        // 8: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),   // 9: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),      // 10: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),         // 11: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),     // 12: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),  // 13: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil), // 14: fedirl.v1.CreateTaskResponse
+	nil,                        // 15: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
-	0,  // 0: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
-	6,  // 1: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
-	6,  // 2: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
-	9,  // 3: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
-	0,  // 4: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
-	13, // 5: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
-	1,  // 6: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
-	3,  // 7: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
-	5,  // 8: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
-	8,  // 9: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
-	11, // 10: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
-	2,  // 11: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	4,  // 12: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	7,  // 13: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	10, // 14: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	12, // 15: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	1,  // 0: fedirl.v1.TaskSpec.privacy:type_name -> fedirl.v1.PrivacyRequirement
+	0,  // 1: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
+	2,  // 2: fedirl.v1.SubmitRequest.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	2,  // 3: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	2,  // 4: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	8,  // 5: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
+	8,  // 6: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
+	11, // 7: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
+	0,  // 8: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
+	15, // 9: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	3,  // 10: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
+	5,  // 11: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
+	7,  // 12: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
+	10, // 13: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
+	13, // 14: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
+	4,  // 15: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	6,  // 16: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	9,  // 17: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	12, // 18: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	14, // 19: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_federation_proto_init() }
@@ -1220,7 +1421,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

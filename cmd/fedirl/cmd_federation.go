@@ -25,6 +25,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -54,6 +55,7 @@ type taskOptions struct {
 	deadline                                                             time.Duration
 	warmStart                                                            bool
 	maxNorm, lr, l2, temperature                                         float64
+	dpMaxEps, dpMaxDelta                                                 float64
 }
 
 // clientOptions holds the flags of "fedirl client".
@@ -62,6 +64,7 @@ type clientOptions struct {
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
 	quiet                                        bool
+	dp                                           dpFlags
 }
 
 type tlsClientFlags struct {
@@ -301,6 +304,8 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
+	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
 	return cmd
 }
 
@@ -315,7 +320,14 @@ func newClientCmd() *cobra.Command {
 θ_i with its demonstration count, iterations and final gradient norm, and waits for
 the fused θ; with a multi-round task it warm-starts each round from the previous
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
-The final result (and per-round provenance) is written as JSON to --out.`,
+The final result (and per-round provenance) is written as JSON to --out.
+
+With --dp-epsilon, --dp-delta and --dp-clip, θ_i is clipped to norm C and
+N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,
+σ calibrated so that all the task's rounds together are (ε, δ)-DP (see
+"fedirl privacy sigma"); the submission declares the mechanism and carries no
+demonstration count, iteration count or gradient norm. A task that requires
+privacy is refused before learning when these flags are missing or too weak.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
 	}
@@ -332,6 +344,7 @@ The final result (and per-round provenance) is written as JSON to --out.`,
 	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
 	cf.MarkHidden("pause-before-submit")
 	f.tls.register(cmd)
+	f.dp.register(cmd)
 	return cmd
 }
 
@@ -527,6 +540,15 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })
 	set("irl-temperature", func() { icfg.Temperature = f.temperature })
+	if fl := cmd.Flags(); fl.Changed("dp-max-epsilon") || fl.Changed("dp-max-delta") {
+		if !fl.Changed("dp-max-epsilon") || !fl.Changed("dp-max-delta") {
+			return errors.New("--dp-max-epsilon and --dp-max-delta go together")
+		}
+		spec.Privacy = &privacy.Requirement{MaxEpsilon: f.dpMaxEps, MaxDelta: f.dpMaxDelta}
+		if err := spec.Privacy.Validate(); err != nil {
+			return flagError(err, map[string]string{"max_epsilon": "dp-max-epsilon", "max_delta": "dp-max-delta"})
+		}
+	}
 	if spec.Fusion, err = tasks.EncodeFusion(fopt); err != nil {
 		return err
 	}
@@ -642,6 +664,10 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			return fmt.Errorf("%s is required", name)
 		}
 	}
+	dp, err := f.dp.params(cmd)
+	if err != nil {
+		return err
+	}
 	token, err := readToken(f.tokenFile, f.id)
 	if err != nil {
 		return err
@@ -663,6 +689,9 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	cfg := federation.ClientConfig{TaskID: f.task, ClientID: f.id, Logf: logger.Printf}
 	if f.quiet {
 		cfg.Logf = nil
+	}
+	if dp != nil {
+		cfg.Privacy = &federation.ClientPrivacy{Params: *dp} // noise from crypto/rand
 	}
 	if f.pauseBeforeSubmit > 0 {
 		cfg.BeforeSubmit = func(ctx context.Context, round int) error {

@@ -53,15 +53,19 @@ func newSweepGridworldCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gridworld",
 		Short: "Grid-world regime sweep: paired Barycenter − Mean and Debiased − Mean per regime, grid size and split",
-		Long: `Runs the grid-world study (Table 1 and Table 2, without the bounds) once per
-regime of a pre-declared regimes file and writes, into --out:
+		Long: `Runs the grid-world study (Table 1 and Table 2, with Theorems 1-2 on the first
+seed of each grid size) once per regime of a pre-declared regimes file and
+writes, into --out:
 
   regimes.yaml            the regimes as run (name, rationale, config overrides)
   sweep.md, sweep.csv     per regime and row (grid size; Table 2's weak fraction):
   sweep.json              paired Barycenter − Mean and Debiased − Mean success
                           differences with 95 % t-intervals over seeds, in
-                          distribution and held out, Mean − Local and the
-                          barycenter solver's marginal error
+                          distribution and held out, Mean − Local, the
+                          barycenter solver's marginal error, the clients'
+                          privacy noise (σ·2C, realized ‖θ̃ − θ‖ beside ‖θ‖)
+                          and Theorem 2 on the first seed (achieved gap,
+                          right-hand sides, Σα_iε_i of the θ the server fused)
   forest.png              forest plot of those intervals
   regimes/<name>/         each regime's full run folder (tables, figures) and
                           result.json
@@ -74,7 +78,8 @@ declared before the sweep was first run.`,
 		Example: `  fedirl sweep gridworld --out runs/sweep
   fedirl sweep gridworld --seeds 10 --out runs/sweep10
   fedirl sweep gridworld --print-regimes > my-regimes.yaml
-  fedirl sweep gridworld --regimes my-regimes.yaml --quick --out /tmp/sweep`,
+  fedirl sweep gridworld --regimes my-regimes.yaml --quick --out /tmp/sweep
+  fedirl sweep gridworld --regimes pkg/experiments/gridworld/regimes-privacy.yaml --out runs/private`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if p, _ := cmd.Flags().GetBool("print-regimes"); p {

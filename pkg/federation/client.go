@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // RetryConfig is the client's back-off policy for transient failures
@@ -31,12 +34,70 @@ type ClientConfig struct {
 	BeforeSubmit func(ctx context.Context, round int) error
 	// Logf receives progress lines (default: discarded).
 	Logf func(format string, args ...any)
+	// Privacy, when set, releases every learned θ_i through the clip-and-noise
+	// Gaussian mechanism (pkg/privacy) before it leaves the client and
+	// declares the mechanism with the submission; the submission's
+	// demonstration count, iterations and gradient norm, which the mechanism
+	// does not cover, are then sent as 0. A task that requires
+	// privacy (TaskSpec.Privacy) is refused locally, before learning, when
+	// Privacy is nil or too weak.
+	Privacy *ClientPrivacy
+}
+
+// ClientPrivacy configures a client's local differential privacy.
+type ClientPrivacy struct {
+	// Params are ε, δ (for the whole task), the clipping norm C and the
+	// conversion; Rounds 0 means the task's number of rounds, and fewer
+	// rounds than the task has are refused.
+	Params privacy.Params
+	// Noise is the noise source; nil means privacy.CryptoSource(). Studies
+	// and tests pass a seeded *rand.Rand. The noise of a round is drawn once,
+	// so a retried submission resends the same θ.
+	Noise privacy.Source
+}
+
+// mechanism calibrates the client's mechanism for a task, or returns nil
+// when the client adds no noise; it refuses (before anything is learned or
+// sent) a task whose privacy requirement the client would not meet.
+func (p *ClientPrivacy) mechanism(spec *TaskSpec) (*privacy.Mechanism, privacy.Source, error) {
+	if p == nil {
+		if spec.Privacy != nil {
+			return nil, nil, fmt.Errorf("task %s requires (ε ≤ %v, δ ≤ %v)-differential privacy and this client adds no noise (set --dp-epsilon, --dp-delta and --dp-clip)",
+				spec.ID, spec.Privacy.MaxEpsilon, spec.Privacy.MaxDelta)
+		}
+		return nil, nil, nil
+	}
+	params := p.Params
+	if params.Rounds == 0 {
+		params.Rounds = spec.Rounds
+	}
+	if params.Rounds < spec.Rounds {
+		return nil, nil, fmt.Errorf("privacy accounted for %d rounds, task %s has %d", params.Rounds, spec.ID, spec.Rounds)
+	}
+	m, err := privacy.New(params)
+	if err != nil {
+		return nil, nil, fmt.Errorf("privacy: %w", err)
+	}
+	if spec.Privacy != nil {
+		d := m.Declaration()
+		if err := spec.Privacy.Check(&d, spec.Rounds); err != nil {
+			return nil, nil, fmt.Errorf("task %s: %w", spec.ID, err)
+		}
+	}
+	src := p.Noise
+	if src == nil {
+		src = privacy.CryptoSource()
+	}
+	return m, src, nil
 }
 
 // RoundReport records one round of a client's run.
 type RoundReport struct {
-	Round  int          `json:"round"`
-	Local  LocalResult  `json:"local"`
+	Round int         `json:"round"`
+	Local LocalResult `json:"local"`
+	// Sent is the θ that left the client (clipped and noised) when the
+	// client runs with Privacy; nil otherwise (Local.Theta was sent).
+	Sent   []float64    `json:"sent_theta,omitempty"`
 	Submit SubmitResult `json:"submit"`
 	Fused  FusedResult  `json:"fused"`
 }
@@ -108,6 +169,15 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 	}
 	cfg.Logf("task %s: %s, theta_dim %d, round %d of %d, quorum %d", cfg.TaskID, info.Spec.EnvFamily,
 		info.Spec.ThetaDim, info.CurrentRound, info.Spec.Rounds, info.Spec.Quorum)
+	mech, noise, err := cfg.Privacy.mechanism(&info.Spec)
+	if err != nil {
+		return rep, err
+	}
+	if mech != nil {
+		d := mech.Declaration()
+		cfg.Logf("privacy: (ε = %v, δ = %v) over %d rounds, clip %v, noise multiplier %.6g (std %.6g per component, %s accounting)",
+			d.Epsilon, d.Delta, d.Rounds, d.Clip, d.Sigma, d.NoiseStd(), d.Conversion)
+	}
 	warm := info.WarmStart
 	round := info.CurrentRound
 	if info.Done {
@@ -133,6 +203,14 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			}
 			sub := Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
 				DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
+			if mech != nil {
+				d := mech.Declaration()
+				sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
+				// The mechanism covers θ only: the data-dependent metadata
+				// stays home (a "demos" weighting then falls back to uniform).
+				sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
+				rr.Sent = slices.Clone(sub.Theta)
+			}
 			res, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "submitting", func(ctx context.Context) (SubmitResult, error) {
 				return fed.Submit(ctx, sub)
 			})

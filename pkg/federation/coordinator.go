@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // CoordinatorConfig configures a Coordinator. Zero values are documented defaults.
@@ -345,7 +347,14 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
 		return SubmitResult{}, e
 	}
+	if e := checkPrivacy(&rec.Spec, sub.Privacy); e != nil {
+		return SubmitResult{}, e
+	}
 	sub.Theta = slices.Clone(sub.Theta)
+	if sub.Privacy != nil {
+		d := *sub.Privacy
+		sub.Privacy = &d
+	}
 	sub.ReceivedAt = c.cfg.Now().UTC()
 	r, err := c.store.recordSubmission(&sub)
 	if err != nil {
@@ -354,7 +363,7 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if refusal := r.Verdict.refusal(r.State, &sub); refusal != nil {
 		return SubmitResult{}, refusal
 	}
-	res := SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum, Submissions: r.Submissions}
+	res := SubmitResult{Round: sub.Round, Quorum: rec.Spec.Quorum, Submissions: r.Submissions, Privacy: sub.Privacy}
 	if r.Verdict == Duplicate {
 		res.Duplicate = true
 		res.Message = fmt.Sprintf("duplicate: already accepted at %s", r.Old.ReceivedAt.Format(time.RFC3339Nano))
@@ -371,6 +380,9 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 func sameSubmission(a, b *Submission) bool {
 	if a.DemoCount != b.DemoCount || a.Iterations != b.Iterations ||
 		math.Float64bits(a.GradNorm) != math.Float64bits(b.GradNorm) || len(a.Theta) != len(b.Theta) {
+		return false
+	}
+	if (a.Privacy == nil) != (b.Privacy == nil) || (a.Privacy != nil && *a.Privacy != *b.Privacy) {
 		return false
 	}
 	for i := range a.Theta {
@@ -429,8 +441,15 @@ func (c *Coordinator) fuse(taskID string) {
 	thetas := make([][]float64, len(subs))
 	clients := make([]string, len(subs))
 	demos := make([]int, len(subs))
+	var priv []privacy.Declaration
 	for i := range subs {
 		thetas[i], clients[i], demos[i] = subs[i].Theta, subs[i].ClientID, subs[i].DemoCount
+		if d := subs[i].Privacy; d != nil {
+			if priv == nil {
+				priv = make([]privacy.Declaration, len(subs))
+			}
+			priv[i] = *d
+		}
 	}
 	start := time.Now()
 	out, err := c.cfg.Fuser.Fuse(c.ctx, spec, thetas, demos)
@@ -454,7 +473,7 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-		Trigger: trigger, FusedAt: c.cfg.Now().UTC()}
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv}
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return

@@ -15,6 +15,9 @@
 //
 // The package deliberately does not implement IRL or fusion mathematics: the
 // local learner and the fuser are interfaces (Learner, Fuser) wired to pkg/irl
-// and pkg/fusion by the caller. It does not encrypt θ beyond TLS, and it does
-// not offer secure aggregation or differential privacy.
+// and pkg/fusion by the caller. It does not encrypt θ beyond TLS and does not
+// offer secure aggregation; it offers client-level local differential
+// privacy of θ_i: a client with ClientConfig.Privacy clips and noises θ_i
+// (pkg/privacy) before it leaves, and a task with TaskSpec.Privacy refuses
+// submissions that do not declare at least the required (ε, δ).
 package federation

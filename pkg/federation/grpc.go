@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/fedirl/fedirl/pkg/privacy"
 	pb "github.com/fedirl/fedirl/proto"
 )
 
@@ -241,7 +243,38 @@ func specToPB(s *TaskSpec) *pb.TaskSpec {
 		Irl: s.IRL, Fusion: s.Fusion,
 		Quorum: int32(s.Quorum), MinClients: int32(s.MinClients), DeadlineSeconds: s.DeadlineSeconds,
 		Rounds: int32(s.Rounds), WarmStart: s.WarmStart, MaxThetaNorm: s.MaxThetaNorm,
+		Privacy: requirementToPB(s.Privacy),
 	}
+}
+
+func requirementToPB(r *privacy.Requirement) *pb.PrivacyRequirement {
+	if r == nil {
+		return nil
+	}
+	return &pb.PrivacyRequirement{MaxEpsilon: r.MaxEpsilon, MaxDelta: r.MaxDelta}
+}
+
+func requirementFromPB(p *pb.PrivacyRequirement) *privacy.Requirement {
+	if p == nil {
+		return nil
+	}
+	return &privacy.Requirement{MaxEpsilon: p.GetMaxEpsilon(), MaxDelta: p.GetMaxDelta()}
+}
+
+func declarationToPB(d *privacy.Declaration) *pb.PrivacyDeclaration {
+	if d == nil {
+		return nil
+	}
+	return &pb.PrivacyDeclaration{Epsilon: d.Epsilon, Delta: d.Delta, Clip: d.Clip, Sigma: d.Sigma,
+		Rounds: int32(min(max(d.Rounds, math.MinInt32), math.MaxInt32)), Conversion: string(d.Conversion)}
+}
+
+func declarationFromPB(p *pb.PrivacyDeclaration) *privacy.Declaration {
+	if p == nil {
+		return nil
+	}
+	return &privacy.Declaration{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Sigma: p.GetSigma(),
+		Rounds: int(p.GetRounds()), Conversion: privacy.Conversion(p.GetConversion())}
 }
 
 func specFromPB(p *pb.TaskSpec) TaskSpec {
@@ -251,13 +284,18 @@ func specFromPB(p *pb.TaskSpec) TaskSpec {
 		IRL: p.GetIrl(), Fusion: p.GetFusion(),
 		Quorum: int(p.GetQuorum()), MinClients: int(p.GetMinClients()), DeadlineSeconds: p.GetDeadlineSeconds(),
 		Rounds: int(p.GetRounds()), WarmStart: p.GetWarmStart(), MaxThetaNorm: p.GetMaxThetaNorm(),
+		Privacy: requirementFromPB(p.GetPrivacy()),
 	}
 }
 
 func fusedToPB(f *FusedResult) *pb.FusedResult {
-	return &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
+	p := &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
 		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
 		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano()}
+	for i := range f.Privacy {
+		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
+	}
+	return p
 }
 
 func fusedFromPB(p *pb.FusedResult) FusedResult {
@@ -266,7 +304,21 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 	}
 	return FusedResult{TaskID: p.GetTaskId(), Round: int(p.GetRound()), Theta: p.GetTheta(), Method: p.GetMethod(),
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
-		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC()}
+		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
+		Privacy: declarationsFromPB(p.GetPrivacy())}
+}
+
+func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]privacy.Declaration, len(ps))
+	for i, p := range ps {
+		if d := declarationFromPB(p); d != nil {
+			out[i] = *d
+		}
+	}
+	return out
 }
 
 // GetTask implements pb.FederationServer.
@@ -282,13 +334,13 @@ func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.
 func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
 	sub := Submission{TaskID: req.GetTaskId(), Round: int(req.GetRound()), ClientID: req.GetClientId(),
 		Theta: req.GetTheta(), DemoCount: int(req.GetDemoCount()), Iterations: int(req.GetIterations()),
-		GradNorm: req.GetGradNorm()}
+		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy())}
 	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
 	if err != nil {
 		return nil, toStatus(err)
 	}
 	return &pb.SubmitResponse{Duplicate: res.Duplicate, Round: int32(res.Round), Submissions: int32(res.Submissions),
-		Quorum: int32(res.Quorum), Message: res.Message}, nil
+		Quorum: int32(res.Quorum), Message: res.Message, Privacy: declarationToPB(res.Privacy)}, nil
 }
 
 // GetFused implements pb.FederationServer.
@@ -405,12 +457,13 @@ func (g *GRPCClient) GetTask(ctx context.Context, taskID, clientID string) (Task
 // Submit implements Federation.
 func (g *GRPCClient) Submit(ctx context.Context, sub Submission) (SubmitResult, error) {
 	r, err := g.rpc.Submit(g.ctx(ctx), &pb.SubmitRequest{TaskId: sub.TaskID, Round: int32(sub.Round), ClientId: sub.ClientID,
-		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm})
+		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm,
+		Privacy: declarationToPB(sub.Privacy)})
 	if err != nil {
 		return SubmitResult{}, fromStatus(ctx, err)
 	}
 	return SubmitResult{Duplicate: r.GetDuplicate(), Round: int(r.GetRound()), Submissions: int(r.GetSubmissions()),
-		Quorum: int(r.GetQuorum()), Message: r.GetMessage()}, nil
+		Quorum: int(r.GetQuorum()), Message: r.GetMessage(), Privacy: declarationFromPB(r.GetPrivacy())}, nil
 }
 
 // GetFused implements Federation.

@@ -158,11 +158,16 @@ func (m *memStore) get(id string) (*memTask, error) {
 
 func cloneSub(s Submission) Submission {
 	s.Theta = slices.Clone(s.Theta)
+	if s.Privacy != nil {
+		d := *s.Privacy
+		s.Privacy = &d
+	}
 	return s
 }
 
 func cloneFused(fr FusedResult) FusedResult {
 	fr.Theta, fr.Clients, fr.Weights = slices.Clone(fr.Theta), slices.Clone(fr.Clients), slices.Clone(fr.Weights)
+	fr.Privacy = slices.Clone(fr.Privacy)
 	return fr
 }
 

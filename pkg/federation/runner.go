@@ -22,6 +22,10 @@ type InProcessConfig struct {
 	Fuser Fuser
 	// Client is the template client configuration (TaskID and ClientID are set per client).
 	Client ClientConfig
+	// Privacy, if set, returns the privacy configuration of client i (in the
+	// order of clients), replacing Client.Privacy when not nil: e.g. each
+	// client's own seeded noise source in a study.
+	Privacy func(i int) *ClientPrivacy
 }
 
 // RunInProcess runs a whole federation in one process through the same
@@ -57,6 +61,11 @@ func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg
 	for i, c := range clients {
 		cc := cfg.Client
 		cc.TaskID, cc.ClientID = spec.ID, c.ID
+		if cfg.Privacy != nil {
+			if p := cfg.Privacy(i); p != nil {
+				cc.Privacy = p
+			}
+		}
 		g.Go(func() error {
 			var err error
 			reports[i], err = RunClient(gctx, InProcess{C: coord, Cred: Credentials{Token: tokens[c.ID]}}, c.Learner, cc)

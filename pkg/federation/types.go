@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // TaskSpec defines one federation: environment family and probe, feature
@@ -37,6 +39,12 @@ type TaskSpec struct {
 	Rounds          int             `json:"rounds"`
 	WarmStart       bool            `json:"warm_start,omitempty"`
 	MaxThetaNorm    float64         `json:"max_theta_norm"`
+	// Privacy, when set, is the minimum client-level differential privacy
+	// every submission must declare (Submission.Privacy); the server refuses
+	// submissions without a declaration that meets it. It is a typed field
+	// rather than part of the family JSON because the server itself enforces
+	// it, whatever the environment family.
+	Privacy *privacy.Requirement `json:"privacy,omitempty"`
 }
 
 // TaskInfo is what a client learns when it fetches a task.
@@ -56,7 +64,10 @@ type Submission struct {
 	DemoCount  int       `json:"demo_count"`
 	Iterations int       `json:"iterations"`
 	GradNorm   float64   `json:"grad_norm"`
-	ReceivedAt time.Time `json:"received_at,omitzero"`
+	// Privacy declares the noise on Theta (clipping norm, noise multiplier,
+	// (ε, δ) over the task's rounds); nil when the client added none.
+	Privacy    *privacy.Declaration `json:"privacy,omitempty"`
+	ReceivedAt time.Time            `json:"received_at,omitzero"`
 }
 
 // SubmitResult acknowledges a submission.
@@ -66,6 +77,8 @@ type SubmitResult struct {
 	Submissions int    `json:"submissions"` // accepted submissions in that round so far
 	Quorum      int    `json:"quorum"`      // submissions needed to fuse
 	Message     string `json:"message"`     // human-readable summary
+	// Privacy is the declaration recorded with the submission, if any.
+	Privacy *privacy.Declaration `json:"privacy,omitempty"`
 }
 
 // FusedResult is a fused θ with its provenance.
@@ -80,6 +93,10 @@ type FusedResult struct {
 	Iterations    int       `json:"iterations"`
 	Trigger       string    `json:"trigger"` // "quorum" or "deadline"
 	FusedAt       time.Time `json:"fused_at"`
+	// Privacy holds each client's privacy declaration, in the order of
+	// Clients; nil when no client declared one (a zero entry: that client
+	// declared none, possible only in a task that requires no privacy).
+	Privacy []privacy.Declaration `json:"privacy,omitempty"`
 }
 
 // FusedStatus answers a request for a round's fused θ.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // Limits on identifiers and sizes. They bound what a hostile request can make
@@ -78,6 +80,29 @@ func (s *TaskSpec) Validate() error {
 		return fmt.Errorf("task spec %s: irl is not a JSON object of at most %d bytes", s.ID, MaxProbeBytes)
 	case len(s.Fusion) > MaxProbeBytes || (len(s.Fusion) > 0 && !json.Valid(s.Fusion)):
 		return fmt.Errorf("task spec %s: fusion is not a JSON object of at most %d bytes", s.ID, MaxProbeBytes)
+	}
+	if s.Privacy != nil {
+		if err := s.Privacy.Validate(); err != nil {
+			return fmt.Errorf("task spec %s: privacy.%w", s.ID, err)
+		}
+	}
+	return nil
+}
+
+// checkPrivacy checks a submission's privacy declaration against its task:
+// a task with a requirement refuses a submission without a declaration that
+// meets it; any declaration, required or not, must be truthful (a σ large
+// enough for its (ε, δ) and rounds), since it is recorded with the result.
+func checkPrivacy(spec *TaskSpec, d *privacy.Declaration) *Error {
+	switch {
+	case spec.Privacy != nil:
+		if err := spec.Privacy.Check(d, spec.Rounds); err != nil {
+			return errorf(CodeInvalidArgument, "task %s: %v", spec.ID, err)
+		}
+	case d != nil:
+		if err := d.Validate(); err != nil {
+			return errorf(CodeInvalidArgument, "task %s: privacy declaration: %v", spec.ID, err)
+		}
 	}
 	return nil
 }

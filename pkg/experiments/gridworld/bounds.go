@@ -255,5 +255,11 @@ func (c Config) cellBounds(f *Fit, st *setup, w2Limit int) (*BoundsReport, error
 	for i, e := range st.clients {
 		mdps[i], phis[i] = e.MDP, e.Phi
 	}
-	return bounds(st.probe, f.Local, st.weights, c.Expert.TrueReward, opt, f.Fused[Barycenter], mdps, phis, w2Limit)
+	// The ε_i of the theorems are the errors of the rewards the server
+	// fused: with privacy, the clipped and noised θ̃_i.
+	thetas := f.Local
+	if f.Sent != nil {
+		thetas = f.Sent
+	}
+	return bounds(st.probe, thetas, st.weights, c.Expert.TrueReward, opt, f.Fused[Barycenter], mdps, phis, w2Limit)
 }

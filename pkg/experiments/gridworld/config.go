@@ -188,12 +188,11 @@ type Config struct {
 	Barycenter    BarycenterConfig `yaml:"barycenter" json:"barycenter"`
 	Evaluation    EvaluationConfig `yaml:"evaluation" json:"evaluation"`
 	Ablation      AblationConfig   `yaml:"ablation" json:"ablation"`
+	// Privacy is local differential privacy of the clients' sent θ (off by default).
+	Privacy PrivacyConfig `yaml:"privacy" json:"privacy"`
 	// Workers is the number of cells run at once (results do not depend on
 	// it); 0 means 2. Within a cell the clients learn concurrently.
 	Workers int `yaml:"workers" json:"workers"`
-
-	// noBounds skips the Theorem 1–2 evaluation (the sweep does not report it).
-	noBounds bool
 }
 
 // DefaultConfig returns the default study (README-gridworld.md explains
@@ -416,6 +415,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ablation.weak_expert_epsilon = %v, want in [0,1]", a.WeakExpertEpsilon)
 	case a.WeakEpisodes < 0:
 		return fmt.Errorf("ablation.weak_episodes = %d, want ≥ 0 (0 = expert.episodes_per_client)", a.WeakEpisodes)
+	}
+	if err := c.Privacy.validate(); err != nil {
+		return err
+	}
+	if c.Privacy.enabled() && c.Barycenter.Weights == "demonstrations" {
+		return errors.New("privacy with barycenter.weights = demonstrations: a private client does not send its demonstration count; use uniform")
 	}
 	if c.Evaluation.Method != EvalExact && c.Evaluation.Method != EvalSampled {
 		return fmt.Errorf("evaluation.method = %q, want %q or %q", c.Evaluation.Method, EvalExact, EvalSampled)

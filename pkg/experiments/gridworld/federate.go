@@ -11,6 +11,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 	"gonum.org/v1/gonum/floats"
 )
@@ -104,6 +105,10 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
+	if c.Privacy.enabled() {
+		// The server checks every client's declaration against this.
+		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta}
+	}
 	if spec.Fusion, err = tasks.EncodeFusion(opt); err != nil {
 		return federation.TaskSpec{}, err
 	}
@@ -114,9 +119,13 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 }
 
 // federate runs the cell's federation through federation.RunInProcess, one
-// task per fusion method, and fills f.Local, f.Fused (Mean, Barycenter,
-// Debiased and Expert), f.Bary and f.DebiasedInfo. name prefixes the task ids.
-func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, clients []*studyClient) error {
+// task per fusion method, and fills f.Local, f.Sent (with privacy), f.Fused
+// (Mean, Barycenter, Debiased and Expert), f.Bary and f.DebiasedInfo. name
+// prefixes the task ids. With privacy, client i's noise comes from the stream
+// (f.Seed, f.GridSize, noisePurpose, i), restarted for every task, so the
+// three fusions receive the same noisy θ_i (one release, and a paired
+// comparison).
+func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, clients []*studyClient, noisePurpose int) error {
 	method, err := c.barycenterMethod()
 	if err != nil {
 		return err
@@ -145,13 +154,19 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		{Barycenter, c.fusionOptions(method)},
 		{Debiased, c.fusionOptions(ot.Debiased)},
 	}
+	run := federation.InProcessConfig{Fuser: fuser}
+	if c.Privacy.enabled() {
+		run.Privacy = func(i int) *federation.ClientPrivacy {
+			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
+		}
+	}
 	for _, tk := range methods {
 		id := name + "-" + tk.m.String()
 		spec, err := c.fusionTask(id, st, tk.fusion)
 		if err != nil {
 			return err
 		}
-		fused, reports, err := federation.RunInProcess(ctx, spec, local, federation.InProcessConfig{Fuser: fuser})
+		fused, reports, err := federation.RunInProcess(ctx, spec, local, run)
 		if err != nil {
 			return fmt.Errorf("federation %s: %w", id, err)
 		}
@@ -166,6 +181,15 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		if f.Local == nil {
 			for _, rep := range reports {
 				f.Local = append(f.Local, rep.Rounds[0].Local.Theta)
+				if c.Privacy.enabled() {
+					f.Sent = append(f.Sent, rep.Rounds[0].Sent)
+				}
+			}
+		} else if c.Privacy.enabled() {
+			for i, rep := range reports {
+				if !slices.Equal(rep.Rounds[0].Sent, f.Sent[i]) {
+					return fmt.Errorf("federation %s: client %d sent %v, to the first task %v: the noise must be the same release", id, i, rep.Rounds[0].Sent, f.Sent[i])
+				}
 			}
 		}
 		f.Fused[tk.m] = fused[0].Theta

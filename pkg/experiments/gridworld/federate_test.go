@@ -12,6 +12,8 @@ import (
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/privacy"
+	"gonum.org/v1/gonum/floats"
 )
 
 // directFuse is the reference the federated study must reproduce bit for
@@ -104,7 +106,7 @@ func TestFederatedStudyMatchesDirectFusion(t *testing.T) {
 				}
 			}
 			f := &Fit{}
-			if err := c.federate(context.Background(), "test", f, st, clients); err != nil {
+			if err := c.federate(context.Background(), "test", f, st, clients, purposePrivacy); err != nil {
 				t.Fatal(err)
 			}
 			local, fused, bary, deb := directFuse(t, c, st, budgets)
@@ -284,5 +286,80 @@ func TestLocalDiagnostics(t *testing.T) {
 			}
 			t.Logf("%s: gap %.6g (brute %.6g), grad %.6g (brute %.6g)", name, l.diag.FeatureGapAbs, gap, l.diag.GradNorm, grad)
 		}
+	}
+}
+
+// TestPrivateStudyFusesClippedNoisyTheta checks the private study's path
+// against a direct computation: the learned θ_i are those of the
+// non-private study, each client sent clip_C(θ_i) + σ·2C·g with g the next
+// normals of its own stream (replayed here), the same θ̃_i reached all
+// three fusion tasks, and the fused θ are pkg/fusion applied directly to
+// the θ̃_i.
+func TestPrivateStudyFusesClippedNoisyTheta(t *testing.T) {
+	c := tinyConfig()
+	c.Barycenter.BarycenterIterations = 3
+	c = c.Resolved()
+	const K, seed, size = 4, 3, 5
+	st, err := c.buildSetup(EnvConfig{GridSize: size, NumberOfClients: K}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _, _, _ := directFuse(t, c, st, []int{c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations})
+	// C between the smallest and the largest ‖θ_i‖, so that both the clipped
+	// and the unclipped case occur.
+	lo, hi := math.Inf(1), 0.0
+	for _, th := range local {
+		lo, hi = min(lo, floats.Norm(th, 2)), max(hi, floats.Norm(th, 2))
+	}
+	C := (lo + hi) / 2
+	c.Privacy = PrivacyConfig{Epsilon: 2, Delta: 1e-5, Clip: C}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f := &Fit{GridSize: size, Seed: seed}
+	if err := c.federate(context.Background(), "test", f, st, c.studyClients(st), purposePrivacy); err != nil {
+		t.Fatal(err)
+	}
+	m, err := privacy.New(c.Privacy.params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	std := m.Declaration().NoiseStd()
+	s1, _ := privacy.AnalyticSigma(2, 1e-5)
+	if std != s1*2*C {
+		t.Fatalf("noise std %v, want σ·2C = %v", std, s1*2*C)
+	}
+	sent := make([][]float64, K)
+	clipped := 0
+	for i := range local {
+		sameBits(t, "local theta", f.Local[i], local[i])
+		g := stream(seed, size, purposePrivacy, i)
+		if floats.Norm(local[i], 2) > C {
+			clipped++
+		}
+		sent[i] = privacy.Clip(nil, local[i], C)
+		for k := range sent[i] {
+			sent[i][k] += std * g.NormFloat64()
+		}
+		sameBits(t, "sent theta", f.Sent[i], sent[i])
+	}
+	if clipped == 0 || clipped == K {
+		t.Fatalf("%d of %d clients clipped: want both cases", clipped, K)
+	}
+	mean, err := fusion.Mean(sent, st.weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "Mean of sent", f.Fused[Mean], mean)
+	method, _ := c.barycenterMethod()
+	for _, mm := range []struct {
+		col    Method
+		method ot.Method
+	}{{Barycenter, method}, {Debiased, ot.Debiased}} {
+		r, err := st.probe.Fuse(sent, st.weights, c.fusionOptions(mm.method))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, mm.col.String()+" of sent", f.Fused[mm.col], r.Theta)
 	}
 }

@@ -88,8 +88,11 @@ type Fit struct {
 	Seed     uint64 `json:"seed"`
 	// Budgets are the clients' IRL iteration budgets.
 	Budgets []int `json:"budgets"`
-	// Local holds θ_i per client.
+	// Local holds θ_i per client, as learned.
 	Local [][]float64 `json:"local_theta"`
+	// Sent holds, with privacy, the θ̃_i each client sent (clipped and
+	// noised; what the server fused); nil without privacy (Local was sent).
+	Sent [][]float64 `json:"sent_theta,omitempty"`
 	// Fused holds θ of Mean, Barycenter, Debiased and Expert (θ*), indexed by Method (Local is nil).
 	Fused [NumMethods][]float64 `json:"fused_theta"`
 	// Bary and Debiased are the fusion diagnostics.
@@ -292,7 +295,7 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	for range clients {
 		f.Budgets = append(f.Budgets, c.IRL.IRLIterations)
 	}
-	if err := c.federate(ctx, fmt.Sprintf("grid%d-seed%d", e.GridSize, seed), f, st, clients); err != nil {
+	if err := c.federate(ctx, fmt.Sprintf("grid%d-seed%d", e.GridSize, seed), f, st, clients, purposePrivacy); err != nil {
 		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
 	}
 	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
@@ -359,7 +362,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 				clients[i] = c.weakClient(full[i], b, seed, pi, i)
 			}
 		}
-		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients); err != nil {
+		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients, purposePrivacyAblation); err != nil {
 			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
 		}
 		c.evaluate(f, st, []Method{Mean, Barycenter, Debiased})
@@ -440,7 +443,7 @@ func GridWorld(ctx context.Context, c Config, prog Progress) (*Study, error) {
 		for s := range c.NumberOfSeeds {
 			cost := float64(e.NumberOfClients) * math.Pow(float64(e.GridSize), 3)
 			jobs = append(jobs, job{cost, func() error {
-				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0 && !c.noBounds, StudyW2Limit)
+				f, err := c.runCell(ctx, e, c.Seed+uint64(s), s == 0, StudyW2Limit)
 				st.Cells[k][s] = f
 				return err
 			}})

@@ -223,6 +223,14 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		{"ablation: {weak_expert_epsilon: 1.5}\n", "ablation.weak_expert_epsilon"},
 		{"ablation: {weak_episodes: -2}\n", "ablation.weak_episodes"},
 		{"workers: -1\n", "workers"},
+		{"privacy: {epsilon: -1, delta: 1e-5, clip: 1}\n", "privacy.epsilon"},
+		{"privacy: {epsilon: .inf, delta: 1e-5, clip: 1}\n", "privacy.epsilon"},
+		{"privacy: {epsilon: 1, delta: 1, clip: 1}\n", "privacy.delta"},
+		{"privacy: {epsilon: 1, delta: 1e-5}\n", "privacy.clip"},
+		{"privacy: {epsilon: 1, delta: 1e-5, clip: .nan}\n", "privacy.clip"},
+		{"privacy: {delta: 1e-5}\n", "privacy.delta"},
+		{"privacy: {clip: 0.1}\n", "privacy.clip"},
+		{"privacy: {epsilon: 1, delta: 1e-5, clip: 1}\nbarycenter: {weights: demonstrations}\n", "barycenter.weights"},
 	} {
 		p := filepath.Join(dir, "bad.yaml")
 		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {

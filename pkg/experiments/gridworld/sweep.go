@@ -18,6 +18,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/privacy"
+	"gonum.org/v1/gonum/floats"
 )
 
 // DefaultRegimes is the pre-declared regime list of `fedirl sweep gridworld`
@@ -116,6 +118,43 @@ type SweepRow struct {
 	MeanLocal    report.Paired `json:"in_mean_minus_local"`
 	// MarginalError is max over the row's cells of the barycenter's marginal error.
 	MarginalError float64 `json:"barycenter_marginal_error"`
+	// NoiseStd is the standard deviation σ·2C of each component of the
+	// clients' privacy noise (0 without privacy).
+	NoiseStd float64 `json:"noise_std"`
+	// ThetaNorm is the mean ‖θ_i‖₂ of the learned (un-noised) θ_i and
+	// SentError the mean ‖θ̃_i − θ_i‖₂ of what was sent instead (0 without
+	// privacy), over the row's cells and clients.
+	ThetaNorm float64 `json:"theta_norm"`
+	SentError float64 `json:"sent_error"`
+	// Theorem2 is Theorem 2 on the row's first seed, with the ε_i of the θ
+	// the server fused (Table 1 rows; nil for Table 2, which has no bounds).
+	Theorem2 *Theorem2Row `json:"theorem2,omitempty"`
+}
+
+// Theorem2Row summarises Theorem 2 (eqs. perf-core and perf-explicit) on one
+// cell for the deployed barycentric θ: the largest achieved return gap over
+// the clients, the largest per-client right-hand side 2/(1−γ)‖r* − s‖∞,
+// whether every client's inequality holds, Σα_iε_i and the explicit
+// right-hand side of eq. (perf-explicit).
+type Theorem2Row struct {
+	MaxGap      float64 `json:"max_gap"`
+	MaxCoreRHS  float64 `json:"max_core_rhs"`
+	Holds       bool    `json:"holds"`
+	WeightedEps float64 `json:"weighted_eps"`
+	ExplicitRHS float64 `json:"explicit_rhs"`
+}
+
+// theorem2Row summarises a bounds report (nil when there is none).
+func theorem2Row(b *BoundsReport) *Theorem2Row {
+	if b == nil {
+		return nil
+	}
+	t := &Theorem2Row{Holds: true, WeightedEps: b.WeightedEps, ExplicitRHS: b.PerfExplicit}
+	for _, q := range b.Perf {
+		t.MaxGap, t.MaxCoreRHS = max(t.MaxGap, q.LHS), max(t.MaxCoreRHS, q.RHS)
+		t.Holds = t.Holds && q.Holds
+	}
+	return t
 }
 
 // Label is the row's name in tables and plots.
@@ -142,8 +181,28 @@ func sweepRows(name string, s *Study) []SweepRow {
 		r.InBM, r.InDM = inP.BarycenterMinusMean, inP.DebiasedMinusMean
 		r.HeldBM, r.HeldDM = outP.BarycenterMinusMean, outP.DebiasedMinusMean
 		r.MeanLocal = derefPaired(inP.MeanMinusLocal)
+		n := 0
 		for _, f := range fits {
 			r.MarginalError = max(r.MarginalError, f.Bary.MarginalError)
+			for i, th := range f.Local {
+				r.ThetaNorm += floats.Norm(th, 2)
+				if f.Sent != nil {
+					r.SentError += floats.Distance(f.Sent[i], th, 2)
+				}
+				n++
+			}
+		}
+		if n > 0 {
+			r.ThetaNorm /= float64(n)
+			r.SentError /= float64(n)
+		}
+		if p := s.Config.Privacy; p.enabled() {
+			if m, err := privacy.New(p.params()); err == nil {
+				r.NoiseStd = m.Declaration().NoiseStd()
+			}
+		}
+		if len(fits) > 0 && fits[0] != nil {
+			r.Theorem2 = theorem2Row(fits[0].Bounds)
 		}
 		return r
 	}
@@ -170,8 +229,8 @@ type SweepProgress interface {
 	Progress
 }
 
-// Sweep runs every regime's study (Table 1 and Table 2, without the
-// bounds) over base and returns their rows in regime order. When dir is not
+// Sweep runs every regime's study (Table 1 and Table 2, with the bounds
+// on the first seed of each grid size, as GridWorld) over base and returns their rows in regime order. When dir is not
 // empty each regime's run folder is written to dir/regimes/<name>/ with a
 // result.json; a regime whose result.json holds the same resolved config is
 // reused instead of rerun, so a killed sweep resumes where it stopped.
@@ -183,7 +242,6 @@ func Sweep(ctx context.Context, base Config, regimes []Regime, dir string, prog 
 			return nil, err
 		}
 		c = c.Resolved()
-		c.noBounds = true
 		res := SweepResult{Regime: r.Name, Rationale: r.Rationale, Config: c}
 		folder := ""
 		if dir != "" {
@@ -265,19 +323,40 @@ func SweepMarkdown(results []SweepResult) []byte {
 	}
 	for _, label := range sweepLabels(results) {
 		fmt.Fprintf(&b, "\n## %s\n\n", label)
-		fmt.Fprintf(&b, "| Regime | Seeds | In: Mean | In: Barycenter | In: B − M | In: D − M | Held-out: B − M | Held-out: D − M | In: Mean − Local | Marginal error |\n")
-		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "| Regime | Seeds | In: Mean | In: Barycenter | In: B − M | In: D − M | Held-out: B − M | Held-out: D − M | In: Mean − Local | Marginal error | Noise σΔ: ‖θ̃−θ‖ / ‖θ‖ | Thm 2 (first seed): max gap ≤ max RHS; Σαε; explicit RHS |\n")
+		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, res := range results {
 			for _, r := range res.Rows {
 				if r.Label() != label {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s | %s | %s | %.1e |\n", res.Regime, r.Seeds, r.InMean, r.InBarycenter,
-					formatPaired(&r.InBM), formatPaired(&r.InDM), formatPaired(&r.HeldBM), formatPaired(&r.HeldDM), formatPaired(&r.MeanLocal), r.MarginalError)
+				fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s | %s | %s | %.1e | %s | %s |\n", res.Regime, r.Seeds, r.InMean, r.InBarycenter,
+					formatPaired(&r.InBM), formatPaired(&r.InDM), formatPaired(&r.HeldBM), formatPaired(&r.HeldDM), formatPaired(&r.MeanLocal), r.MarginalError,
+					noiseText(r), theorem2Text(r.Theorem2))
 			}
 		}
 	}
 	return b.Bytes()
+}
+
+// noiseText is the noise column: σΔ, then the mean ‖θ̃_i − θ_i‖ and ‖θ_i‖.
+func noiseText(r SweepRow) string {
+	if r.NoiseStd == 0 {
+		return fmt.Sprintf("none (‖θ‖ %.3g)", r.ThetaNorm)
+	}
+	return fmt.Sprintf("%.3g: %.3g / %.3g", r.NoiseStd, r.SentError, r.ThetaNorm)
+}
+
+// theorem2Text is the Theorem 2 column.
+func theorem2Text(t *Theorem2Row) string {
+	if t == nil {
+		return "–"
+	}
+	holds := "holds"
+	if !t.Holds {
+		holds = "FAILS"
+	}
+	return fmt.Sprintf("%.3g ≤ %.3g (%s); %.3g; %.3g", t.MaxGap, t.MaxCoreRHS, holds, t.WeightedEps, t.ExplicitRHS)
 }
 
 // sweepLabels lists the row labels in first-seen order.
@@ -301,7 +380,8 @@ func SweepCSV(results []SweepResult) []byte {
 	for _, n := range []string{"in_barycenter_minus_mean", "in_debiased_minus_mean", "held_out_barycenter_minus_mean", "held_out_debiased_minus_mean", "in_mean_minus_local"} {
 		head = append(head, n, n+"_lo", n+"_hi")
 	}
-	_ = w.Write(append(head, "barycenter_marginal_error"))
+	_ = w.Write(append(head, "barycenter_marginal_error", "noise_std", "theta_norm", "sent_error",
+		"theorem2_max_gap", "theorem2_max_core_rhs", "theorem2_holds", "theorem2_weighted_eps", "theorem2_explicit_rhs"))
 	for _, res := range results {
 		for _, r := range res.Rows {
 			rec := []string{res.Regime, r.Table, fmt.Sprint(r.GridSize), ff(r.WeakFraction), fmt.Sprint(r.Seeds), ff(r.InMean), ff(r.InBarycenter)}
@@ -312,7 +392,13 @@ func SweepCSV(results []SweepResult) []byte {
 				}
 				rec = append(rec, ff(p.Mean), ffNaN(p.Lo), ffNaN(p.Hi))
 			}
-			_ = w.Write(append(rec, fmt.Sprintf("%.3e", r.MarginalError)))
+			rec = append(rec, fmt.Sprintf("%.3e", r.MarginalError), ff(r.NoiseStd), ff(r.ThetaNorm), ff(r.SentError))
+			if t := r.Theorem2; t != nil {
+				rec = append(rec, ff(t.MaxGap), ff(t.MaxCoreRHS), fmt.Sprint(t.Holds), ff(t.WeightedEps), ff(t.ExplicitRHS))
+			} else {
+				rec = append(rec, "", "", "", "", "")
+			}
+			_ = w.Write(rec)
 		}
 	}
 	w.Flush()

@@ -24,6 +24,11 @@ const (
 	purposeInit     = 5
 	purposeWeakDemo = 6
 	purposeNoise    = 7
+	// purposePrivacy and purposePrivacyAblation key each client's DP noise
+	// in Table 1 and Table 2 (the same client gets the same draw at every
+	// weak fraction p).
+	purposePrivacy         = 8
+	purposePrivacyAblation = 9
 )
 
 func stream(seed uint64, size, purpose, index int) *rand.Rand {
