@@ -95,7 +95,7 @@ func (s *Study) horizon(env string) (int, error) {
 		return 0, nil
 	}
 	T := lim.MaxEpisodeSteps()
-	if s.cfg.IRL.Horizon == "auto" && math.Pow(s.cfg.Model.WithDefaults().Gamma, float64(T)) < 0.01 {
+	if s.cfg.IRL.Horizon == "auto" && math.Pow(s.modelConfig(env, 0).Gamma, float64(T)) < 0.01 {
 		return 0, nil
 	}
 	return T, nil
@@ -114,7 +114,7 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	if err != nil {
 		return unit{}, irlSpec{}, err
 	}
-	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(client),
+	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(env, client),
 		IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations, Horizon: h}
 	if ce, _ := tasks.LookupControl(env); ce.Counted {
 		r := s.cfg.ModelRollouts

@@ -134,11 +134,17 @@ type LadderFile struct {
 	ProjectionR2 float64   `json:"projection_r2"`
 }
 
-// modelConfig returns the lattice-model settings of one client (its own
-// in-cell sampling stream).
-func (s *Study) modelConfig(client int) discretize.ModelConfig {
+// modelConfig returns the lattice-model settings of one client of env: its
+// own in-cell sampling stream and, with irl.match_discount, the evaluation
+// PPO preset's γ.
+func (s *Study) modelConfig(env string, client int) discretize.ModelConfig {
 	m := s.cfg.Model.WithDefaults()
 	m.Seed = seedOf(m.Seed, "model", client)
+	if s.cfg.IRL.MatchDiscount {
+		if c, err := preset(env, s.cfg.Env[env].EvaluationPreset); err == nil { // Validate checked the preset
+			m.Gamma = c.Gamma
+		}
+	}
 	return m
 }
 
@@ -147,7 +153,7 @@ func (s *Study) ladderUnit(env, lattice string, client int, seed uint64) (unit, 
 	if err != nil {
 		return unit{}, ladderSpec{}, err
 	}
-	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(client), s.cfg.Ladder.Episodes}
+	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(env, client), s.cfg.Ladder.Episodes}
 	return unit{"ladder", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
 
@@ -303,7 +309,7 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 	if err != nil {
 		return unit{}, fidelitySpec{}, nil, err
 	}
-	sp := fidelitySpec{"fidelity", unitVersion, env, client, seed, p, s.modelConfig(client), map[string]string{}}
+	sp := fidelitySpec{"fidelity", unitVersion, env, client, seed, p, s.modelConfig(env, client), map[string]string{}}
 	units := map[string]unit{}
 	for _, m := range s.fidelityMethods(client) {
 		ru, err := s.rewardUnit(evalJob{env, lattice, m, seed, client})
