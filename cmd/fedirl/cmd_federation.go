@@ -34,6 +34,8 @@ type serverOptions struct {
 	tlsCert, tlsKey, clientCA, adminFile string
 	insecure, init                       bool
 	maxMsg, maxConns, maxStreams         int
+	maxConnsPerPeer, maxTokenless        int
+	readTimeout, shutdownGrace           time.Duration
 	metricsListen                        string
 }
 
@@ -114,8 +116,12 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
 	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
 	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
-	sf.IntVar(&f.maxConns, "max-connections", federation.DefaultMaxConnections, "connections served at once (further peers wait); bounds what unauthenticated peers can hold")
+	sf.IntVar(&f.maxConns, "max-connections", federation.DefaultMaxConnections, "connections held at once; when full, a new peer displaces a connection of the peer holding most, others are closed at once")
+	sf.IntVar(&f.maxConnsPerPeer, "max-connections-per-peer", federation.DefaultMaxConnectionsPerPeer, "connections one IP address may hold at once (raise it for many clients behind one NAT)")
 	sf.IntVar(&f.maxStreams, "max-streams-per-connection", 16, "concurrent calls per connection")
+	sf.DurationVar(&f.readTimeout, "request-read-timeout", federation.DefaultRequestReadTimeout, "time a call may take to send its whole request; unfinished calls are cancelled")
+	sf.IntVar(&f.maxTokenless, "max-tokenless-calls", federation.DefaultMaxTokenlessCalls, "calls without a known token (health checks, open status) in flight at once")
+	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
@@ -345,7 +351,8 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	gcfg.MaxMessageBytes = f.maxMsg
 	// Security events (refused requests, failed TLS handshakes) as structured
 	// records on stderr, beside the human-readable progress lines.
-	gcfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server")
+	gcfg.Audit = federation.NewAuditLog(slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server audit"), 0, 0)
+	gcfg.RequestReadTimeout, gcfg.MaxTokenlessCalls = f.readTimeout, f.maxTokenless
 	switch {
 	case f.insecure && f.tlsCert != "":
 		return errors.New("--insecure and --tls-cert are exclusive")
@@ -362,6 +369,15 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 			return err
 		}
 		gcfg.TLS = tc
+	}
+	for name, v := range map[string]int{"--max-connections": f.maxConns, "--max-connections-per-peer": f.maxConnsPerPeer,
+		"--max-streams-per-connection": f.maxStreams, "--max-tokenless-calls": f.maxTokenless, "--max-message-bytes": f.maxMsg} {
+		if v < 1 {
+			return fmt.Errorf("%s %d: want ≥ 1", name, v)
+		}
+	}
+	if f.readTimeout <= 0 || f.shutdownGrace < 0 {
+		return fmt.Errorf("--request-read-timeout %v must be > 0 and --shutdown-grace %v ≥ 0", f.readTimeout, f.shutdownGrace)
 	}
 	admin, err := readAdminToken(f.adminFile)
 	if err != nil {
@@ -388,11 +404,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	if f.maxConns < 1 || f.maxStreams < 1 {
-		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
-	}
 	gcfg.MaxConcurrentStreams = uint32(f.maxStreams)
-	lis = metrics.CountConnections(federation.LimitConnections(lis, f.maxConns))
+	gcfg.Conns = federation.NewConnLimiter(lis, federation.ConnLimits{Max: f.maxConns, PerPeer: f.maxConnsPerPeer}, gcfg.Audit)
+	lis = metrics.CountConnections(gcfg.Conns)
 	if f.metricsListen != "" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -423,16 +437,23 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	srv := federation.NewGRPCServer(coord, gcfg)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		s := <-sig
-		logger.Printf("%v: shutting down", s)
+		logger.Printf("%v: shutting down (calls in flight get %v)", s, f.shutdownGrace)
+		start := time.Now()
 		coord.Close()
-		srv.GracefulStop()
+		if federation.Shutdown(srv, f.shutdownGrace) {
+			logger.Printf("closed the connections still open after %v", f.shutdownGrace)
+		}
+		logger.Printf("stopped in %v", time.Since(start).Round(time.Millisecond))
 	}()
 	logger.Printf("listening on %s, store %s", addr, f.store)
 	if err := srv.Serve(lis); err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
+	<-stopped
 	return nil
 }
 

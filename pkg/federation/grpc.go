@@ -9,9 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -23,7 +22,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 
 	pb "github.com/fedirl/fedirl/proto"
 )
@@ -42,33 +43,55 @@ type GRPCServerConfig struct {
 	// MaxMessageBytes caps each received message (default DefaultMaxMessageBytes).
 	MaxMessageBytes int
 	// MaxConcurrentStreams caps concurrent calls per connection (default
-	// 16: a client makes one call at a time). With LimitConnections it bounds
-	// what unauthenticated peers can hold: a stream whose request is never
-	// completed costs the server memory until the peer goes away.
+	// 16: a client makes one call at a time).
 	MaxConcurrentStreams uint32
-	// Log receives structured records of refused authentication and failed
-	// TLS handshakes (with the peer's address); nil discards them.
+	// Log receives the audit log (structured records of every refused
+	// connection and call, rate-limited; see AuditLog) when Audit is nil;
+	// nil discards them.
 	Log *slog.Logger
+	// Audit is the audit log to write to (shared with a ConnLimiter); nil
+	// makes one on Log with the default rate limit.
+	Audit *AuditLog
+	// Conns, when the server serves a ConnLimiter, lets eviction spare
+	// connections that completed an authenticated call.
+	Conns *ConnLimiter
 	// MaxConnectionAge closes every connection after this long (default 10
-	// min, with a minute's grace for calls in flight), so half-sent requests
-	// cannot be held forever; clients reconnect transparently.
+	// min, with a minute's grace for calls in flight); clients reconnect
+	// transparently.
 	MaxConnectionAge time.Duration
+	// RequestReadTimeout is how long a call may take from its headers to
+	// its complete request message (default DefaultRequestReadTimeout);
+	// a call still unfinished then is cancelled and its buffers freed.
+	RequestReadTimeout time.Duration
+	// MaxTokenlessCalls caps the calls in flight that carry no known token
+	// (health checks, and Status or CreateTask on a server that lets them
+	// through to be refused or answered without one); default
+	// DefaultMaxTokenlessCalls. Further ones are refused at their headers
+	// with ResourceExhausted.
+	MaxTokenlessCalls int
 }
 
-// DefaultMaxConnections is the default of LimitConnections' n.
-const DefaultMaxConnections = 2048
-
-// LimitConnections returns lis accepting at most n connections at once
-// (n ≤ 0 means DefaultMaxConnections); further peers wait in the kernel's
-// backlog until one closes.
-func LimitConnections(lis net.Listener, n int) net.Listener {
-	if n <= 0 {
-		n = DefaultMaxConnections
-	}
-	return netutil.LimitListener(lis, n)
-}
+// Defaults of GRPCServerConfig.
+const (
+	// DefaultRequestReadTimeout is the default of RequestReadTimeout.
+	DefaultRequestReadTimeout = 10 * time.Second
+	// DefaultMaxTokenlessCalls is the default of MaxTokenlessCalls.
+	DefaultMaxTokenlessCalls = 64
+	// streamWindow is every stream's HTTP/2 flow-control window (grpc's
+	// minimum; a fixed value also turns off grpc's window growth): the
+	// most a peer can make the server buffer for one call before its
+	// request is read.
+	streamWindow = 64 << 10
+)
 
 // NewGRPCServer returns a gRPC server exposing c as the Federation service.
+//
+// Calls are screened at their headers, before any request byte is read:
+// a Federation call must carry a bearer token that is the admin token or a
+// client token of some task (refused with Unauthenticated otherwise), and
+// token-less calls (health checks, Status on an open loopback server) are
+// capped at MaxTokenlessCalls in flight. Every admitted call must deliver
+// its whole request within RequestReadTimeout. Refusals go to the audit log.
 func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -79,28 +102,28 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxConnectionAge <= 0 {
 		cfg.MaxConnectionAge = 10 * time.Minute
 	}
+	if cfg.RequestReadTimeout <= 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
+	if cfg.MaxTokenlessCalls <= 0 {
+		cfg.MaxTokenlessCalls = DefaultMaxTokenlessCalls
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = NewAuditLog(cfg.Log, 0, 0)
+	}
+	g := &gate{c: c, cfg: cfg}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(int32(cfg.MaxConcurrentStreams) * streamWindow),
+		grpc.InTapHandle(g.tap),
+		grpc.StatsHandler(g),
 	}
 	if cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(cfg.TLS), cfg.Log}))
+		opts = append(opts, grpc.Creds(auditedCreds{credentials.NewTLS(cfg.TLS), cfg.Audit}))
 	}
-	opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		resp, err := h(ctx, req)
-		if c := status.Code(err); c == codes.Unauthenticated || c == codes.PermissionDenied {
-			addr := ""
-			if p, ok := peer.FromContext(ctx); ok {
-				addr = p.Addr.String()
-			}
-			cfg.Log.Warn("request refused", "peer", addr, "method", info.FullMethod, "code", c.String(), "reason", status.Convert(err).Message())
-		}
-		return resp, err
-	}))
 	opts = append(opts,
 		// Peers that never finish a TLS handshake, idle connections and
 		// clients pinging too often are dropped instead of holding memory.
@@ -118,12 +141,142 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(pb.Federation_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, hs)
+	go cfg.Audit.run(10*time.Second, c.stop)
 	go func() {
 		<-c.stop
 		hs.Shutdown() // NOT_SERVING for every service
 	}()
 	return s
 }
+
+// Shutdown stops s gracefully, letting calls in flight finish for at most
+// grace, then closes every connection (a stalled call or an open health
+// Watch cannot hold the process). It reports whether it had to force.
+func Shutdown(s *grpc.Server, grace time.Duration) (forced bool) {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return false
+	case <-t.C:
+		s.Stop()
+		<-done
+		return true
+	}
+}
+
+// gate screens calls at their headers (tap), times their request reads and
+// audits their outcomes (grpc stats.Handler).
+type gate struct {
+	c         *Coordinator
+	cfg       GRPCServerConfig
+	tokenless atomic.Int64
+}
+
+// callState is what the gate keeps about one admitted call.
+type callState struct {
+	method, peer string
+	tokenless    bool
+	timer        *time.Timer // cancels the call if its request is not read in time
+}
+
+type callStateKey struct{}
+
+// errReadTimeout is the cause of cancelling a call whose request was not
+// complete within RequestReadTimeout.
+var errReadTimeout = errors.New("request not received in time")
+
+// tokenless reports whether method may be called without a known token.
+func (g *gate) tokenlessMethod(method string) bool {
+	switch {
+	case strings.HasPrefix(method, "/grpc.health.v1.Health/"):
+		return true
+	case method == pb.Federation_Status_FullMethodName, method == pb.Federation_CreateTask_FullMethodName:
+		// Without an admin token the coordinator answers these itself
+		// (open status on loopback, or a refusal saying why).
+		return g.c.cfg.AdminToken == ""
+	}
+	return false
+}
+
+// tap runs in the connection's reader goroutine when a call's headers
+// arrive, before any of its request is read or buffered.
+func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	addr := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		addr = p.Addr.String()
+	}
+	cs := &callState{method: info.FullMethodName, peer: addr, tokenless: g.tokenlessMethod(info.FullMethodName)}
+	if cs.tokenless {
+		if n := g.tokenless.Add(1); n > int64(g.cfg.MaxTokenlessCalls) {
+			g.tokenless.Add(-1)
+			g.cfg.Audit.Refused(AuditStreamBudget, addr, cs.method, "token-less calls in flight at the limit")
+			return nil, status.Errorf(codes.ResourceExhausted, "too many calls without a token in flight (limit %d); retry later", g.cfg.MaxTokenlessCalls)
+		}
+	} else {
+		tok := ""
+		if v := info.Header.Get("authorization"); len(v) == 1 {
+			tok, _ = strings.CutPrefix(v[0], "Bearer ")
+		}
+		if !g.c.knownToken(tok) {
+			g.cfg.Audit.Refused(AuditStreamNoCred, addr, cs.method, "missing or unknown bearer token")
+			return nil, status.Error(codes.Unauthenticated, "missing or unknown bearer token")
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	cs.timer = time.AfterFunc(g.cfg.RequestReadTimeout, func() { cancel(errReadTimeout) })
+	context.AfterFunc(ctx, func() {
+		cs.timer.Stop()
+		if cs.tokenless {
+			g.tokenless.Add(-1)
+		}
+	})
+	return context.WithValue(ctx, callStateKey{}, cs), nil
+}
+
+// TagRPC implements stats.Handler.
+func (g *gate) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+// HandleRPC implements stats.Handler: a received request stops its read
+// timer; a call that ends with an error is audited by its status code (or
+// as a read timeout); a Federation call that succeeds with a token marks its
+// connection as trusted.
+func (g *gate) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	cs, _ := ctx.Value(callStateKey{}).(*callState)
+	if cs == nil {
+		return
+	}
+	switch s := s.(type) {
+	case *stats.InPayload:
+		cs.timer.Stop()
+	case *stats.End:
+		if s.Error == nil {
+			if !cs.tokenless && strings.HasPrefix(cs.method, "/fedirl.") {
+				g.cfg.Conns.markTrusted(cs.peer)
+			}
+			return
+		}
+		if errors.Is(context.Cause(ctx), errReadTimeout) {
+			g.cfg.Audit.Refused(AuditReadTimeout, cs.peer, cs.method, fmt.Sprintf("request not complete within %v", g.cfg.RequestReadTimeout))
+			return
+		}
+		st := status.Convert(s.Error)
+		if c := st.Code(); c != codes.Canceled && c != codes.DeadlineExceeded {
+			g.cfg.Audit.Refused(c.String(), cs.peer, cs.method, st.Message())
+		}
+	}
+}
+
+// TagConn implements stats.Handler.
+func (g *gate) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+// HandleConn implements stats.Handler.
+func (g *gate) HandleConn(context.Context, stats.ConnStats) {}
 
 // grpcService adapts Coordinator to the generated FederationServer interface.
 type grpcService struct {
@@ -132,25 +285,25 @@ type grpcService struct {
 	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
 }
 
-// loggingCreds logs failed server-side TLS handshakes (a scanner, a client
-// without the right certificate) before returning the error to grpc.
-type loggingCreds struct {
+// auditedCreds audits failed server-side TLS handshakes (a scanner, a
+// client without the right certificate) before returning the error to grpc.
+type auditedCreds struct {
 	credentials.TransportCredentials
-	log *slog.Logger
+	audit *AuditLog
 }
 
 // ServerHandshake implements credentials.TransportCredentials.
-func (l loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+func (l auditedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	c, info, err := l.TransportCredentials.ServerHandshake(conn)
 	if err != nil {
-		l.log.Warn("TLS handshake failed", "peer", conn.RemoteAddr().String(), "error", err.Error())
+		l.audit.Refused(AuditTLSHandshake, conn.RemoteAddr().String(), "", err.Error())
 	}
 	return c, info, err
 }
 
 // Clone implements credentials.TransportCredentials.
-func (l loggingCreds) Clone() credentials.TransportCredentials {
-	return loggingCreds{l.TransportCredentials.Clone(), l.log}
+func (l auditedCreds) Clone() credentials.TransportCredentials {
+	return auditedCreds{l.TransportCredentials.Clone(), l.audit}
 }
 
 // tokensReplyBound bounds the encoded size of a CreateTask reply for

@@ -134,7 +134,7 @@ func TestRefusalsAndHandshakeFailuresAreLogged(t *testing.T) {
 	raw.Close()
 	eventually(t, "both log records", func() bool {
 		s := logs.String()
-		return strings.Contains(s, `msg="request refused"`) && strings.Contains(s, "code=Unauthenticated") &&
-			strings.Contains(s, `msg="TLS handshake failed"`) && strings.Contains(s, "peer=127.0.0.1:")
+		return strings.Contains(s, "msg=refused class="+AuditStreamNoCred) &&
+			strings.Contains(s, "msg=refused class="+AuditTLSHandshake) && strings.Contains(s, "peer=127.0.0.1:")
 	})
 }

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"maps"
 	"net"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,7 @@ type Metrics struct {
 	fusionTime  prometheus.Histogram
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
-	store       atomic.Pointer[roundStore]
+	coord       atomic.Pointer[Coordinator]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -79,20 +80,29 @@ func (m *Metrics) fusion(outcome string, d time.Duration) {
 // taskStates is the fedirl_tasks gauge, read from the store at scrape time.
 type taskStates struct{ m *Metrics }
 
-var taskStatesDesc = prometheus.NewDesc("fedirl_tasks", "Tasks by state (open, fusing, done, failed).", []string{"state"}, nil)
+var taskStatesDesc = prometheus.NewDesc("fedirl_tasks", "Tasks by state (open, fusing, done, failed, corrupt: a record the server cannot read).", []string{"state"}, nil)
+
+// taskStateNames are the states of the fedirl_tasks gauge.
+var taskStateNames = []string{"open", "fusing", "done", "failed", "corrupt"}
 
 func (t taskStates) Describe(ch chan<- *prometheus.Desc) { ch <- taskStatesDesc }
 
 func (t taskStates) Collect(ch chan<- prometheus.Metric) {
-	s := t.m.store.Load()
-	if s == nil {
+	c := t.m.coord.Load()
+	if c == nil {
 		return
 	}
-	counts := map[string]float64{"open": 0, "fusing": 0, "done": 0, "failed": 0}
-	tasks, _ := (*s).listTasks()
+	counts := map[string]float64{}
+	tasks, _ := c.store.listTasks()
+	c.mu.Lock()
+	corrupt := maps.Clone(c.corrupt)
+	c.mu.Unlock()
 	for _, t := range tasks {
+		_, bad := corrupt[t.ID]
 		switch {
-		case t.Err != nil || t.State.Failed != "":
+		case bad || t.Err != nil:
+			counts["corrupt"]++
+		case t.State.Failed != "":
 			counts["failed"]++
 		case t.State.Done:
 			counts["done"]++
@@ -102,7 +112,7 @@ func (t taskStates) Collect(ch chan<- prometheus.Metric) {
 			counts["open"]++
 		}
 	}
-	for _, state := range []string{"open", "fusing", "done", "failed"} {
+	for _, state := range taskStateNames {
 		ch <- prometheus.MustNewConstMetric(taskStatesDesc, prometheus.GaugeValue, counts[state], state)
 	}
 }
