@@ -242,7 +242,9 @@ func TestPerPeerConnectionLimit(t *testing.T) {
 	audit := NewAuditLog(slogTo(&logs), 1000, 1000)
 	addr, cl := limitedServer(t, f, ConnLimits{Max: 100, PerPeer: 5}, GRPCServerConfig{Audit: audit})
 	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 20, 1, false)
-	eventually(t, "the refusals", func() bool { return bytes.Contains([]byte(logs.String()), []byte("class="+AuditConnPeerLimit)) && a.held() <= 5 })
+	eventually(t, "the refusals", func() bool {
+		return bytes.Contains([]byte(logs.String()), []byte("class="+AuditConnPeerLimit)) && a.held() <= 5
+	})
 	if n := cl.Open(); n > 5 {
 		t.Fatalf("%d connections held by one peer, limit 5", n)
 	}
