@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -22,7 +24,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -37,6 +38,7 @@ type serverOptions struct {
 	maxConnsPerPeer, maxTokenless        int
 	readTimeout, shutdownGrace           time.Duration
 	metricsListen                        string
+	limits                               federation.Limits
 }
 
 // statusOptions holds the flags of "fedirl server status".
@@ -49,6 +51,7 @@ type statusOptions struct {
 // taskOptions holds the flags of "fedirl server task create".
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
+	clientsFile                                                          string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -56,6 +59,7 @@ type taskOptions struct {
 	deadline                                                             time.Duration
 	warmStart                                                            bool
 	maxNorm, lr, l2, temperature                                         float64
+	limits                                                               federation.Limits
 }
 
 // clientOptions holds the flags of "fedirl client".
@@ -125,8 +129,24 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
+	registerLimits(cmd, &f.limits)
 	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd(), newServerStoreCmd())
 	return cmd
+}
+
+// registerLimits adds the flags of federation.Limits, the bounds a task
+// must respect to be created, to cmd.
+func registerLimits(cmd *cobra.Command, l *federation.Limits) {
+	d := federation.DefaultLimits()
+	fs := cmd.Flags()
+	fs.IntVar(&l.MaxDescriptionBytes, "max-description-bytes", d.MaxDescriptionBytes, "task limit: longest description")
+	fs.IntVar(&l.MaxProbePoints, "max-probe-points", d.MaxProbePoints, "task limit: most lattice points of a probe (checked before it is built)")
+	fs.IntVar(&l.MaxProbeEntries, "max-probe-entries", d.MaxProbeEntries, "task limit: most entries (points × theta_dim) of a probe's feature matrix")
+	fs.Float64Var(&l.MinEpsilon, "min-epsilon", d.MinEpsilon, "task limit: smallest fusion.epsilon (squared lattice spacings)")
+	fs.Float64Var(&l.MaxEpsilon, "max-epsilon", d.MaxEpsilon, "task limit: largest fusion.epsilon")
+	fs.IntVar(&l.MaxFusionIterations, "max-fusion-iterations", d.MaxFusionIterations, "task limit: largest fusion.max_iter")
+	fs.IntVar(&l.MaxInnerIterations, "max-inner-iterations", d.MaxInnerIterations, "task limit: largest fusion.inner_iter")
+	fs.IntVar(&l.MaxIRLIterations, "max-irl-iterations", d.MaxIRLIterations, "task limit: largest irl.max_iter")
 }
 
 // newServerStatusCmd builds "fedirl server status".
@@ -290,7 +310,8 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 	f.tls.register(cmd)
 	tf.StringVar(&f.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
 	tf.StringVar(&f.id, "id", "", "task id")
-	tf.StringVar(&f.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
+	tf.StringVar(&f.clients, "clients", "", "comma-separated client ids admitted to the task (this or --clients-file is required)")
+	tf.StringVar(&f.clientsFile, "clients-file", "", "file with the admitted client ids, one per line (- for stdin; blank lines ignored), for lists too long for --clients")
 	tf.StringVar(&f.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
 	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
 	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
@@ -307,6 +328,7 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+	registerLimits(cmd, &f.limits)
 	return cmd
 }
 
@@ -376,6 +398,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 			return fmt.Errorf("%s %d: want ≥ 1", name, v)
 		}
 	}
+	if err := f.limits.Validate(); err != nil {
+		return err
+	}
 	if f.readTimeout <= 0 || f.shutdownGrace < 0 {
 		return fmt.Errorf("--request-read-timeout %v must be > 0 and --shutdown-grace %v ≥ 0", f.readTimeout, f.shutdownGrace)
 	}
@@ -394,7 +419,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	defer store.Close()
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: tasks.NewFuser(), AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
+		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
 		Metrics: metrics})
 	if err != nil {
 		return err
@@ -502,20 +527,15 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return fmt.Errorf("--spec %s: %w", f.spec, err)
 		}
 	}
-	if f.gridSize > 0 {
-		probe, err := gridworld.DefaultFamily(f.gridSize).Probe(f.seed)
-		if err != nil {
-			return fmt.Errorf("--gridworld-size %d: %w", f.gridSize, err)
-		}
-		p, err := tasks.GridProbe(probe)
-		if err != nil {
-			return err
+	if err := f.limits.Validate(); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("gridworld-size") {
+		var err error
+		if spec.Probe, spec.ThetaDim, err = tasks.GridWorldProbe(f.gridSize, f.seed, f.limits); err != nil {
+			return fmt.Errorf("--gridworld-size: %w", err)
 		}
 		spec.EnvFamily = "gridworld"
-		if spec.Probe, err = json.Marshal(probe); err != nil {
-			return err
-		}
-		_, spec.ThetaDim = p.Phi.Dims()
 	}
 	set := func(name string, apply func()) {
 		if cmd.Flags().Changed(name) {
@@ -555,13 +575,22 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		return err
 	}
 	var clients []string
-	for _, c := range strings.Split(f.clients, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			clients = append(clients, c)
+	switch {
+	case f.clients != "" && f.clientsFile != "":
+		return errors.New("--clients and --clients-file are exclusive")
+	case f.clientsFile != "":
+		if clients, err = readClientsFile(f.clientsFile, cmd.InOrStdin()); err != nil {
+			return err
+		}
+	default:
+		for _, c := range strings.Split(f.clients, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				clients = append(clients, c)
+			}
 		}
 	}
 	if len(clients) == 0 {
-		return errors.New("--clients: list at least one client id")
+		return errors.New("--clients or --clients-file: list at least one client id")
 	}
 	if spec.Quorum == 0 {
 		spec.Quorum = len(clients)
@@ -590,7 +619,10 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := spec.Validate(); err != nil {
 			return err
 		}
-		if err := tasks.NewFuser().Validate(spec); err != nil {
+		if err := f.limits.CheckSpec(&spec); err != nil {
+			return err
+		}
+		if err := (&tasks.Fuser{Limits: f.limits}).Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
 		}
 		store, err := federation.OpenStore(f.store)
@@ -607,10 +639,48 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := os.WriteFile(f.tokensOut, append(b, '\n'), 0o600); err != nil {
 			return fmt.Errorf("--tokens-out: %w", err)
 		}
-		fmt.Fprintf(os.Stderr, "task %s created in %s; %d client tokens written to %s\n", spec.ID, f.store, len(tokens), f.tokensOut)
+		fmt.Fprintf(cmd.ErrOrStderr(), "task %s created in %s; %d client tokens written to %s\n", spec.ID, f.store, len(tokens), f.tokensOut)
 		return nil
 	}
 	return writeJSON("-", tokens)
+}
+
+// readClientsFile reads client ids, one per line, from file ("-": stdin),
+// naming the line of an invalid id.
+func readClientsFile(file string, stdin io.Reader) ([]string, error) {
+	r := stdin
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("--clients-file: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		id := strings.TrimSpace(sc.Text())
+		if id == "" {
+			continue
+		}
+		if !federation.ValidID(id) {
+			return nil, fmt.Errorf("--clients-file %s line %d: client id %q: want 1-%d characters from [A-Za-z0-9._-]", file, line, truncateID(id), federation.MaxIDLength)
+		}
+		out = append(out, id)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--clients-file %s: %w", file, err)
+	}
+	return out, nil
+}
+
+// truncateID shortens an id for an error message.
+func truncateID(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // readAdminToken reads an admin token file ("" means no token).

@@ -34,6 +34,9 @@ type CoordinatorConfig struct {
 	Logf func(format string, args ...any)
 	// Metrics, if set, counts submissions and fusions (see NewMetrics).
 	Metrics *Metrics
+	// Limits bounds the tasks CreateTask accepts (zero fields: defaults);
+	// the Fuser checks the family-specific bounds with its own copy.
+	Limits Limits
 	// RetryBase and RetryMax bound the exponential back-off between attempts
 	// of a fusion that failed transiently (defaults 250 ms and 1 min).
 	RetryBase, RetryMax time.Duration
@@ -232,6 +235,9 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 func (c *Coordinator) checkFusable(spec TaskSpec) error {
 	spec.Normalize()
 	if err := spec.Validate(); err != nil {
+		return &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	if err := c.cfg.Limits.CheckSpec(&spec); err != nil {
 		return &Error{Code: CodeInvalidArgument, Msg: err.Error()}
 	}
 	if err := c.cfg.Fuser.Validate(spec); err != nil {
