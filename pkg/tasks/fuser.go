@@ -53,7 +53,7 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	out, err := fusion.Fuse(probe, thetas, raw, opt)
+	out, err := fusion.FuseContext(ctx, probe, thetas, raw, opt)
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}

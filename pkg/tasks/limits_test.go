@@ -1,10 +1,15 @@
 package tasks
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -95,3 +100,52 @@ func fusionJSON(t *testing.T, o fusion.Options) json.RawMessage {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestFusionStopsAtShutdown: a barycentric fusion with the largest budget
+// the default limits allow (max_iter 100000, tol −1, the paper's solver with
+// 1000 inner iterations) stops within a second of the coordinator's Close,
+// instead of taking a core past shutdown (the issue: "a fusion did not stop
+// within 1 s"); the round stays open to be fused after a restart.
+func TestFusionStopsAtShutdown(t *testing.T) {
+	store, err := federation.OpenStore(t.TempDir() + "/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var mu sync.Mutex
+	var logs []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{Fuser: NewFuser(), Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := gridSpec(t, "slow", fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.Paper, MaxIter: 100000, InnerIter: 1000, Tol: -1})
+	tok, err := coord.CreateTask(spec, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, c := range []string{"a", "b"} {
+		s := federation.Submission{TaskID: "slow", Round: 1, ClientID: c, Theta: []float64{-1 - float64(i), 0.5}, DemoCount: 1}
+		if _, err := coord.Submit(ctx, federation.Credentials{Token: tok[c]}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the fusion is running
+	start := time.Now()
+	coord.Close()
+	d := time.Since(start)
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("Close took %v; log: %q", d, logs)
+	if d > time.Second || slices.ContainsFunc(logs, func(s string) bool { return strings.Contains(s, "did not stop") }) {
+		t.Fatalf("the fusion did not stop within 1 s of Close (%v)", d)
+	}
+	if !slices.ContainsFunc(logs, func(s string) bool { return strings.Contains(s, "fusion interrupted by shutdown") }) {
+		t.Fatal("no fusion was interrupted: the test did not exercise a running fusion")
+	}
+}
