@@ -20,7 +20,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,8 @@ type serverOptions struct {
 	maxMsg, maxConns, maxStreams         int
 	maxConnsPerPeer, maxTokenless        int
 	readTimeout, shutdownGrace           time.Duration
-	metricsListen                        string
+	metricsListen, metricsTokenFile      string
+	metricsTLS                           bool
 	limits                               federation.Limits
 }
 
@@ -127,6 +127,8 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.IntVar(&f.maxTokenless, "max-tokenless-calls", federation.DefaultMaxTokenlessCalls, "calls without a known token (health checks, open status) in flight at once")
 	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
+	sf.StringVar(&f.metricsTokenFile, "metrics-token-file", "", "file holding a bearer token that metrics requests must carry")
+	sf.BoolVar(&f.metricsTLS, "metrics-tls", false, "serve metrics over HTTPS with --tls-cert and --tls-key")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
 	registerLimits(cmd, &f.limits)
@@ -433,21 +435,11 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	gcfg.Conns = federation.NewConnLimiter(lis, federation.ConnLimits{Max: f.maxConns, PerPeer: f.maxConnsPerPeer}, gcfg.Audit)
 	lis = metrics.CountConnections(gcfg.Conns)
 	if f.metricsListen != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if err := metrics.Register(reg); err != nil {
+		msrv, err := serveMetrics(f, metrics, logger)
+		if err != nil {
 			return err
 		}
-		mlis, err := net.Listen("tcp", f.metricsListen)
-		if err != nil {
-			return fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(mlis)
 		defer msrv.Close()
-		logger.Printf("metrics on http://%s/metrics", mlis.Addr())
 	}
 	addr := lis.Addr().String()
 	if f.addrFile != "" {
@@ -480,6 +472,62 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	}
 	<-stopped
 	return nil
+}
+
+// serveMetrics serves the Prometheus metrics on --metrics-listen (with
+// --metrics-token-file and --metrics-tls), warning when they are reachable
+// beyond loopback without a token or in plaintext.
+func serveMetrics(f *serverOptions, metrics *federation.Metrics, logger *log.Logger) (*http.Server, error) {
+	if f.metricsTLS && (f.tlsCert == "" || f.tlsKey == "") {
+		return nil, errors.New("--metrics-tls needs --tls-cert and --tls-key")
+	}
+	token := ""
+	if f.metricsTokenFile != "" {
+		b, err := os.ReadFile(f.metricsTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return nil, fmt.Errorf("--metrics-token-file %s is empty", f.metricsTokenFile)
+		}
+	}
+	if w := metricsWarning(f.metricsListen, token != "", f.metricsTLS); w != "" {
+		logger.Print(w)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := metrics.Register(reg); err != nil {
+		return nil, err
+	}
+	mlis, err := net.Listen("tcp", f.metricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", federation.MetricsHandler(reg, token))
+	msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	scheme := "http"
+	if f.metricsTLS {
+		scheme = "https"
+		go msrv.ServeTLS(mlis, f.tlsCert, f.tlsKey)
+	} else {
+		go msrv.Serve(mlis)
+	}
+	logger.Printf("metrics on %s://%s/metrics", scheme, mlis.Addr())
+	return msrv, nil
+}
+
+// metricsWarning returns the warning due for metrics served on addr, or "".
+func metricsWarning(addr string, token, tls bool) string {
+	switch {
+	case federation.IsLoopback(addr):
+		return ""
+	case !token:
+		return fmt.Sprintf("WARNING: metrics on the non-loopback address %s are served to anyone who can reach it (task ids, submission counts, process details); set --metrics-token-file (and --metrics-tls), or listen on loopback", addr)
+	case !tls:
+		return fmt.Sprintf("WARNING: metrics on the non-loopback address %s are served over plaintext HTTP: the --metrics-token-file token travels unencrypted; add --metrics-tls", addr)
+	}
+	return ""
 }
 
 func runServerStatus(cmd *cobra.Command, f *statusOptions) error {

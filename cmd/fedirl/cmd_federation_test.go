@@ -98,3 +98,25 @@ func TestTaskCreateRefusesUnaffordableTasks(t *testing.T) {
 		t.Fatalf("a refused task created the store (%v)", err)
 	}
 }
+
+// TestMetricsWarning: metrics beyond loopback warn unless a token guards
+// them over TLS (the issue: served unauthenticated on any address with no
+// warning).
+func TestMetricsWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr       string
+		token, tls bool
+		want       string
+	}{
+		{"127.0.0.1:9464", false, false, ""},
+		{"[::1]:9464", false, false, ""},
+		{"0.0.0.0:9464", false, false, "served to anyone"},
+		{"10.0.0.5:9464", true, false, "plaintext HTTP"},
+		{"10.0.0.5:9464", true, true, ""},
+	} {
+		got := metricsWarning(tc.addr, tc.token, tc.tls)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("metricsWarning(%s, token %v, tls %v) = %q, want %q", tc.addr, tc.token, tc.tls, got, tc.want)
+		}
+	}
+}

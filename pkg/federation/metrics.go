@@ -1,12 +1,17 @@
 package federation
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"maps"
 	"net"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are the server's Prometheus metrics (official client library). A
@@ -147,4 +152,27 @@ func (c *countingConn) Close() error {
 		c.m.open.Add(-1)
 	}
 	return c.Conn.Close()
+}
+
+// MetricsHandler serves the metrics of g in the Prometheus text format
+// (promhttp); with a non-empty token, only to requests carrying
+// "Authorization: Bearer <token>" (compared in constant time; Prometheus
+// sends it with authorization.credentials_file in its scrape config), others
+// get 401.
+func MetricsHandler(g prometheus.Gatherer, token string) http.Handler {
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		gotSum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(gotSum[:], want[:]) != 1 || !bearer {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fedirl metrics"`)
+			http.Error(w, "metrics need the bearer token of --metrics-token-file", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
