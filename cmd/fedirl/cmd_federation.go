@@ -219,7 +219,7 @@ func newServerStoreCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only; works while a server holds it only if it was started read-only)")
+	check.Flags().StringVar(&store, "store", "fedirl.db", "store file, opened read-only (a running server locks it: stop it, or use \"server status --server\")")
 	cmd.AddCommand(check)
 	return cmd
 }
@@ -230,7 +230,7 @@ func newServerTaskListCmd() *cobra.Command {
 	var store, out string
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the tasks of a store (read-only; id, round, state, clients, submissions) as JSON",
+		Short: "List the tasks of a store file as JSON (id, round, state, clients, submissions); opens it read-only, with the server stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sts, err := storeStatuses(store)
@@ -253,7 +253,7 @@ func newServerTaskListCmd() *cobra.Command {
 			return writeJSON(out, rows)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only)")
+	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file, opened read-only (a running server locks it: stop it, or use \"server status --server\")")
 	cmd.Flags().StringVar(&out, "out", "-", "output JSON file (- for stdout)")
 	return cmd
 }

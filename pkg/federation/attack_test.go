@@ -3,10 +3,14 @@ package federation
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -38,8 +42,9 @@ type attacker struct {
 }
 
 // attack starts conns connections from from (127.0.0.x) to addr, each with
-// streams half-sent calls of method.
-func attack(t testing.TB, addr string, from string, token, method string, conns, streams int, reconnect bool) *attacker {
+// streams half-sent calls of method; a connection the server closes is
+// reopened after reconnect (0: never).
+func attack(t testing.TB, addr string, from string, token, method string, conns, streams int, reconnect time.Duration) *attacker {
 	t.Helper()
 	ip := net.ParseIP(from)
 	if ip == nil || !ip.IsLoopback() {
@@ -55,13 +60,13 @@ func attack(t testing.TB, addr string, from string, token, method string, conns,
 			defer a.wg.Done()
 			for {
 				a.hold()
-				if !reconnect {
+				if reconnect == 0 {
 					return
 				}
 				select {
 				case <-a.stop:
 					return
-				case <-time.After(20 * time.Millisecond):
+				case <-time.After(reconnect):
 				}
 			}
 		}()
@@ -206,7 +211,7 @@ func TestStalledPeerCannotLockOutClients(t *testing.T) {
 	tok := f.create(t, testSpec("t", 2, 1), "alice")
 	addr, cl := limitedServer(t, f, ConnLimits{Max: 100}, GRPCServerConfig{})
 	before := heapInUse()
-	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 200, 16, true)
+	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 200, 16, 20*time.Millisecond)
 	eventually(t, "the attacker to fill the server", func() bool { return cl.Open() >= 100 })
 	for i := range 5 {
 		c, err := DialGRPC(addr, DialConfig{Token: tok["alice"]})
@@ -241,7 +246,7 @@ func TestPerPeerConnectionLimit(t *testing.T) {
 	var logs lockedBuffer
 	audit := NewAuditLog(slogTo(&logs), 1000, 1000)
 	addr, cl := limitedServer(t, f, ConnLimits{Max: 100, PerPeer: 5}, GRPCServerConfig{Audit: audit})
-	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 20, 1, false)
+	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 20, 1, 0)
 	eventually(t, "the refusals", func() bool {
 		return bytes.Contains([]byte(logs.String()), []byte("class="+AuditConnPeerLimit)) && a.held() <= 5
 	})
@@ -265,7 +270,7 @@ func TestUnfinishedRequestIsCancelled(t *testing.T) {
 	var logs lockedBuffer
 	audit := NewAuditLog(slogTo(&logs), 1000, 1000)
 	addr, _ := limitedServer(t, f, ConnLimits{}, GRPCServerConfig{Audit: audit, RequestReadTimeout: 200 * time.Millisecond})
-	attack(t, addr, "127.0.0.1", tok["alice"], "/fedirl.v1.Federation/Submit", 1, 3, false)
+	attack(t, addr, "127.0.0.1", tok["alice"], "/fedirl.v1.Federation/Submit", 1, 3, 0)
 	eventually(t, "three read timeouts in the audit log", func() bool {
 		return bytes.Count([]byte(logs.String()), []byte("class="+AuditReadTimeout)) == 3
 	})
@@ -283,7 +288,7 @@ func TestHalfSentStreamsMemoryBounded(t *testing.T) {
 	f := newFixture(t, CoordinatorConfig{})
 	addr, _ := limitedServer(t, f, ConnLimits{Max: 10}, GRPCServerConfig{})
 	before := heapInUse()
-	attack(t, addr, "127.0.0.1", "", "/fedirl.v1.Federation/Submit", 20, 1000, false)
+	attack(t, addr, "127.0.0.1", "", "/fedirl.v1.Federation/Submit", 20, 1000, 0)
 	time.Sleep(1500 * time.Millisecond) // let the server take in what it accepts
 	grown := int64(heapInUse()) - int64(before)
 	t.Logf("server heap grew by %.1f MB under 20 connections × 1000 half-sent calls", float64(grown)/(1<<20))
@@ -305,7 +310,7 @@ func TestShutdownIsBounded(t *testing.T) {
 	s := NewGRPCServer(f.coord, GRPCServerConfig{RequestReadTimeout: time.Hour})
 	go s.Serve(lis)
 	addr := lis.Addr().String()
-	attack(t, addr, "127.0.0.1", tok["alice"], "/fedirl.v1.Federation/Submit", 2, 4, false)
+	attack(t, addr, "127.0.0.1", tok["alice"], "/fedirl.v1.Federation/Submit", 2, 4, 0)
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -330,4 +335,68 @@ func TestShutdownIsBounded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Shutdown with 300 ms grace still running after 5 s")
 	}
+}
+
+// TestAttackExternal is the attacker of scripts/federation-attack.sh, which
+// runs the full-size attack on a real "fedirl server" process: it is
+// skipped unless FEDIRL_ATTACK_ADDR names the server (a loopback address).
+// It holds FEDIRL_ATTACK_CONNS (2048) connections × FEDIRL_ATTACK_STREAMS
+// (16) token-less half-sent calls from 127.0.0.2, reconnecting a dropped
+// connection after FEDIRL_ATTACK_RECONNECT (1s), for FEDIRL_ATTACK_HOLD
+// (30s); meanwhile a client on 127.0.0.1 with token FEDIRL_ATTACK_TOKEN
+// opens a new connection every second and calls GetTask on task "t" as
+// "alice"; every call must be answered within 5 s. It prints "holding" once
+// the attack is in place and a summary line at the end.
+func TestAttackExternal(t *testing.T) {
+	addr := os.Getenv("FEDIRL_ATTACK_ADDR")
+	if addr == "" {
+		t.Skip("FEDIRL_ATTACK_ADDR not set (see scripts/federation-attack.sh)")
+	}
+	envInt := func(name string, def int) int {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return n
+		}
+		return def
+	}
+	envDur := func(name string, def time.Duration) time.Duration {
+		if v := os.Getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return d
+		}
+		return def
+	}
+	conns, streams := envInt("FEDIRL_ATTACK_CONNS", 2048), envInt("FEDIRL_ATTACK_STREAMS", 16)
+	hold, reconnect := envDur("FEDIRL_ATTACK_HOLD", 30*time.Second), envDur("FEDIRL_ATTACK_RECONNECT", time.Second)
+	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", conns, streams, reconnect)
+	time.Sleep(3 * time.Second)
+	fmt.Printf("holding: attacker holds %d connections after %d dials\n", a.held(), a.dialed())
+	var lat []time.Duration
+	deadline := time.Now().Add(hold)
+	for time.Now().Before(deadline) {
+		c, err := DialGRPC(addr, DialConfig{Token: os.Getenv("FEDIRL_ATTACK_TOKEN")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		_, err = c.GetTask(ctx, "t", "alice")
+		d := time.Since(start)
+		cancel()
+		c.Close()
+		if err != nil {
+			t.Errorf("GetTask under attack: %v after %v", err, d)
+		}
+		lat = append(lat, d)
+		time.Sleep(time.Second)
+	}
+	slices.Sort(lat)
+	fmt.Printf("summary: %d GetTask calls on new connections, p50 %v, max %v; attacker holds %d connections after %d dials\n",
+		len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), a.held(), a.dialed())
 }

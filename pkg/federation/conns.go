@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // DefaultMaxConnections is the default of ConnLimits.Max.
@@ -75,7 +74,6 @@ type limitedConn struct {
 	l       *ConnLimiter
 	ip      string
 	addr    string
-	opened  time.Time
 	trusted atomic.Bool // completed an authenticated call
 	once    sync.Once
 }
@@ -106,7 +104,7 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &limitedConn{Conn: raw, l: l, ip: peerIP(raw.RemoteAddr()), addr: raw.RemoteAddr().String(), opened: time.Now()}
+		c := &limitedConn{Conn: raw, l: l, ip: peerIP(raw.RemoteAddr()), addr: raw.RemoteAddr().String()}
 		victim, reason := l.admit(c)
 		if victim != nil {
 			l.audit.Refused(AuditConnEvicted, victim.addr, "", "closed to admit "+c.ip+": "+reason)
