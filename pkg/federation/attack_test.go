@@ -226,7 +226,7 @@ func TestStalledPeerCannotLockOutClients(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %d under attack: %v after %v", i, err, time.Since(start))
 		}
-		t.Logf("call %d answered in %v (attacker holds %d connections, %d dials)", i, time.Since(start).Round(time.Millisecond), a.held(), a.dialed())
+		t.Logf("call %d answered in %v (attacker holds %d connections, %d dials)", i, time.Since(start).Round(time.Microsecond), a.held(), a.dialed())
 	}
 	grown := int64(heapInUse()) - int64(before)
 	t.Logf("heap grew by %.1f MB (server and attacker)", float64(grown)/(1<<20))
@@ -352,28 +352,9 @@ func TestAttackExternal(t *testing.T) {
 	if addr == "" {
 		t.Skip("FEDIRL_ATTACK_ADDR not set (see scripts/federation-attack.sh)")
 	}
-	envInt := func(name string, def int) int {
-		if v := os.Getenv(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return n
-		}
-		return def
-	}
-	envDur := func(name string, def time.Duration) time.Duration {
-		if v := os.Getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			return d
-		}
-		return def
-	}
-	conns, streams := envInt("FEDIRL_ATTACK_CONNS", 2048), envInt("FEDIRL_ATTACK_STREAMS", 16)
-	hold, reconnect := envDur("FEDIRL_ATTACK_HOLD", 30*time.Second), envDur("FEDIRL_ATTACK_RECONNECT", time.Second)
+	conns, streams := envOr(t, "FEDIRL_ATTACK_CONNS", 2048, strconv.Atoi), envOr(t, "FEDIRL_ATTACK_STREAMS", 16, strconv.Atoi)
+	hold := envOr(t, "FEDIRL_ATTACK_HOLD", 30*time.Second, time.ParseDuration)
+	reconnect := envOr(t, "FEDIRL_ATTACK_RECONNECT", time.Second, time.ParseDuration)
 	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", conns, streams, reconnect)
 	time.Sleep(3 * time.Second)
 	fmt.Printf("holding: attacker holds %d connections after %d dials\n", a.held(), a.dialed())
@@ -399,4 +380,18 @@ func TestAttackExternal(t *testing.T) {
 	slices.Sort(lat)
 	fmt.Printf("summary: %d GetTask calls on new connections, p50 %v, max %v; attacker holds %d connections after %d dials\n",
 		len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), a.held(), a.dialed())
+}
+
+// envOr returns the environment variable name parsed by parse, or def when
+// it is unset.
+func envOr[T any](t *testing.T, name string, def T, parse func(string) (T, error)) T {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return x
 }
