@@ -18,8 +18,10 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // attacker holds plaintext HTTP/2 connections to a server, each with calls
@@ -394,4 +396,43 @@ func envOr[T any](t *testing.T, name string, def T, parse func(string) (T, error
 		t.Fatalf("%s: %v", name, err)
 	}
 	return x
+}
+
+// TestTokenlessBudget: token-less calls are capped in flight (a third
+// concurrent health Watch is refused with ResourceExhausted when the cap is
+// 2), and finished ones give their place back (100 sequential checks pass).
+func TestTokenlessBudget(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	addr := serve(t, f, GRPCServerConfig{MaxTokenlessCalls: 2})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 100 {
+		if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("check %d: %v", i, err)
+		}
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	for range 2 {
+		w, err := hc.Watch(wctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a third token-less call with two Watches open: %v, want ResourceExhausted", err)
+	}
+	wcancel()
+	eventually(t, "the Watches' places back", func() bool {
+		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		return err == nil
+	})
 }
