@@ -436,3 +436,22 @@ func TestTokenlessBudget(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestReadTimeoutSparesLongCalls: the read timeout covers only the request;
+// a GetFused long poll that outlasts it once its request is in is answered
+// normally (clients wait up to 30 s against a 10 s read timeout).
+func TestReadTimeoutSparesLongCalls(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	tok := f.create(t, testSpec("t", 2, 2), "alice", "bob")
+	addr := serve(t, f, GRPCServerConfig{RequestReadTimeout: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	fs, err := dial(t, addr, DialConfig{Token: tok["alice"]}).GetFused(ctx, "t", "alice", 1, 600*time.Millisecond)
+	if err != nil || fs.Ready {
+		t.Fatalf("long poll: %+v, %v", fs, err)
+	}
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Fatalf("the long poll returned after %v, before its 600 ms wait", d)
+	}
+}
