@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -147,5 +148,55 @@ func TestFusionStopsAtShutdown(t *testing.T) {
 	}
 	if !slices.ContainsFunc(logs, func(s string) bool { return strings.Contains(s, "fusion interrupted by shutdown") }) {
 		t.Fatal("no fusion was interrupted: the test did not exercise a running fusion")
+	}
+}
+
+// TestCreateTaskRPCRefusesUnaffordableProbe: the issue's CreateTask RPC with
+// a gridworld probe of size 100000 (the server died with "fatal error: out
+// of memory") is refused with InvalidArgument naming the bound, and the
+// server keeps serving its other tasks.
+func TestCreateTaskRPCRefusesUnaffordableProbe(t *testing.T) {
+	store, err := federation.OpenStore(t.TempDir() + "/s.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	admin := strings.Repeat("k", 40)
+	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{Fuser: NewFuser(), AdminToken: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coord.Close()
+	tok, err := coord.CreateTask(gridSpec(t, "ok", fusion.Options{}), []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := federation.NewGRPCServer(coord, federation.GRPCServerConfig{})
+	go srv.Serve(lis)
+	defer srv.Stop()
+	c, err := federation.DialGRPC(lis.Addr().String(), federation.DialConfig{Token: admin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	huge := gridSpec(t, "huge", fusion.Options{Method: fusion.MethodBarycentric})
+	huge.Probe = json.RawMessage(`{"size":100000,"goal":0}`)
+	_, err = c.CreateTask(ctx, huge, []string{"a"})
+	if federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), "above the server's bound of 2097152 (--max-probe-points)") {
+		t.Fatalf("CreateTask of a size-100000 probe: %v", err)
+	}
+	cl, err := federation.DialGRPC(lis.Addr().String(), federation.DialConfig{Token: tok["a"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.GetTask(ctx, "ok", "a"); err != nil {
+		t.Fatalf("the server stopped serving: %v", err)
 	}
 }
