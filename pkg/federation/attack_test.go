@@ -17,9 +17,7 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
@@ -313,12 +311,7 @@ func TestShutdownIsBounded(t *testing.T) {
 	go s.Serve(lis)
 	addr := lis.Addr().String()
 	attack(t, addr, "127.0.0.1", tok["alice"], "/fedirl.v1.Federation/Submit", 2, 4, 0)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	w, err := healthpb.NewHealthClient(conn).Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	w, err := healthClient(t, addr).Watch(context.Background(), &healthpb.HealthCheckRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,12 +397,7 @@ func envOr[T any](t *testing.T, name string, def T, parse func(string) (T, error
 func TestTokenlessBudget(t *testing.T) {
 	f := newFixture(t, CoordinatorConfig{})
 	addr := serve(t, f, GRPCServerConfig{MaxTokenlessCalls: 2})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
+	hc := healthClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range 100 {
