@@ -68,7 +68,7 @@ type callStateKey struct{}
 // complete within RequestReadTimeout.
 var errReadTimeout = errors.New("request not received in time")
 
-// tokenless reports whether method may be called without a known token.
+// tokenlessMethod reports whether method may be called without a known token.
 func (g *gate) tokenlessMethod(method string) bool {
 	switch {
 	case strings.HasPrefix(method, "/grpc.health.v1.Health/"):
