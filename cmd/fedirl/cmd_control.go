@@ -47,8 +47,8 @@ func countsText(m map[string]int) string {
 func newReproduceControlCmd() *cobra.Command {
 	var (
 		envList, lattice, configPath, out, shard, protocol string
-		quick, full                              bool
-		seeds, jobs                              int
+		quick, full                                        bool
+		seeds, jobs                                        int
 	)
 	bins := map[string]*int{}
 	cmd := &cobra.Command{

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -18,11 +20,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/privacy"
@@ -35,7 +35,11 @@ type serverOptions struct {
 	tlsCert, tlsKey, clientCA, adminFile string
 	insecure, init                       bool
 	maxMsg, maxConns, maxStreams         int
-	metricsListen                        string
+	maxConnsPerPeer, maxTokenless        int
+	readTimeout, shutdownGrace           time.Duration
+	metricsListen, metricsTokenFile      string
+	metricsTLS                           bool
+	limits                               federation.Limits
 }
 
 // statusOptions holds the flags of "fedirl server status".
@@ -48,6 +52,7 @@ type statusOptions struct {
 // taskOptions holds the flags of "fedirl server task create".
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
+	clientsFile                                                          string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -56,6 +61,7 @@ type taskOptions struct {
 	warmStart                                                            bool
 	maxNorm, lr, l2, temperature                                         float64
 	dpMaxEps, dpMaxDelta                                                 float64
+	limits                                                               federation.Limits
 }
 
 // clientOptions holds the flags of "fedirl client".
@@ -117,13 +123,35 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.clientCA, "client-ca", "", "CA bundle PEM for client certificates (enables mutual TLS)")
 	sf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token required by status requests")
 	sf.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC; only allowed on a loopback address (quick start)")
-	sf.IntVar(&f.maxConns, "max-connections", federation.DefaultMaxConnections, "connections served at once (further peers wait); bounds what unauthenticated peers can hold")
+	sf.IntVar(&f.maxConns, "max-connections", federation.DefaultMaxConnections, "connections held at once; when full, a new peer displaces a connection of the peer holding most, others are closed at once")
+	sf.IntVar(&f.maxConnsPerPeer, "max-connections-per-peer", federation.DefaultMaxConnectionsPerPeer, "connections one IP address may hold at once (raise it for many clients behind one NAT)")
 	sf.IntVar(&f.maxStreams, "max-streams-per-connection", 16, "concurrent calls per connection")
+	sf.DurationVar(&f.readTimeout, "request-read-timeout", federation.DefaultRequestReadTimeout, "time a call may take to send its whole request; unfinished calls are cancelled")
+	sf.IntVar(&f.maxTokenless, "max-tokenless-calls", federation.DefaultMaxTokenlessCalls, "calls without a known token (health checks, open status) in flight at once")
+	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
+	sf.StringVar(&f.metricsTokenFile, "metrics-token-file", "", "file holding a bearer token that metrics requests must carry")
+	sf.BoolVar(&f.metricsTLS, "metrics-tls", false, "serve metrics over HTTPS with --tls-cert and --tls-key")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
+	registerLimits(cmd, &f.limits)
 	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd(), newServerStoreCmd())
 	return cmd
+}
+
+// registerLimits adds the flags of federation.Limits, the bounds a task
+// must respect to be created, to cmd.
+func registerLimits(cmd *cobra.Command, l *federation.Limits) {
+	d := federation.DefaultLimits()
+	fs := cmd.Flags()
+	fs.IntVar(&l.MaxDescriptionBytes, "max-description-bytes", d.MaxDescriptionBytes, "task limit: longest description")
+	fs.IntVar(&l.MaxProbePoints, "max-probe-points", d.MaxProbePoints, "task limit: most lattice points of a probe (checked before it is built)")
+	fs.IntVar(&l.MaxProbeEntries, "max-probe-entries", d.MaxProbeEntries, "task limit: most entries (points × theta_dim) of a probe's feature matrix")
+	fs.Float64Var(&l.MinEpsilon, "min-epsilon", d.MinEpsilon, "task limit: smallest fusion.epsilon (squared lattice spacings)")
+	fs.Float64Var(&l.MaxEpsilon, "max-epsilon", d.MaxEpsilon, "task limit: largest fusion.epsilon")
+	fs.IntVar(&l.MaxFusionIterations, "max-fusion-iterations", d.MaxFusionIterations, "task limit: largest fusion.max_iter")
+	fs.IntVar(&l.MaxInnerIterations, "max-inner-iterations", d.MaxInnerIterations, "task limit: largest fusion.inner_iter")
+	fs.IntVar(&l.MaxIRLIterations, "max-irl-iterations", d.MaxIRLIterations, "task limit: largest irl.max_iter")
 }
 
 // newServerStatusCmd builds "fedirl server status".
@@ -194,7 +222,7 @@ func newServerStoreCmd() *cobra.Command {
 			return nil
 		},
 	}
-	check.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only; works while a server holds it only if it was started read-only)")
+	check.Flags().StringVar(&store, "store", "fedirl.db", "store file, opened read-only (a running server locks it: stop it, or use \"server status --server\")")
 	cmd.AddCommand(check)
 	return cmd
 }
@@ -205,7 +233,7 @@ func newServerTaskListCmd() *cobra.Command {
 	var store, out string
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the tasks of a store (read-only; id, round, state, clients, submissions) as JSON",
+		Short: "List the tasks of a store file as JSON (id, round, state, clients, submissions); opens it read-only, with the server stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sts, err := storeStatuses(store)
@@ -228,7 +256,7 @@ func newServerTaskListCmd() *cobra.Command {
 			return writeJSON(out, rows)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file (opened read-only)")
+	cmd.Flags().StringVar(&store, "store", "fedirl.db", "store file, opened read-only (a running server locks it: stop it, or use \"server status --server\")")
 	cmd.Flags().StringVar(&out, "out", "-", "output JSON file (- for stdout)")
 	return cmd
 }
@@ -287,7 +315,8 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 	f.tls.register(cmd)
 	tf.StringVar(&f.spec, "spec", "", "JSON task spec file (fields of federation.TaskSpec)")
 	tf.StringVar(&f.id, "id", "", "task id")
-	tf.StringVar(&f.clients, "clients", "", "comma-separated client ids admitted to the task (required)")
+	tf.StringVar(&f.clients, "clients", "", "comma-separated client ids admitted to the task (this or --clients-file is required)")
+	tf.StringVar(&f.clientsFile, "clients-file", "", "file with the admitted client ids, one per line (- for stdin; blank lines ignored), for lists too long for --clients")
 	tf.StringVar(&f.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
 	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
 	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
@@ -306,6 +335,7 @@ The task comes from --spec (a JSON task spec), or is built from flags: with
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
 	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
 	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
+	registerLimits(cmd, &f.limits)
 	return cmd
 }
 
@@ -358,7 +388,8 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	gcfg.MaxMessageBytes = f.maxMsg
 	// Security events (refused requests, failed TLS handshakes) as structured
 	// records on stderr, beside the human-readable progress lines.
-	gcfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server")
+	gcfg.Audit = federation.NewAuditLog(slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server audit"), 0, 0)
+	gcfg.RequestReadTimeout, gcfg.MaxTokenlessCalls = f.readTimeout, f.maxTokenless
 	switch {
 	case f.insecure && f.tlsCert != "":
 		return errors.New("--insecure and --tls-cert are exclusive")
@@ -376,6 +407,18 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		}
 		gcfg.TLS = tc
 	}
+	for name, v := range map[string]int{"--max-connections": f.maxConns, "--max-connections-per-peer": f.maxConnsPerPeer,
+		"--max-streams-per-connection": f.maxStreams, "--max-tokenless-calls": f.maxTokenless, "--max-message-bytes": f.maxMsg} {
+		if v < 1 {
+			return fmt.Errorf("%s %d: want ≥ 1", name, v)
+		}
+	}
+	if err := f.limits.Validate(); err != nil {
+		return err
+	}
+	if f.readTimeout <= 0 || f.shutdownGrace < 0 {
+		return fmt.Errorf("--request-read-timeout %v must be > 0 and --shutdown-grace %v ≥ 0", f.readTimeout, f.shutdownGrace)
+	}
 	admin, err := readAdminToken(f.adminFile)
 	if err != nil {
 		return err
@@ -391,7 +434,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	defer store.Close()
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: tasks.NewFuser(), AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
+		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
 		Metrics: metrics})
 	if err != nil {
 		return err
@@ -401,27 +444,15 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	if f.maxConns < 1 || f.maxStreams < 1 {
-		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
-	}
 	gcfg.MaxConcurrentStreams = uint32(f.maxStreams)
-	lis = metrics.CountConnections(federation.LimitConnections(lis, f.maxConns))
+	gcfg.Conns = federation.NewConnLimiter(lis, federation.ConnLimits{Max: f.maxConns, PerPeer: f.maxConnsPerPeer}, gcfg.Audit)
+	lis = metrics.CountConnections(gcfg.Conns)
 	if f.metricsListen != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if err := metrics.Register(reg); err != nil {
+		msrv, err := serveMetrics(f, metrics, logger)
+		if err != nil {
 			return err
 		}
-		mlis, err := net.Listen("tcp", f.metricsListen)
-		if err != nil {
-			return fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go msrv.Serve(mlis)
 		defer msrv.Close()
-		logger.Printf("metrics on http://%s/metrics", mlis.Addr())
 	}
 	addr := lis.Addr().String()
 	if f.addrFile != "" {
@@ -436,17 +467,80 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	srv := federation.NewGRPCServer(coord, gcfg)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		s := <-sig
-		logger.Printf("%v: shutting down", s)
+		logger.Printf("%v: shutting down (calls in flight get %v)", s, f.shutdownGrace)
+		start := time.Now()
 		coord.Close()
-		srv.GracefulStop()
+		if federation.Shutdown(srv, f.shutdownGrace) {
+			logger.Printf("closed the connections still open after %v", f.shutdownGrace)
+		}
+		logger.Printf("stopped in %v", time.Since(start).Round(time.Millisecond))
 	}()
 	logger.Printf("listening on %s, store %s", addr, f.store)
 	if err := srv.Serve(lis); err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
+	<-stopped
 	return nil
+}
+
+// serveMetrics serves the Prometheus metrics on --metrics-listen (with
+// --metrics-token-file and --metrics-tls), warning when they are reachable
+// beyond loopback without a token or in plaintext.
+func serveMetrics(f *serverOptions, metrics *federation.Metrics, logger *log.Logger) (*http.Server, error) {
+	if f.metricsTLS && (f.tlsCert == "" || f.tlsKey == "") {
+		return nil, errors.New("--metrics-tls needs --tls-cert and --tls-key")
+	}
+	token := ""
+	if f.metricsTokenFile != "" {
+		b, err := os.ReadFile(f.metricsTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return nil, fmt.Errorf("--metrics-token-file %s is empty", f.metricsTokenFile)
+		}
+	}
+	if w := metricsWarning(f.metricsListen, token != "", f.metricsTLS); w != "" {
+		logger.Print(w)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := metrics.Register(reg); err != nil {
+		return nil, err
+	}
+	mlis, err := net.Listen("tcp", f.metricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", federation.MetricsHandler(reg, token))
+	msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	scheme := "http"
+	if f.metricsTLS {
+		scheme = "https"
+		go msrv.ServeTLS(mlis, f.tlsCert, f.tlsKey)
+	} else {
+		go msrv.Serve(mlis)
+	}
+	logger.Printf("metrics on %s://%s/metrics", scheme, mlis.Addr())
+	return msrv, nil
+}
+
+// metricsWarning returns the warning due for metrics served on addr, or "".
+func metricsWarning(addr string, token, tls bool) string {
+	switch {
+	case federation.IsLoopback(addr):
+		return ""
+	case !token:
+		return fmt.Sprintf("WARNING: metrics on the non-loopback address %s are served to anyone who can reach it (task ids, submission counts, process details); set --metrics-token-file (and --metrics-tls), or listen on loopback", addr)
+	case !tls:
+		return fmt.Sprintf("WARNING: metrics on the non-loopback address %s are served over plaintext HTTP: the --metrics-token-file token travels unencrypted; add --metrics-tls", addr)
+	}
+	return ""
 }
 
 func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
@@ -494,20 +588,15 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return fmt.Errorf("--spec %s: %w", f.spec, err)
 		}
 	}
-	if f.gridSize > 0 {
-		probe, err := gridworld.DefaultFamily(f.gridSize).Probe(f.seed)
-		if err != nil {
-			return fmt.Errorf("--gridworld-size %d: %w", f.gridSize, err)
-		}
-		p, err := tasks.GridProbe(probe)
-		if err != nil {
-			return err
+	if err := f.limits.Validate(); err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("gridworld-size") {
+		var err error
+		if spec.Probe, spec.ThetaDim, err = tasks.GridWorldProbe(f.gridSize, f.seed, f.limits); err != nil {
+			return fmt.Errorf("--gridworld-size: %w", err)
 		}
 		spec.EnvFamily = "gridworld"
-		if spec.Probe, err = json.Marshal(probe); err != nil {
-			return err
-		}
-		_, spec.ThetaDim = p.Phi.Dims()
 	}
 	set := func(name string, apply func()) {
 		if cmd.Flags().Changed(name) {
@@ -556,13 +645,22 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		return err
 	}
 	var clients []string
-	for _, c := range strings.Split(f.clients, ",") {
-		if c = strings.TrimSpace(c); c != "" {
-			clients = append(clients, c)
+	switch {
+	case f.clients != "" && f.clientsFile != "":
+		return errors.New("--clients and --clients-file are exclusive")
+	case f.clientsFile != "":
+		if clients, err = readClientsFile(f.clientsFile, cmd.InOrStdin()); err != nil {
+			return err
+		}
+	default:
+		for _, c := range strings.Split(f.clients, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				clients = append(clients, c)
+			}
 		}
 	}
 	if len(clients) == 0 {
-		return errors.New("--clients: list at least one client id")
+		return errors.New("--clients or --clients-file: list at least one client id")
 	}
 	if spec.Quorum == 0 {
 		spec.Quorum = len(clients)
@@ -591,7 +689,10 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := spec.Validate(); err != nil {
 			return err
 		}
-		if err := tasks.NewFuser().Validate(spec); err != nil {
+		if err := f.limits.CheckSpec(&spec); err != nil {
+			return err
+		}
+		if err := (&tasks.Fuser{Limits: f.limits}).Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
 		}
 		store, err := federation.OpenStore(f.store)
@@ -608,10 +709,48 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := os.WriteFile(f.tokensOut, append(b, '\n'), 0o600); err != nil {
 			return fmt.Errorf("--tokens-out: %w", err)
 		}
-		fmt.Fprintf(os.Stderr, "task %s created in %s; %d client tokens written to %s\n", spec.ID, f.store, len(tokens), f.tokensOut)
+		fmt.Fprintf(cmd.ErrOrStderr(), "task %s created in %s; %d client tokens written to %s\n", spec.ID, f.store, len(tokens), f.tokensOut)
 		return nil
 	}
 	return writeJSON("-", tokens)
+}
+
+// readClientsFile reads client ids, one per line, from file ("-": stdin),
+// naming the line of an invalid id.
+func readClientsFile(file string, stdin io.Reader) ([]string, error) {
+	r := stdin
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("--clients-file: %w", err)
+		}
+		defer fh.Close()
+		r = fh
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		id := strings.TrimSpace(sc.Text())
+		if id == "" {
+			continue
+		}
+		if !federation.ValidID(id) {
+			return nil, fmt.Errorf("--clients-file %s line %d: client id %q: want 1-%d characters from [A-Za-z0-9._-]", file, line, truncateID(id), federation.MaxIDLength)
+		}
+		out = append(out, id)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--clients-file %s: %w", file, err)
+	}
+	return out, nil
+}
+
+// truncateID shortens an id for an error message.
+func truncateID(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 // readAdminToken reads an admin token file ("" means no token).

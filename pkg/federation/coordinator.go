@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -35,6 +36,9 @@ type CoordinatorConfig struct {
 	Logf func(format string, args ...any)
 	// Metrics, if set, counts submissions and fusions (see NewMetrics).
 	Metrics *Metrics
+	// Limits bounds the tasks CreateTask accepts (zero fields: defaults);
+	// the Fuser checks the family-specific bounds with its own copy.
+	Limits Limits
 	// RetryBase and RetryMax bound the exponential back-off between attempts
 	// of a fusion that failed transiently (defaults 250 ms and 1 min).
 	RetryBase, RetryMax time.Duration
@@ -61,6 +65,14 @@ type Coordinator struct {
 	errs   map[string]string          // task -> last fusion error
 	fusing map[string]bool            // tasks with a fusion running in this process
 	retry  map[string]retryState      // tasks whose last fusion failed transiently
+	// tokens holds the token hash of every client of every readable task:
+	// the gRPC adapter refuses a call whose token is not among them at its
+	// headers, before reading its request.
+	tokens map[string]struct{}
+	// corrupt maps tasks whose record or round state cannot be read to the
+	// store's error, found at start-up (logged, counted by the metrics and
+	// never shown to callers).
+	corrupt map[string]string
 
 	ctx    context.Context // cancelled by Close: running fusions stop
 	cancel context.CancelFunc
@@ -109,15 +121,68 @@ func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, erro
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
 		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
-		stop: make(chan struct{})}
+		tokens: map[string]struct{}{}, corrupt: map[string]string{}, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if err := c.scanTasks(); err != nil {
+		return nil, err
+	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.store.Store(&store)
+		cfg.Metrics.coord.Store(c)
 	}
 	c.checkDeadlines()
 	c.wg.Add(1)
 	go c.loop()
 	return c, nil
+}
+
+// scanTasks reads every task record at start-up: readable ones are cached
+// and their clients' token hashes indexed; a record or round state that
+// cannot be read is logged and remembered as corrupt.
+func (c *Coordinator) scanTasks() error {
+	tasks, err := c.store.listTasks()
+	if err != nil {
+		return fmt.Errorf("listing the store's tasks: %w", err)
+	}
+	for _, t := range tasks {
+		rec, err := c.store.task(t.ID)
+		if err == nil {
+			err = t.Err
+		}
+		if err != nil {
+			c.corrupt[t.ID] = err.Error()
+			c.cfg.Logf("task %s: corrupt record at start-up: %v; its clients are refused until it is restored or deleted (fedirl server task delete)", t.ID, err)
+			continue
+		}
+		c.tasks[t.ID] = &rec
+		for _, h := range rec.Clients {
+			c.tokens[h] = struct{}{}
+		}
+	}
+	return nil
+}
+
+// knownToken reports whether token is the admin token or some readable
+// task's client token (hashing it once; a cheap check for the gRPC adapter).
+func (c *Coordinator) knownToken(token string) bool {
+	if token == "" {
+		return false
+	}
+	if c.isAdmin(Credentials{Token: token}) {
+		return true
+	}
+	h := HashToken(token)
+	c.mu.Lock()
+	_, ok := c.tokens[h]
+	c.mu.Unlock()
+	return ok
+}
+
+// Corrupt returns the ids of the tasks found unreadable at start-up with the
+// store's error for each.
+func (c *Coordinator) Corrupt() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.corrupt)
 }
 
 // Close stops the deadline checker and cancels running fusions, waiting up to
@@ -155,7 +220,16 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 	if err := c.checkFusable(spec); err != nil {
 		return nil, err
 	}
-	return createTask(c.store, spec, clients, c.cfg.Now())
+	tokens, err := createTask(c.store, spec, clients, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	for _, tok := range tokens {
+		c.tokens[HashToken(tok)] = struct{}{}
+	}
+	c.mu.Unlock()
+	return tokens, nil
 }
 
 // checkFusable normalizes and validates spec and asks the fuser whether it
@@ -163,6 +237,9 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 func (c *Coordinator) checkFusable(spec TaskSpec) error {
 	spec.Normalize()
 	if err := spec.Validate(); err != nil {
+		return &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	if err := c.cfg.Limits.CheckSpec(&spec); err != nil {
 		return &Error{Code: CodeInvalidArgument, Msg: err.Error()}
 	}
 	if err := c.cfg.Fuser.Validate(spec); err != nil {
@@ -265,15 +342,16 @@ func (c *Coordinator) authenticate(cred Credentials, taskID, clientID string) (*
 		return nil, errorf(CodeInvalidArgument, "client id %q is not a valid identifier", truncate(clientID))
 	}
 	rec, err := c.lookupTask(taskID)
-	if CodeOf(err) == CodeNotFound {
-		// Answer an unknown task like a wrong token, so that task ids cannot
-		// be enumerated without credentials (tokenMatches still runs, to keep
-		// the timing uniform).
+	if err != nil {
+		// Answer an unknown task, or one whose record cannot be read, like a
+		// wrong token: task ids cannot be enumerated without credentials and
+		// the store's errors are not shown to a caller who cannot be
+		// authenticated (tokenMatches still runs, to keep the timing uniform).
+		if CodeOf(err) != CodeNotFound {
+			c.cfg.Logf("task %s: refusing client %s: the task's record cannot be read: %v", taskID, clientID, err)
+		}
 		tokenMatches(cred.Token, "0000000000000000000000000000000000000000000000000000000000000000")
 		return nil, errorf(CodeUnauthenticated, "invalid token for client %s on task %s", clientID, taskID)
-	}
-	if err != nil {
-		return nil, internal(err)
 	}
 	hash, member := rec.Clients[clientID]
 	if !member {

@@ -13,6 +13,14 @@
 // the in-process experiment runner RunInProcess) and the gRPC adapter
 // (NewGRPCServer, DialGRPC). Only the transport differs between them.
 //
+// The gRPC server is hardened against peers that try to exhaust it
+// (README-federation.md, "Attack model and limits"): connections are
+// accounted per peer address with fair eviction (ConnLimiter), calls are
+// screened at their headers before any request is buffered and must deliver
+// their request within a read timeout, refusals go to a rate-limited audit
+// log (AuditLog), shutdown is bounded (Shutdown), and tasks are checked
+// against operator-set resource bounds before anything is built (Limits).
+//
 // The package deliberately does not implement IRL or fusion mathematics: the
 // local learner and the fuser are interfaces (Learner, Fuser) wired to pkg/irl
 // and pkg/fusion by the caller. It does not encrypt θ beyond TLS and does not

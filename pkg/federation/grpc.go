@@ -2,7 +2,6 @@ package federation
 
 import (
 	"log/slog"
-	"net"
 
 	"context"
 	"crypto/tls"
@@ -11,8 +10,6 @@ import (
 	"math"
 	"strings"
 	"time"
-
-	"golang.org/x/net/netutil"
 
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -44,33 +41,55 @@ type GRPCServerConfig struct {
 	// MaxMessageBytes caps each received message (default DefaultMaxMessageBytes).
 	MaxMessageBytes int
 	// MaxConcurrentStreams caps concurrent calls per connection (default
-	// 16: a client makes one call at a time). With LimitConnections it bounds
-	// what unauthenticated peers can hold: a stream whose request is never
-	// completed costs the server memory until the peer goes away.
+	// 16: a client makes one call at a time).
 	MaxConcurrentStreams uint32
-	// Log receives structured records of refused authentication and failed
-	// TLS handshakes (with the peer's address); nil discards them.
+	// Log receives the audit log (structured records of every refused
+	// connection and call, rate-limited; see AuditLog) when Audit is nil;
+	// nil discards them.
 	Log *slog.Logger
+	// Audit is the audit log to write to (shared with a ConnLimiter); nil
+	// makes one on Log with the default rate limit.
+	Audit *AuditLog
+	// Conns, when the server serves a ConnLimiter, lets eviction spare
+	// connections that completed an authenticated call.
+	Conns *ConnLimiter
 	// MaxConnectionAge closes every connection after this long (default 10
-	// min, with a minute's grace for calls in flight), so half-sent requests
-	// cannot be held forever; clients reconnect transparently.
+	// min, with a minute's grace for calls in flight); clients reconnect
+	// transparently.
 	MaxConnectionAge time.Duration
+	// RequestReadTimeout is how long a call may take from its headers to
+	// its complete request message (default DefaultRequestReadTimeout);
+	// a call still unfinished then is cancelled and its buffers freed.
+	RequestReadTimeout time.Duration
+	// MaxTokenlessCalls caps the calls in flight that carry no known token
+	// (health checks, and Status or CreateTask on a server that lets them
+	// through to be refused or answered without one); default
+	// DefaultMaxTokenlessCalls. Further ones are refused at their headers
+	// with ResourceExhausted.
+	MaxTokenlessCalls int
 }
 
-// DefaultMaxConnections is the default of LimitConnections' n.
-const DefaultMaxConnections = 2048
-
-// LimitConnections returns lis accepting at most n connections at once
-// (n ≤ 0 means DefaultMaxConnections); further peers wait in the kernel's
-// backlog until one closes.
-func LimitConnections(lis net.Listener, n int) net.Listener {
-	if n <= 0 {
-		n = DefaultMaxConnections
-	}
-	return netutil.LimitListener(lis, n)
-}
+// Defaults of GRPCServerConfig.
+const (
+	// DefaultRequestReadTimeout is the default of RequestReadTimeout.
+	DefaultRequestReadTimeout = 10 * time.Second
+	// DefaultMaxTokenlessCalls is the default of MaxTokenlessCalls.
+	DefaultMaxTokenlessCalls = 64
+	// streamWindow is every stream's HTTP/2 flow-control window (grpc's
+	// minimum; a fixed value also turns off grpc's window growth): the
+	// most a peer can make the server buffer for one call before its
+	// request is read.
+	streamWindow = 64 << 10
+)
 
 // NewGRPCServer returns a gRPC server exposing c as the Federation service.
+//
+// Calls are screened at their headers, before any request byte is read:
+// a Federation call must carry a bearer token that is the admin token or a
+// client token of some task (refused with Unauthenticated otherwise), and
+// token-less calls (health checks, Status on an open loopback server) are
+// capped at MaxTokenlessCalls in flight. Every admitted call must deliver
+// its whole request within RequestReadTimeout. Refusals go to the audit log.
 func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -81,28 +100,34 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxConnectionAge <= 0 {
 		cfg.MaxConnectionAge = 10 * time.Minute
 	}
+	if cfg.RequestReadTimeout <= 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
+	if cfg.MaxTokenlessCalls <= 0 {
+		cfg.MaxTokenlessCalls = DefaultMaxTokenlessCalls
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = NewAuditLog(cfg.Log, 0, 0)
+	}
+	g := &gate{c: c, cfg: cfg}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(int32(cfg.MaxConcurrentStreams) * streamWindow),
+		// Per-connection buffers: the write buffer is taken from a pool
+		// only while writing, the read buffer is 8 KiB instead of 32 KiB
+		// (requests are small); an idle or stalled connection then costs
+		// a few tens of kB instead of ≈ 64 kB plus its goroutines.
+		grpc.SharedWriteBuffer(true),
+		grpc.ReadBufferSize(8 << 10),
+		grpc.InTapHandle(g.tap),
+		grpc.StatsHandler(g),
 	}
 	if cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(cfg.TLS), cfg.Log}))
+		opts = append(opts, grpc.Creds(auditedCreds{credentials.NewTLS(cfg.TLS), cfg.Audit}))
 	}
-	opts = append(opts, grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		resp, err := h(ctx, req)
-		if c := status.Code(err); c == codes.Unauthenticated || c == codes.PermissionDenied {
-			addr := ""
-			if p, ok := peer.FromContext(ctx); ok {
-				addr = p.Addr.String()
-			}
-			cfg.Log.Warn("request refused", "peer", addr, "method", info.FullMethod, "code", c.String(), "reason", status.Convert(err).Message())
-		}
-		return resp, err
-	}))
 	opts = append(opts,
 		// Peers that never finish a TLS handshake, idle connections and
 		// clients pinging too often are dropped instead of holding memory.
@@ -120,6 +145,7 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(pb.Federation_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s, hs)
+	go cfg.Audit.run(10*time.Second, c.stop)
 	go func() {
 		<-c.stop
 		hs.Shutdown() // NOT_SERVING for every service
@@ -132,27 +158,6 @@ type grpcService struct {
 	pb.UnimplementedFederationServer
 	c        *Coordinator
 	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
-}
-
-// loggingCreds logs failed server-side TLS handshakes (a scanner, a client
-// without the right certificate) before returning the error to grpc.
-type loggingCreds struct {
-	credentials.TransportCredentials
-	log *slog.Logger
-}
-
-// ServerHandshake implements credentials.TransportCredentials.
-func (l loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	c, info, err := l.TransportCredentials.ServerHandshake(conn)
-	if err != nil {
-		l.log.Warn("TLS handshake failed", "peer", conn.RemoteAddr().String(), "error", err.Error())
-	}
-	return c, info, err
-}
-
-// Clone implements credentials.TransportCredentials.
-func (l loggingCreds) Clone() credentials.TransportCredentials {
-	return loggingCreds{l.TransportCredentials.Clone(), l.log}
 }
 
 // tokensReplyBound bounds the encoded size of a CreateTask reply for

@@ -20,18 +20,24 @@ import (
 	pb "github.com/fedirl/fedirl/proto"
 )
 
+// healthClient returns a plaintext health client of the server at addr.
+func healthClient(t *testing.T, addr string) healthpb.HealthClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return healthpb.NewHealthClient(conn)
+}
+
 // TestHealthService: the standard health client (as grpc_health_probe uses
 // it) reports SERVING for the server and the Federation service, and
 // NOT_SERVING once the coordinator has stopped.
 func TestHealthService(t *testing.T) {
 	f := newFixture(t, CoordinatorConfig{})
 	addr := serve(t, f, GRPCServerConfig{})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
+	hc := healthClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, svc := range []string{"", pb.Federation_ServiceDesc.ServiceName} {
@@ -134,7 +140,7 @@ func TestRefusalsAndHandshakeFailuresAreLogged(t *testing.T) {
 	raw.Close()
 	eventually(t, "both log records", func() bool {
 		s := logs.String()
-		return strings.Contains(s, `msg="request refused"`) && strings.Contains(s, "code=Unauthenticated") &&
-			strings.Contains(s, `msg="TLS handshake failed"`) && strings.Contains(s, "peer=127.0.0.1:")
+		return strings.Contains(s, "msg=refused class="+AuditStreamNoCred) &&
+			strings.Contains(s, "msg=refused class="+AuditTLSHandshake) && strings.Contains(s, "peer=127.0.0.1:")
 	})
 }

@@ -1,11 +1,17 @@
 package federation
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"maps"
 	"net"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Metrics are the server's Prometheus metrics (official client library). A
@@ -18,7 +24,7 @@ type Metrics struct {
 	fusionTime  prometheus.Histogram
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
-	store       atomic.Pointer[roundStore]
+	coord       atomic.Pointer[Coordinator]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -79,20 +85,29 @@ func (m *Metrics) fusion(outcome string, d time.Duration) {
 // taskStates is the fedirl_tasks gauge, read from the store at scrape time.
 type taskStates struct{ m *Metrics }
 
-var taskStatesDesc = prometheus.NewDesc("fedirl_tasks", "Tasks by state (open, fusing, done, failed).", []string{"state"}, nil)
+var taskStatesDesc = prometheus.NewDesc("fedirl_tasks", "Tasks by state (open, fusing, done, failed, corrupt: a record the server cannot read).", []string{"state"}, nil)
+
+// taskStateNames are the states of the fedirl_tasks gauge.
+var taskStateNames = []string{"open", "fusing", "done", "failed", "corrupt"}
 
 func (t taskStates) Describe(ch chan<- *prometheus.Desc) { ch <- taskStatesDesc }
 
 func (t taskStates) Collect(ch chan<- prometheus.Metric) {
-	s := t.m.store.Load()
-	if s == nil {
+	c := t.m.coord.Load()
+	if c == nil {
 		return
 	}
-	counts := map[string]float64{"open": 0, "fusing": 0, "done": 0, "failed": 0}
-	tasks, _ := (*s).listTasks()
+	counts := map[string]float64{}
+	tasks, _ := c.store.listTasks()
+	c.mu.Lock()
+	corrupt := maps.Clone(c.corrupt)
+	c.mu.Unlock()
 	for _, t := range tasks {
+		_, bad := corrupt[t.ID]
 		switch {
-		case t.Err != nil || t.State.Failed != "":
+		case bad || t.Err != nil:
+			counts["corrupt"]++
+		case t.State.Failed != "":
 			counts["failed"]++
 		case t.State.Done:
 			counts["done"]++
@@ -102,7 +117,7 @@ func (t taskStates) Collect(ch chan<- prometheus.Metric) {
 			counts["open"]++
 		}
 	}
-	for _, state := range []string{"open", "fusing", "done", "failed"} {
+	for _, state := range taskStateNames {
 		ch <- prometheus.MustNewConstMetric(taskStatesDesc, prometheus.GaugeValue, counts[state], state)
 	}
 }
@@ -137,4 +152,27 @@ func (c *countingConn) Close() error {
 		c.m.open.Add(-1)
 	}
 	return c.Conn.Close()
+}
+
+// MetricsHandler serves the metrics of g in the Prometheus text format
+// (promhttp); with a non-empty token, only to requests carrying
+// "Authorization: Bearer <token>" (compared in constant time; Prometheus
+// sends it with authorization.credentials_file in its scrape config), others
+// get 401.
+func MetricsHandler(g prometheus.Gatherer, token string) http.Handler {
+	h := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, bearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		gotSum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(gotSum[:], want[:]) != 1 || !bearer {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fedirl metrics"`)
+			http.Error(w, "metrics need the bearer token of --metrics-token-file", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

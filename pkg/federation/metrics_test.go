@@ -62,3 +62,35 @@ func TestMetricsMove(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsHandlerToken: with a token, metrics are served only to
+// requests that carry it.
+func TestMetricsHandlerToken(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := NewMetrics().Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(MetricsHandler(reg, "s3cret-token"))
+	defer srv.Close()
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer wrong", http.StatusUnauthorized}, {"s3cret-token", http.StatusUnauthorized}, {"Bearer s3cret-token", http.StatusOK}} {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Authorization %q: status %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+		if (resp.StatusCode == http.StatusOK) != strings.Contains(string(b), "fedirl_open_connections") {
+			t.Errorf("Authorization %q: body %.80q", tc.auth, b)
+		}
+	}
+}

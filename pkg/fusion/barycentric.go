@@ -1,6 +1,8 @@
 package fusion
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fedirl/fedirl/pkg/features"
@@ -34,6 +36,12 @@ type Result struct {
 // squares by QR. It errors on mismatched shapes, non-finite parameters, or a
 // σ that leaves some r̂_i(x) + σ ≤ 0.
 func Barycentric(phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
+	return BarycentricContext(context.Background(), phi, lat, thetas, weights, opt)
+}
+
+// BarycentricContext is Barycentric that a cancelled ctx stops between
+// barycenter iterations, returning an error wrapping ctx's error.
+func BarycentricContext(ctx context.Context, phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
 	d, err := checkThetas(thetas)
 	if err != nil {
 		return Result{}, err
@@ -72,7 +80,11 @@ func Barycentric(phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weight
 	}
 	br, err := ot.LatticeBarycenter(lat, ps, alpha, ot.BarycenterOptions{
 		Eps: opt.Eps, Method: opt.Solver, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
+		Stop: ctx.Done(),
 	})
+	if errors.Is(err, ot.ErrStopped) {
+		return Result{}, fmt.Errorf("fusion: barycenter: %w (%w)", context.Cause(ctx), err)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("fusion: barycenter: %w", err)
 	}

@@ -2,6 +2,7 @@ package fusion
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -151,6 +152,12 @@ type Output struct {
 // Fuse fuses thetas with weights (nil means uniform) by the method of opt:
 // Mean, or Barycentric on the probe p.
 func Fuse(p Probe, thetas [][]float64, weights []float64, opt Options) (Output, error) {
+	return FuseContext(context.Background(), p, thetas, weights, opt)
+}
+
+// FuseContext is Fuse that a cancelled ctx stops between barycenter
+// iterations, returning an error wrapping ctx's error.
+func FuseContext(ctx context.Context, p Probe, thetas [][]float64, weights []float64, opt Options) (Output, error) {
 	if err := opt.Validate(); err != nil {
 		return Output{}, err
 	}
@@ -163,7 +170,7 @@ func Fuse(p Probe, thetas [][]float64, weights []float64, opt Options) (Output, 
 	if p.Phi == nil {
 		return Output{}, fmt.Errorf("fusion: method %q needs a probe", out.Method)
 	}
-	res, err := Barycentric(p.Phi, p.Lattice, thetas, weights, opt)
+	res, err := BarycentricContext(ctx, p.Phi, p.Lattice, thetas, weights, opt)
 	if err != nil {
 		return Output{}, err
 	}

@@ -114,6 +114,23 @@ type BarycenterOptions struct {
 	// StepSize is Paper's mirror-descent step on the log-barycenter, in units
 	// of 1/ε; 0 means 0.25. Other methods ignore it.
 	StepSize float64
+	// Stop, when closed (e.g. a context's Done channel), ends the solve at
+	// the next iteration (outer, or Sinkhorn step of Paper's inner loop); it
+	// then returns the current iterate with ErrStopped. nil never stops.
+	Stop <-chan struct{}
+}
+
+// ErrStopped is returned by a barycenter solve ended by BarycenterOptions.Stop.
+var ErrStopped = errors.New("ot: barycenter solve stopped")
+
+// stopped reports whether o.Stop is closed.
+func (o *BarycenterOptions) stopped() bool {
+	select {
+	case <-o.Stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (o BarycenterOptions) withDefaults() BarycenterOptions {
@@ -371,6 +388,9 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 		return BarycenterResult{}, fmt.Errorf("ot: unknown method %v", opt.Method)
 	}
 	r.Barycenter = dst
+	if opt.stopped() {
+		return r, fmt.Errorf("%w after %d iterations", ErrStopped, r.Iterations)
+	}
 	for _, v := range dst {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return r, fmt.Errorf("ot: %v barycenter became non-finite after %d iterations (ε = %g too small for the scaling domain? use LogDomain or the stabilized method)", opt.Method, r.Iterations, w.k.Eps())
@@ -418,7 +438,7 @@ func (w *Workspace) ibp(dst []float64, opt BarycenterOptions) BarycenterResult {
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		// Barycenter-side projection.
@@ -464,7 +484,7 @@ func (w *Workspace) ibpLog(dst []float64, opt BarycenterOptions) BarycenterResul
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		fill(w.p, 0)
@@ -523,7 +543,7 @@ func (w *Workspace) debiased(dst []float64, opt BarycenterOptions) BarycenterRes
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		fill(w.p, 0)
@@ -572,7 +592,7 @@ func (w *Workspace) debiasedLog(dst []float64, opt BarycenterOptions) Barycenter
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		fill(w.p, 0)
@@ -627,7 +647,7 @@ func (w *Workspace) paper(dst []float64, opt BarycenterOptions) BarycenterResult
 		errMax := 0.0
 		w.elementwise(ewVelScale, 0) // m *= Momentum; the inner loop adds g
 		for k := 0; k < K; k++ {
-			for s := 0; s < opt.InnerIter; s++ {
+			for s := 0; s < opt.InnerIter && !opt.stopped(); s++ {
 				if lg {
 					w.k.LogApplyT(w.tmp, w.a[k])
 				} else {
@@ -660,7 +680,7 @@ func (w *Workspace) paper(dst []float64, opt BarycenterOptions) BarycenterResult
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		mx := w.elementwise(ewLogStep, 0) // log p -= η m; returns max

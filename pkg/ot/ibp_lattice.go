@@ -96,7 +96,7 @@ func (w *Workspace) ibpLattice(dst []float64, opt BarycenterOptions, lk *Lattice
 				break
 			}
 		}
-		if it == opt.MaxIter {
+		if it == opt.MaxIter || opt.stopped() {
 			break
 		}
 		f.phase = 1

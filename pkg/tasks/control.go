@@ -51,6 +51,29 @@ func (Control) Probe(raw json.RawMessage) (fusion.Probe, error) {
 	return p.Build()
 }
 
+// ProbeSize implements ProbeSizer: the grid's state–action pairs and the RBF
+// feature count, from the JSON alone.
+func (Control) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p ControlProbe
+	if err := dec.Decode(&p); err != nil {
+		return 0, 0, fmt.Errorf("decoding control probe: %w", err)
+	}
+	points = 1
+	for _, a := range append(append([]discretize.AxisSpec(nil), p.Grid.State...), p.Grid.Action...) {
+		points = mulSat(points, max(a.N, 0))
+	}
+	feats = 1
+	for _, a := range p.RBF.Axes {
+		feats = mulSat(feats, len(a.Centres))
+	}
+	if p.RBF.Bias && feats < math.MaxInt {
+		feats++
+	}
+	return points, feats, nil
+}
+
 // Build returns the fusion probe of p: Φ on every non-terminal state–action
 // pair (the rows of the clients' Φ without the terminal state) and the
 // weighted pair lattice.

@@ -16,6 +16,9 @@ type Fuser struct {
 	// OnFuse, if set, is called after every successful fusion with the task
 	// id and the full output (a study reads σ, Z and the barycenter there).
 	OnFuse func(taskID string, out fusion.Output)
+	// Limits bounds the tasks Validate accepts and the probes Fuse builds
+	// (zero fields: federation's defaults).
+	Limits federation.Limits
 
 	mu    sync.Mutex
 	cache map[string]fusion.Probe
@@ -24,10 +27,12 @@ type Fuser struct {
 // NewFuser returns a Fuser.
 func NewFuser() *Fuser { return &Fuser{} }
 
-// Validate implements federation.Fuser: the family must be known, its probe
-// buildable with theta_dim features, and the irl and fusion sections valid.
+// Validate implements federation.Fuser: the family must be known, the irl
+// and fusion sections valid and within f.Limits, and the probe within
+// f.Limits (checked before it is built) and buildable with theta_dim
+// features.
 func (f *Fuser) Validate(spec federation.TaskSpec) error {
-	_, _, err := ProbeOf(spec)
+	_, _, err := ProbeWithin(spec, f.Limits)
 	return err
 }
 
@@ -48,7 +53,7 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	out, err := fusion.Fuse(probe, thetas, raw, opt)
+	out, err := fusion.FuseContext(ctx, probe, thetas, raw, opt)
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
@@ -68,7 +73,7 @@ func (f *Fuser) probe(spec federation.TaskSpec) (fusion.Probe, error) {
 	if p, ok := f.cache[spec.ID]; ok {
 		return p, nil
 	}
-	p, _, err := ProbeOf(spec)
+	p, _, err := ProbeWithin(spec, f.Limits)
 	if err != nil {
 		return fusion.Probe{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/lattice"
 )
@@ -61,4 +62,39 @@ func GridProbe(spec gridworld.Spec) (fusion.Probe, error) {
 		lattice.CategoricalAxis(gridworld.NumActions),
 	}}
 	return fusion.Probe{Phi: phi, Lattice: lat}, nil
+}
+
+// ProbeSize implements ProbeSizer: N² cells × NumActions points and
+// features.GridDim features, from the spec's size alone.
+func (GridWorld) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
+	var spec gridworld.Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return 0, 0, fmt.Errorf("decoding gridworld spec: %w", err)
+	}
+	if spec.Size < 1 {
+		return 0, 0, fmt.Errorf("gridworld spec: size %d, want ≥ 1", spec.Size)
+	}
+	return mulSat(mulSat(spec.Size, spec.Size), gridworld.NumActions), features.GridDim, nil
+}
+
+// GridWorldProbe returns the probe JSON and θ dimension of a grid-world task
+// on the N×N family's probe environment for seed, refusing a size whose
+// probe exceeds lim before drawing the layout (which takes O(N²) time and
+// memory).
+func GridWorldProbe(size int, seed uint64, lim federation.Limits) (json.RawMessage, int, error) {
+	if size < 2 {
+		return nil, 0, fmt.Errorf("gridworld size %d: want ≥ 2", size)
+	}
+	if err := lim.CheckProbe(mulSat(mulSat(size, size), gridworld.NumActions), features.GridDim); err != nil {
+		return nil, 0, fmt.Errorf("gridworld size %d: %w", size, err)
+	}
+	spec, err := gridworld.DefaultFamily(size).Probe(seed)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gridworld size %d: %w", size, err)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, features.GridDim, nil
 }

@@ -270,7 +270,7 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 				mdpPath, demosPath := exportClient(t, dir, 7, 0)
 				out, err := exec.Command(fedirlBinary(t), "client", "--server", addr, "--insecure", "--task", "grid5", "--id", "c0",
 					"--token-file", bad, "--mdp", mdpPath, "--demos", demosPath, "--quiet").CombinedOutput()
-				if err == nil || !strings.Contains(string(out), "Unauthenticated: invalid token for client c0 on task grid5") {
+				if err == nil || !strings.Contains(string(out), "task grid5: Unauthenticated: missing or unknown bearer token") {
 					t.Errorf("client with a wrong token: %v\n%s", err, out)
 				}
 			}

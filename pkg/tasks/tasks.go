@@ -15,7 +15,9 @@ package tasks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -31,6 +33,28 @@ type Family interface {
 	// Probe builds the server's probe from the task's probe JSON; the
 	// feature matrix is built by the same code the clients learn with.
 	Probe(spec json.RawMessage) (fusion.Probe, error)
+}
+
+// ProbeSizer is implemented by a family whose probe can be larger than its
+// JSON (one that builds the lattice and Φ from a few numbers): ProbeSize
+// returns the probe's points and feature count from the JSON without
+// building anything, so that ProbeWithin can refuse a probe above the
+// server's federation.Limits before building it. A family without it has
+// its probe checked after building (its size is then bounded by the JSON's,
+// federation.MaxProbeBytes).
+type ProbeSizer interface {
+	ProbeSize(spec json.RawMessage) (points, features int, err error)
+}
+
+// mulSat returns a·b for non-negative a and b, saturated at math.MaxInt.
+func mulSat(a, b int) int {
+	if a < 0 || b < 0 {
+		return math.MaxInt
+	}
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
 }
 
 var families = map[string]Family{}
@@ -100,9 +124,15 @@ func EncodeFusion(o fusion.Options) (json.RawMessage, error) {
 	return json.Marshal(o)
 }
 
-// ProbeOf validates spec's family sections and builds its probe, checking
-// that Φ has theta_dim columns.
+// ProbeOf is ProbeWithin the default federation.Limits.
 func ProbeOf(spec federation.TaskSpec) (fusion.Probe, fusion.Options, error) {
+	return ProbeWithin(spec, federation.Limits{})
+}
+
+// ProbeWithin validates spec's family sections against lim (ε range and
+// iteration budgets, then the probe's size from its JSON, before building
+// it) and builds its probe, checking that Φ has theta_dim columns.
+func ProbeWithin(spec federation.TaskSpec, lim federation.Limits) (fusion.Probe, fusion.Options, error) {
 	f, err := Lookup(spec.EnvFamily)
 	if err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
@@ -111,8 +141,24 @@ func ProbeOf(spec federation.TaskSpec) (fusion.Probe, fusion.Options, error) {
 	if err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
 	}
-	if _, err := DecodeIRL(spec.IRL); err != nil {
+	icfg, err := DecodeIRL(spec.IRL)
+	if err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
+	}
+	if err := errors.Join(lim.CheckEpsilon("fusion.epsilon", opt.Eps),
+		lim.CheckIterations(federation.FusionIterations, "fusion.max_iter", opt.MaxIter),
+		lim.CheckIterations(federation.InnerIterations, "fusion.inner_iter", opt.InnerIter),
+		lim.CheckIterations(federation.IRLIterations, "irl.max_iter", icfg.MaxIter)); err != nil {
+		return fusion.Probe{}, fusion.Options{}, err
+	}
+	if s, ok := f.(ProbeSizer); ok {
+		points, feats, err := s.ProbeSize(spec.Probe)
+		if err != nil {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("probe: %w", err)
+		}
+		if err := lim.CheckProbe(points, feats); err != nil {
+			return fusion.Probe{}, fusion.Options{}, err
+		}
 	}
 	p, err := f.Probe(spec.Probe)
 	if err != nil {
@@ -121,7 +167,11 @@ func ProbeOf(spec federation.TaskSpec) (fusion.Probe, fusion.Options, error) {
 	if err := p.Validate(); err != nil {
 		return fusion.Probe{}, fusion.Options{}, fmt.Errorf("probe: %w", err)
 	}
-	if _, d := p.Phi.Dims(); d != spec.ThetaDim {
+	n, d := p.Phi.Dims()
+	if err := lim.CheckProbe(n, d); err != nil {
+		return fusion.Probe{}, fusion.Options{}, err
+	}
+	if d != spec.ThetaDim {
 		return fusion.Probe{}, fusion.Options{}, fmt.Errorf("theta_dim %d: family %s's features have %d columns", spec.ThetaDim, spec.EnvFamily, d)
 	}
 	return p, opt, nil

@@ -27,8 +27,8 @@ type Row struct {
 	Final   report.Summary `json:"final_true_return"`
 	// NormalizedReturn summarizes (R − R_random)/(R_expert − R_random) per
 	// client and seed (0 = uniform random policy, 1 = the client's expert).
-	NormalizedReturn report.Summary `json:"normalized_return"`
-	PerSeedNormalized nullable      `json:"per_seed_normalized"`
+	NormalizedReturn  report.Summary `json:"normalized_return"`
+	PerSeedNormalized nullable       `json:"per_seed_normalized"`
 	// EPICToTrue summarizes the EPIC distance to the true lattice reward on
 	// each client's own lattice model (learned and projected rewards only).
 	EPICToTrue  *report.Summary `json:"epic_to_true,omitempty"`

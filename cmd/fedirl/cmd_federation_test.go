@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/federation"
+)
+
+// execTaskCreate runs "fedirl server task create" with args on a fresh
+// command, stdin reading from in.
+func execTaskCreate(t *testing.T, in string, args ...string) error {
+	t.Helper()
+	cmd := newServerTaskCreateCmd()
+	cmd.SetArgs(args)
+	cmd.SetIn(strings.NewReader(in))
+	cmd.SetOut(new(strings.Builder))
+	cmd.SetErr(new(strings.Builder))
+	return cmd.Execute()
+}
+
+// TestTaskCreateClientsFile: 60,000 client ids (more than the kernel lets
+// --clients carry) from --clients-file make a task with 60,000 clients and
+// 60,000 distinct tokens; "-" reads stdin; a bad id names its line.
+func TestTaskCreateClientsFile(t *testing.T) {
+	dir := t.TempDir()
+	var ids strings.Builder
+	for i := range 60000 {
+		fmt.Fprintf(&ids, "client-%05d\n", i)
+	}
+	file := filepath.Join(dir, "clients.txt")
+	if err := os.WriteFile(file, []byte(ids.String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	store, tokensOut := filepath.Join(dir, "fed.db"), filepath.Join(dir, "tokens.json")
+	if err := execTaskCreate(t, "", "--store", store, "--id", "big", "--gridworld-size", "5", "--clients-file", file, "--quorum", "3", "--tokens-out", tokensOut); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(tokensOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens map[string]string
+	if err := json.Unmarshal(b, &tokens); err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]bool{}
+	for _, tok := range tokens {
+		distinct[tok] = true
+	}
+	if len(tokens) != 60000 || len(distinct) != 60000 || tokens["client-59999"] == "" {
+		t.Fatalf("%d tokens for %d clients (%d distinct), want 60000", len(tokens), 60000, len(distinct))
+	}
+	sts, err := storeStatuses(store)
+	if err != nil || len(sts) != 1 || len(sts[0].ClientsAllowed) != 60000 {
+		t.Fatalf("store holds %d tasks (%v)", len(sts), err)
+	}
+
+	if err := execTaskCreate(t, "alice\n  bob \n\n", "--store", store, "--id", "small", "--gridworld-size", "5", "--clients-file", "-", "--tokens-out", filepath.Join(dir, "t2.json")); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := storeStatuses(store); len(st) != 2 || strings.Join(st[1].ClientsAllowed, ",") != "alice,bob" {
+		t.Fatalf("stdin clients: %+v", st)
+	}
+	err = execTaskCreate(t, "alice\nb@d\n", "--store", store, "--id", "bad", "--gridworld-size", "5", "--clients-file", "-")
+	if err == nil || !strings.Contains(err.Error(), "--clients-file - line 2") {
+		t.Fatalf("bad id: %v", err)
+	}
+}
+
+// TestTaskCreateRefusesUnaffordableTasks: the issue's gridworld probe of size
+// 100000 (the process ran out of memory) and a 5 MB description are refused
+// before anything is built or stored, naming the field and the bound.
+func TestTaskCreateRefusesUnaffordableTasks(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "fed.db")
+	err := execTaskCreate(t, "", "--store", store, "--id", "huge", "--gridworld-size", "100000", "--clients", "a")
+	if err == nil || !strings.Contains(err.Error(), "--gridworld-size: gridworld size 100000: probe: 40000000000 points, above the server's bound of 2097152 (--max-probe-points)") {
+		t.Fatalf("size 100000: %v", err)
+	}
+	err = execTaskCreate(t, "", "--store", store, "--id", "g", "--gridworld-size", "50", "--clients", "a", "--max-probe-points", "9999")
+	if err == nil || !strings.Contains(err.Error(), "10000 points, above the server's bound of 9999") {
+		t.Fatalf("size 50 under --max-probe-points 9999: %v", err)
+	}
+	spec := federation.TaskSpec{ID: "long", Description: strings.Repeat("x", 5<<20)}
+	b, _ := json.Marshal(spec)
+	specFile := filepath.Join(dir, "spec.json")
+	os.WriteFile(specFile, b, 0o644)
+	err = execTaskCreate(t, "", "--store", store, "--spec", specFile, "--gridworld-size", "5", "--clients", "a")
+	if err == nil || !strings.Contains(err.Error(), "description is 5242880 bytes, above the server's bound of 4096 (--max-description-bytes)") {
+		t.Fatalf("5 MB description: %v", err)
+	}
+	if _, err := os.Stat(store); !os.IsNotExist(err) {
+		t.Fatalf("a refused task created the store (%v)", err)
+	}
+}
+
+// TestMetricsWarning: metrics beyond loopback warn unless a token guards
+// them over TLS (the issue: served unauthenticated on any address with no
+// warning).
+func TestMetricsWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr       string
+		token, tls bool
+		want       string
+	}{
+		{"127.0.0.1:9464", false, false, ""},
+		{"[::1]:9464", false, false, ""},
+		{"0.0.0.0:9464", false, false, "served to anyone"},
+		{"10.0.0.5:9464", true, false, "plaintext HTTP"},
+		{"10.0.0.5:9464", true, true, ""},
+	} {
+		got := metricsWarning(tc.addr, tc.token, tc.tls)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("metricsWarning(%s, token %v, tls %v) = %q, want %q", tc.addr, tc.token, tc.tls, got, tc.want)
+		}
+	}
+}
