@@ -257,7 +257,7 @@ func FullConfig() Config {
 func wellPosedEnv(irlIters int) map[string]EnvConfig {
 	return map[string]EnvConfig{
 		"Pendulum-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesQuadratic},
-		"CartPole-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 30_000, Features: tasks.FeaturesPaper},
+		"CartPole-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesPaper},
 		"Acrobot-v1":  {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 50_000, Features: tasks.FeaturesPaper},
 		"LunarLanderContinuous-v3": {TotalExpertSteps: 300_000, IRLIterations: irlIters, EvaluationSteps: 500_000,
 			Features: tasks.FeaturesPaper},

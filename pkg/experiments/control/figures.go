@@ -39,12 +39,12 @@ var methodGlyphs = map[string]draw.GlyphDrawer{
 
 // dodge returns the offset of method i of n, in units of the spacing
 // between neighbouring x values, so markers at the same x do not overlap.
-func dodge(i, n int) float64 { return 0.12 * (float64(i) - float64(n-1)/2) }
+func dodge(i, n int) float64 { return 0.05 * (float64(i) - float64(n-1)/2) }
 
 // title returns t, marked as a smoke test when the study is one.
 func (s *Study) title(t string) string {
 	if s.SmokeTest {
-		return "SMOKE TEST (--quick: budgets too small to mean anything): " + t
+		return "SMOKE TEST (--quick): budgets too small to mean anything\n" + t
 	}
 	return t
 }
@@ -53,7 +53,7 @@ func (s *Study) title(t string) string {
 // curves of the training clients) against PPO steps for one env and lattice.
 func (s *Study) panel(evals []EvalFile, env, lattice string) (*plot.Plot, []legendEntry, error) {
 	p := plot.New()
-	p.Title.Text = s.title(env + " (" + lattice + " lattice), training clients")
+	p.Title.Text = s.title(env + " (" + lattice + " lattice)\ntraining clients")
 	p.X.Label.Text = "PPO training steps"
 	p.Y.Label.Text = fmt.Sprintf("true return: line = mean, band = ± std over %d seeds", s.cfg.NumberOfSeeds)
 	var legend []legendEntry
@@ -233,9 +233,9 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 	fused := []string{MethodLocal, MethodMean, MethodBarycenter, MethodDebiased, MethodProjected}
 	for _, env := range s.cfg.Envs {
 		p := plot.New()
-		p.Title.Text = s.title(env + ": normalized return vs lattice size (training clients)")
+		p.Title.Text = s.title(env + ": normalized return vs lattice size\n(training clients)")
 		p.X.Label.Text = "state–action pairs (log scale)"
-		p.Y.Label.Text = "normalized return (0 random, 1 expert): mean ± std over seeds"
+		p.Y.Label.Text = "normalized return (0 random, 1 expert), mean ± std over seeds"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		lo, hi := math.Inf(1), math.Inf(-1)
