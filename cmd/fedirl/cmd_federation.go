@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -311,7 +312,10 @@ func newClientCmd() *cobra.Command {
 		Use:   "client",
 		Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
 		Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
-(--mdp, an irl JSON spec) and private demonstrations (--demos, JSONL), submits only
+(--mdp, an irl JSON spec or an .npz of sparse transitions) and private
+demonstrations (--demos: JSONL, or an .npz of padded arrays or imitation's
+trajectory fields); for a "lattice" task its features must be the task's Φ
+(checked before learning; the first mismatch is named). It submits only
 θ_i with its demonstration count, iterations and final gradient norm, and waits for
 the fused θ; with a multi-round task it warm-starts each round from the previous
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
@@ -324,8 +328,8 @@ The final result (and per-round provenance) is written as JSON to --out.`,
 	cf.StringVar(&f.task, "task", "", "task id (required)")
 	cf.StringVar(&f.id, "id", "", "this client's id (required)")
 	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP spec JSON (required)")
-	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations JSONL (required)")
+	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required)")
+	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations: JSONL or .npz (required)")
 	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
@@ -478,6 +482,9 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
+			return fmt.Errorf("--spec %s: %w", f.spec, err)
+		}
+		if err := tasks.ResolveProbeFiles(&spec, filepath.Dir(f.spec)); err != nil {
 			return fmt.Errorf("--spec %s: %w", f.spec, err)
 		}
 	}

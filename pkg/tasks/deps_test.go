@@ -22,6 +22,7 @@ func TestDependencyRules(t *testing.T) {
 		{"fusion", []string{"envs", "irl", "mdp", "federation", "tasks", "experiments"}},
 		{"ot", []string{"envs", "irl", "mdp", "fusion", "federation", "tasks", "features", "rl"}},
 		{"lattice", []string{""}},
+		{"npy", []string{""}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", mod+tc.pkg).CombinedOutput()
 		if err != nil {
