@@ -37,7 +37,7 @@ func gridLatticeProbe(t *testing.T, spec gridworld.Spec) LatticeProbe {
 	r, d := phi.Dims()
 	n := spec.Size
 	return LatticeProbe{
-		State: []LatticeAxis{{Name: "row", N: n, Lo: 0, Hi: float64(n - 1)}, {Name: "col", N: n, Lo: 0, Hi: float64(n - 1)}},
+		State:  []LatticeAxis{{Name: "row", N: n, Lo: 0, Hi: float64(n - 1)}, {Name: "col", N: n, Lo: 0, Hi: float64(n - 1)}},
 		Action: []LatticeAxis{{Name: "move", N: gridworld.NumActions, Categorical: true}},
 		PhiNPY: npy.EncodeFloat64([]int{r, d}, phi.RawMatrix().Data),
 	}
