@@ -7,7 +7,8 @@
 #   examples/own-problem/run.sh [OUT]         (default OUT: a new temporary folder)
 #
 # Environment: PYTHON (default /usr/bin/python3, needs numpy, grpcio, grpcio-tools), FEDIRL_BIN (default:
-# built from this checkout with go build), N (lattice points per state axis, default 31), EPISODES (20).
+# built from this checkout with go build), N (lattice points per state axis, default 31), EPISODES (expert
+# demonstrations per client, 20), EVAL_EPISODES (evaluation rollouts per client and reward, 50).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,7 +22,7 @@ if [ -z "${FEDIRL_BIN:-}" ]; then
 	FEDIRL_BIN="$out/fedirl"
 fi
 export FEDIRL_BIN
-size=(--n "${N:-31}" --episodes "${EPISODES:-20}")
+size=(--n "${N:-31}" --episodes "${EPISODES:-20}" --eval-episodes "${EVAL_EPISODES:-50}")
 
 "$py" "$here/own_problem.py" prepare --out "$out" "${size[@]}"
 store="$out/fed.db"
