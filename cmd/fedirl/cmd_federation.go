@@ -26,6 +26,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -60,6 +61,7 @@ type taskOptions struct {
 // clientOptions holds the flags of "fedirl client".
 type clientOptions struct {
 	server, task, id, tokenFile, mdp, demos, out string
+	solver                                       string
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
 	quiet                                        bool
@@ -331,6 +333,7 @@ The final result (and per-round provenance) is written as JSON to --out.`,
 	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required)")
 	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations: JSONL or .npz (required)")
 	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
+	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point"`)
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
@@ -653,10 +656,14 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if err != nil {
 		return err
 	}
+	if f.solver != "newton" && f.solver != "fixed-point" {
+		return fmt.Errorf("--solver %q: want newton or fixed-point", f.solver)
+	}
 	learner, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
 	if err != nil {
 		return err
 	}
+	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err

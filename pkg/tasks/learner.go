@@ -18,6 +18,10 @@ type MaxEntLearner struct {
 	MDP      *mdp.MDP
 	Features *mat.Dense
 	Demos    []irl.Trajectory
+	// Solver configures the dynamic programming of every gradient step (a
+	// numerical choice of the client, not a task setting: the solvers agree
+	// to within their tolerance); the zero value is mdp's defaults.
+	Solver mdp.Options
 }
 
 // LoadMaxEntLearner reads an MDP with its features (irl.LoadMDP: a JSON spec,
@@ -58,6 +62,7 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	cfg.Theta0 = slices.Clone(warmStart)
+	cfg.Solver = l.Solver
 	res, err := irl.MaxEnt(ctx, l.MDP, phi, l.Demos, cfg)
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
