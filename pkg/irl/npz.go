@@ -1,6 +1,7 @@
 package irl
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -215,7 +216,17 @@ func decodeImitation(ar *npy.Archive, path string, m *mdp.MDP) ([]Trajectory, er
 // Integer arrays are int64 or int32, real ones float64. Errors are
 // *FormatError naming the file and the array (e.g. "next[12]").
 func LoadSpecNPZ(path string) (*mdp.MDP, *mat.Dense, error) {
-	ar, err := npy.ReadArchiveFile(path)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening MDP: %w", err)
+	}
+	return DecodeSpecNPZ(bytes.NewReader(raw), int64(len(raw)), path)
+}
+
+// DecodeSpecNPZ reads an .npz MDP of size bytes from r; path is used in
+// errors. See LoadSpecNPZ for the layout.
+func DecodeSpecNPZ(r io.ReaderAt, size int64, path string) (*mdp.MDP, *mat.Dense, error) {
+	ar, err := npy.OpenArchive(r, size)
 	if err != nil {
 		return nil, nil, &FormatError{File: path, Msg: err.Error()}
 	}

@@ -2,6 +2,7 @@ package irl
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,4 +88,28 @@ func TestReadImitationNPZ(t *testing.T) {
 			t.Errorf("%s: err = %v, want %q", tc.file, err, tc.want)
 		}
 	}
+}
+
+// FuzzDecodeSpecNPZ: no archive makes the .npz MDP reader panic; an accepted
+// one is a valid MDP with one feature row per pair.
+func FuzzDecodeSpecNPZ(f *testing.F) {
+	for _, name := range []string{"mdp.npz", "mdp_int32.npz", "bad_mdp_next.npz"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, phi, err := DecodeSpecNPZ(bytes.NewReader(data), int64(len(data)), "fuzz.npz")
+		if err != nil {
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted an invalid MDP: %v", err)
+		}
+		if r, _ := phi.Dims(); r != m.NumPairs() {
+			t.Fatalf("%d feature rows for %d pairs", r, m.NumPairs())
+		}
+	})
 }

@@ -183,14 +183,14 @@ func (a LatticeAxis) axis(where string) (lattice.Axis, error) {
 			}
 		}
 		ax = lattice.Axis{Coords: append([]float64(nil), a.Coords...)}
-	case a.N < 1:
-		return ax, fmt.Errorf("%s: n = %d points, want ≥ 1 (or give coords)", where, a.N)
+	case a.N < 1 || a.N > MaxLatticePairs:
+		return ax, fmt.Errorf("%s: n = %d points, want 1..MaxLatticePairs = %d (or give coords)", where, a.N, MaxLatticePairs)
 	case a.Categorical:
 		if a.Periodic || a.Lo != 0 || a.Hi != 0 {
 			return ax, fmt.Errorf("%s: a categorical axis takes no lo, hi or periodic", where)
 		}
 		ax = lattice.CategoricalAxis(a.N)
-	case !finite(a.Lo) || !finite(a.Hi) || !(a.Lo < a.Hi):
+	case !finite(a.Lo) || !finite(a.Hi) || !(a.Lo < a.Hi) || !finite(a.Hi-a.Lo):
 		return ax, fmt.Errorf("%s: need finite lo < hi, got lo = %v, hi = %v", where, a.Lo, a.Hi)
 	case a.Periodic:
 		ax = lattice.PeriodicAxis(a.N, a.Hi-a.Lo)

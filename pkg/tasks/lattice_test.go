@@ -28,7 +28,7 @@ import (
 // probe: its lattice as data (two uniform axes of spacing 1, the action as a
 // categorical axis) and its Φ as .npy bytes, built by the gridworld
 // family's own feature code.
-func gridLatticeProbe(t *testing.T, spec gridworld.Spec) LatticeProbe {
+func gridLatticeProbe(t testing.TB, spec gridworld.Spec) LatticeProbe {
 	t.Helper()
 	phi, err := GridFeatures(spec)
 	if err != nil {
@@ -168,7 +168,7 @@ func TestLatticeProbeValidation(t *testing.T) {
 	}{
 		{"no state axes", "state: no axes", func(p *LatticeProbe) { p.State = nil }, 2},
 		{"lo ≥ hi", "state[1] (col): need finite lo < hi", func(p *LatticeProbe) { p.State[1].Hi = -1 }, 2},
-		{"zero points", "action[0] (move): n = 0", func(p *LatticeProbe) { p.Action[0].N = 0 }, 2},
+		{"zero points", "action[0] (move): n = 0 points, want 1..MaxLatticePairs", func(p *LatticeProbe) { p.Action[0].N = 0 }, 2},
 		{"coords not increasing", "state[0]: coords[2] = 1 does not increase", func(p *LatticeProbe) {
 			p.State[0] = LatticeAxis{Coords: []float64{0, 1, 1, 3, 4}}
 		}, 2},
@@ -417,4 +417,30 @@ func TestCreateLatticeTaskOverRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "fused θ over gRPC (lattice task vs gridworld fuser)", fused.Result.Theta, want.Theta, 0, 0)
+}
+
+// FuzzLatticeProbe: no probe JSON makes the family panic; a probe it
+// accepts has one Φ row per lattice point, all finite.
+func FuzzLatticeProbe(f *testing.F) {
+	gw, _ := gridworld.DefaultFamily(5).Probe(3)
+	p := gridLatticeProbe(f, gw)
+	good, _ := json.Marshal(p)
+	f.Add(good)
+	f.Add([]byte(`{"state":[{"n":3,"lo":0,"hi":1,"periodic":true},{"coords":[0,2]}],"action":[{"n":2,"categorical":true}],
+		"rbf":{"axes":[{"centres":[0.5],"bandwidth":1,"period":1},{"centres":[0,1],"bandwidth":1},{"centres":[0,1],"categorical":true}],"bias":true}}`))
+	f.Add([]byte(`{"state":[{"n":2,"lo":-1e308,"hi":1e308,"periodic":true}],"action":[{"n":1,"categorical":true}],"phi":[[1],[2]]}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		pr, err := LatticeFamily{}.Probe(raw)
+		if err != nil {
+			return
+		}
+		if err := pr.Validate(); err != nil {
+			t.Fatalf("accepted probe is invalid: %v", err)
+		}
+		for _, v := range pr.Phi.RawMatrix().Data {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatal("accepted a non-finite Φ")
+			}
+		}
+	})
 }
