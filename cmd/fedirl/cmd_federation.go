@@ -274,7 +274,9 @@ only SHA-256 hashes of the tokens are stored. Give each client its token private
 With --server (and --admin-token-file) the task is created on a running
 server instead, over the admin RPC.
 
-The task comes from --spec (a JSON task spec), or is built from flags: with
+The task comes from --spec (a JSON task spec; for a "lattice" task a phi_file
+is read relative to the spec file and stored inline, see the README's "Federate
+your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
 --seed, and theta_dim is that of its grid features. Flags override the spec file.`,
 		Args: cobra.NoArgs,
