@@ -75,8 +75,9 @@ type LatticeAxis struct {
 	Categorical bool `json:"categorical,omitempty"`
 	// Coords are the coordinates of an explicit axis.
 	Coords []float64 `json:"coords,omitempty"`
-	// Weight is the axis' cost weight (see the type comment).
-	Weight float64 `json:"weight,omitempty"`
+	// Weight is the axis' cost weight (see the type comment); nil means the
+	// default, and an explicit weight must be positive.
+	Weight *float64 `json:"weight,omitempty"`
 }
 
 // LatticeProbe is the probe JSON of a lattice task: the state axes and the
@@ -200,11 +201,13 @@ func (a LatticeAxis) axis(where string) (lattice.Axis, error) {
 	default:
 		ax = lattice.RangeAxis(a.N, a.Lo, a.Hi)
 	}
-	if !finite(a.Weight) || a.Weight < 0 {
-		return ax, fmt.Errorf("%s: weight %v must be a non-negative finite number", where, a.Weight)
+	if a.Weight != nil {
+		if w := *a.Weight; !finite(w) || !(w > 0) {
+			return ax, fmt.Errorf("%s: weight %v must be a positive finite number (omit it for the default)", where, w)
+		}
+		ax.Weight = *a.Weight
 	}
-	ax.Weight = a.Weight
-	if ax.Weight == 0 && !ax.Categorical && ax.Len() > 1 {
+	if a.Weight == nil && !ax.Categorical && ax.Len() > 1 {
 		h := math.Inf(1)
 		for i := 1; i < ax.Len(); i++ {
 			h = math.Min(h, ax.Coords[i]-ax.Coords[i-1])

@@ -17,6 +17,7 @@ row-major with the last axis fastest (as in pkg/lattice).
 """
 import base64
 import io
+import math
 
 import numpy as np
 
@@ -78,6 +79,8 @@ class Axis:
         if unknown:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
         if "coords" in d:
+            if set(d) & {"n", "lo", "hi", "periodic", "categorical"}:
+                raise ValueError(f"{where}: an explicit axis (coords) takes no n, lo, hi, periodic or categorical")
             a = cls.explicit(d["coords"], name)
         elif d.get("categorical"):
             a = cls.categorical_axis(int(d.get("n", 0)), name)
@@ -86,6 +89,9 @@ class Axis:
         else:
             a = cls.uniform(int(d.get("n", 0)), float(d.get("lo", 0)), float(d.get("hi", 0)), name)
         if "weight" in d:
+            w = float(d["weight"])
+            if not (w > 0 and math.isfinite(w)):
+                raise ValueError(f"{where}: weight {w} must be a positive finite number (omit it for the default)")
             a.spec = dict(a.spec, weight=d["weight"])
         return a
 

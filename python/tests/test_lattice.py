@@ -26,7 +26,8 @@ class AxisTest(unittest.TestCase):
 
     def test_bad_axes_name_the_problem(self):
         for spec, msg in [({"n": 3, "lo": 1, "hi": 1}, "lo < hi"), ({"coords": [0, 1, 1]}, "strictly increasing"),
-                          ({"n": 0, "categorical": True}, "n >= 1"), ({"n": 2, "lo": 0, "hi": 1, "step": 1}, "unknown keys")]:
+                          ({"n": 0, "categorical": True}, "n >= 1"), ({"n": 2, "lo": 0, "hi": 1, "step": 1}, "unknown keys"),
+                          ({"coords": [0, 1], "n": 2}, "takes no n"), ({"n": 2, "lo": 0, "hi": 1, "weight": 0}, "weight 0.0 must be")]:
             with self.assertRaisesRegex(ValueError, msg):
                 Axis.from_json(spec)
 
