@@ -317,7 +317,7 @@ func (p LatticeProbe) Build() (fusion.Probe, error) {
 	for i := range r {
 		for j, v := range phi.RawRowView(i) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fusion.Probe{}, fmt.Errorf("lattice probe: Φ[%d][%d] (pair %d, feature %d) is %v", i, j, i, j, v)
+				return fusion.Probe{}, fmt.Errorf("lattice probe: Φ[%d][%d] (state %d, action %d, feature %d) is %v", i, j, i/actions.Len(), i%actions.Len(), j, v)
 			}
 		}
 	}

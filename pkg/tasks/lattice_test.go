@@ -176,7 +176,7 @@ func TestLatticeProbeValidation(t *testing.T) {
 		{"negative weight", "weight -1 must be a positive finite number", func(p *LatticeProbe) { w := -1.0; p.State[0].Weight = &w }, 2},
 		{"zero weight", "weight 0 must be a positive finite number (omit it for the default)", func(p *LatticeProbe) { w := 0.0; p.State[0].Weight = &w }, 2},
 		{"rows ≠ pairs", "phi_npy has 100 rows, the lattice 125", func(p *LatticeProbe) { p.Action[0].N = 5 }, 2},
-		{"non-finite Φ", "Φ[37][1] (pair 37, feature 1) is NaN", func(p *LatticeProbe) {
+		{"non-finite Φ", "Φ[37][1] (state 9, action 1, feature 1) is NaN", func(p *LatticeProbe) {
 			p.PhiNPY = npy.EncodeFloat64([]int{100, 2}, nanPhi.RawMatrix().Data)
 		}, 2},
 		{"Φ not a matrix", "want float64 (pairs, features)", func(p *LatticeProbe) { p.PhiNPY = npy.EncodeFloat64([]int{200}, phi.RawMatrix().Data) }, 2},
