@@ -16,6 +16,10 @@ out=${1:-$(mktemp -d -t fedirl-own-problem-XXXXXX)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py=${PYTHON:-/usr/bin/python3}
+if ! "$py" -c "import numpy, grpc, grpc_tools" 2>/dev/null; then
+	echo "run.sh: $py lacks numpy, grpcio or grpcio-tools (Debian: apt-get install python3-numpy python3-grpcio python3-grpc-tools; or set PYTHON)" >&2
+	exit 1
+fi
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 if [ -z "${FEDIRL_BIN:-}" ]; then
 	(cd "$root" && go build -o "$out/fedirl" ./cmd/fedirl)
