@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -67,6 +69,7 @@ type taskOptions struct {
 // clientOptions holds the flags of "fedirl client".
 type clientOptions struct {
 	server, task, id, tokenFile, mdp, demos, out string
+	solver                                       string
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
 	quiet                                        bool
@@ -302,7 +305,9 @@ only SHA-256 hashes of the tokens are stored. Give each client its token private
 With --server (and --admin-token-file) the task is created on a running
 server instead, over the admin RPC.
 
-The task comes from --spec (a JSON task spec), or is built from flags: with
+The task comes from --spec (a JSON task spec; for a "lattice" task a phi_file
+is read relative to the spec file and stored inline, see the README's "Federate
+your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
 --seed, and theta_dim is that of its grid features. Flags override the spec file.`,
 		Args: cobra.NoArgs,
@@ -346,7 +351,10 @@ func newClientCmd() *cobra.Command {
 		Use:   "client",
 		Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
 		Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
-(--mdp, an irl JSON spec) and private demonstrations (--demos, JSONL), submits only
+(--mdp, an irl JSON spec or an .npz of sparse transitions) and private
+demonstrations (--demos: JSONL, or an .npz of padded arrays or imitation's
+trajectory fields); for a "lattice" task its features must be the task's Φ
+(checked before learning; the first mismatch is named). It submits only
 θ_i with its demonstration count, iterations and final gradient norm, and waits for
 the fused θ; with a multi-round task it warm-starts each round from the previous
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
@@ -366,9 +374,10 @@ privacy is refused before learning when these flags are missing or too weak.`,
 	cf.StringVar(&f.task, "task", "", "task id (required)")
 	cf.StringVar(&f.id, "id", "", "this client's id (required)")
 	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP spec JSON (required)")
-	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations JSONL (required)")
+	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required)")
+	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations: JSONL or .npz (required)")
 	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
+	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point"`)
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
@@ -585,6 +594,9 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		dec := json.NewDecoder(strings.NewReader(string(b)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&spec); err != nil {
+			return fmt.Errorf("--spec %s: %w", f.spec, err)
+		}
+		if err := tasks.ResolveProbeFiles(&spec, filepath.Dir(f.spec)); err != nil {
 			return fmt.Errorf("--spec %s: %w", f.spec, err)
 		}
 	}
@@ -811,10 +823,14 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if err != nil {
 		return err
 	}
+	if f.solver != "newton" && f.solver != "fixed-point" {
+		return fmt.Errorf("--solver %q: want newton or fixed-point", f.solver)
+	}
 	learner, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
 	if err != nil {
 		return err
 	}
+	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -64,6 +63,12 @@ may be taken in a terminal state; other keys on a line are ignored.
 A file ending in .npz is read as NumPy arrays instead: integer "states"
 (N×Ls) and "actions" (N×La), one trajectory per row, padded with -1:
   np.savez("demos.npz", states=S, actions=A)
+or imitation's trajectory fields with integer state indices as obs
+("obs", "acts", "indices"; see irl.ReadTrajectoriesNPZ).
+
+A --spec ending in .npz is the MDP as NumPy arrays (sparse transitions):
+  np.savez("mdp.npz", num_states=S, num_actions=A, gamma=0.99, row_ptr=...,
+           next=..., prob=..., features=phi, terminal=[...], init=..., horizon=0)
 
 The output JSON holds theta, iterations, converged, the learning curves
 loglik / objective / grad_norm (one entry per evaluated θ, the last at the
@@ -98,16 +103,11 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	if o.solver != "newton" && o.solver != "fixed-point" {
 		return fmt.Errorf("irl: --solver %q: want newton or fixed-point", o.solver)
 	}
-	m, phi, err := irl.LoadSpec(o.spec)
+	m, phi, err := irl.LoadMDP(o.spec)
 	if err != nil {
 		return err
 	}
-	var demos []irl.Trajectory
-	if strings.HasSuffix(strings.ToLower(o.demos), ".npz") {
-		demos, err = irl.ReadTrajectoriesNPZ(o.demos, m)
-	} else {
-		demos, err = irl.ReadTrajectoriesFile(o.demos, m)
-	}
+	demos, err := irl.ReadTrajectoriesAny(o.demos, m)
 	if err != nil {
 		return err
 	}

@@ -18,16 +18,21 @@ type MaxEntLearner struct {
 	MDP      *mdp.MDP
 	Features *mat.Dense
 	Demos    []irl.Trajectory
+	// Solver configures the dynamic programming of every gradient step (a
+	// numerical choice of the client, not a task setting: the solvers agree
+	// to within their tolerance); the zero value is mdp's defaults.
+	Solver mdp.Options
 }
 
-// LoadMaxEntLearner reads an MDP spec (irl.LoadSpec JSON) and a JSONL
-// demonstrations file (irl.ReadTrajectoriesFile).
+// LoadMaxEntLearner reads an MDP with its features (irl.LoadMDP: a JSON spec,
+// or an .npz of sparse transitions) and demonstrations (irl.ReadTrajectoriesAny:
+// JSON Lines, or an .npz with padded arrays or imitation's trajectory fields).
 func LoadMaxEntLearner(mdpFile, demosFile string) (*MaxEntLearner, error) {
-	m, phi, err := irl.LoadSpec(mdpFile)
+	m, phi, err := irl.LoadMDP(mdpFile)
 	if err != nil {
 		return nil, fmt.Errorf("client MDP: %w", err)
 	}
-	demos, err := irl.ReadTrajectoriesFile(demosFile, m)
+	demos, err := irl.ReadTrajectoriesAny(demosFile, m)
 	if err != nil {
 		return nil, fmt.Errorf("client demonstrations: %w", err)
 	}
@@ -37,9 +42,19 @@ func LoadMaxEntLearner(mdpFile, demosFile string) (*MaxEntLearner, error) {
 	return &MaxEntLearner{MDP: m, Features: phi, Demos: demos}, nil
 }
 
-// Learn implements Learner.
+// Learn implements Learner. For a family that is a FeatureChecker (the
+// lattice family) the client's model and features are first checked against
+// the task's probe, and θ is learned on the task's Φ.
 func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, warmStart []float64) (federation.LocalResult, error) {
-	if _, d := l.Features.Dims(); d != spec.ThetaDim {
+	phi := l.Features
+	if fam, err := Lookup(spec.EnvFamily); err == nil {
+		if fc, ok := fam.(FeatureChecker); ok {
+			if phi, err = fc.ClientFeatures(spec.Probe, l.MDP, l.Features); err != nil {
+				return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+			}
+		}
+	}
+	if _, d := phi.Dims(); d != spec.ThetaDim {
 		return federation.LocalResult{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
 	}
 	cfg, err := DecodeIRL(spec.IRL)
@@ -47,7 +62,8 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	cfg.Theta0 = slices.Clone(warmStart)
-	res, err := irl.MaxEnt(ctx, l.MDP, l.Features, l.Demos, cfg)
+	cfg.Solver = l.Solver
+	res, err := irl.MaxEnt(ctx, l.MDP, phi, l.Demos, cfg)
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
 	}

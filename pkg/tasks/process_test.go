@@ -18,6 +18,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/federation/fedtest"
+	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
 
 	"github.com/fedirl/fedirl/pkg/approx"
@@ -259,6 +260,7 @@ func TestProcessFederationMatchesInProcess(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				l.Solver = mdp.Options{Newton: true} // fedirl client's default --solver
 				local = append(local, federation.LocalClient{ID: id, Learner: l})
 			}
 			for i, c := range clients {
@@ -403,6 +405,7 @@ func TestProcessServerKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		l.Solver = mdp.Options{Newton: true} // fedirl client's default --solver
 		local = append(local, federation.LocalClient{ID: sub.ClientID, Learner: l})
 	}
 	spec := storedSpec(t, store, "fault")

@@ -1,5 +1,8 @@
 // Package tasks is the seam between the federation and the environments: one
-// file per environment family says how a task of that family is served.
+// file per environment family says how a task of that family is served
+// (gridworld.go, control.go, and lattice.go: the generic family whose lattice
+// and feature matrix are data in the task spec, for problems fedirl does not
+// know).
 //
 // A Family turns the family-specific JSON of a federation.TaskSpec into what
 // the two sides need: the server's probe (lattice and feature matrix Φ on

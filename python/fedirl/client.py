@@ -1,0 +1,175 @@
+"""Talking to a fedirl server from Python: fetch a task, learn theta_i (with `fedirl irl`, or any way you
+like), submit it and fetch the fused theta.
+
+The gRPC stubs are generated at first use from proto/federation.proto with grpc_tools into a temporary
+folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
+python3-grpc-tools).
+"""
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+
+_stubs = None
+
+
+class FedirlError(RuntimeError):
+    """A clear, user-facing error of the fedirl Python client."""
+
+
+def load_stubs(proto_dir=None):
+    """Generates and imports federation_pb2 and federation_pb2_grpc (once per process)."""
+    global _stubs
+    if _stubs is not None:
+        return _stubs
+    try:
+        from grpc_tools import protoc
+    except ImportError as e:
+        raise FedirlError("grpc_tools is not installed (Debian: python3-grpc-tools)") from e
+    proto_dir = proto_dir or os.environ.get("FEDIRL_PROTO_DIR", DEFAULT_PROTO_DIR)
+    proto = os.path.join(proto_dir, "federation.proto")
+    if not os.path.exists(proto):
+        raise FedirlError(f"{proto} not found (set FEDIRL_PROTO_DIR)")
+    out = tempfile.mkdtemp(prefix="fedirl-stubs-")
+    rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
+    if rc != 0:
+        raise FedirlError(f"grpc_tools.protoc failed with {rc} on {proto}")
+    sys.path.insert(0, out)
+    _stubs = importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+    return _stubs
+
+
+def read_token(path, client_id):
+    """A client's token from a file holding the bare token or the tokens JSON of `fedirl server task create`."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip()
+    if text.startswith("{"):
+        tokens = json.loads(text)
+        if client_id not in tokens:
+            raise FedirlError(f"{path} has no token for client {client_id!r}")
+        return tokens[client_id]
+    return text
+
+
+def _is_loopback(addr):
+    host = addr.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+class Client:
+    """One client's connection to a fedirl server."""
+
+    def __init__(self, server, client_id, token, insecure=False, ca=None, proto_dir=None):
+        import grpc
+        self.pb, pb_grpc = load_stubs(proto_dir)
+        if insecure:
+            if not _is_loopback(server):
+                raise FedirlError(f"insecure (plaintext) connections are only allowed to loopback addresses, not {server}")
+            self.channel = grpc.insecure_channel(server)
+        else:
+            roots = open(ca, "rb").read() if ca else None
+            self.channel = grpc.secure_channel(server, grpc.ssl_channel_credentials(root_certificates=roots))
+        self.stub = pb_grpc.FederationStub(self.channel)
+        self.client_id = client_id
+        self.md = [("authorization", "Bearer " + token)]
+
+    def close(self):
+        self.channel.close()
+
+    def get_task(self, task_id):
+        """The task as a dict: its spec fields (probe, irl and fusion decoded from JSON), current_round, done."""
+        r = self.stub.GetTask(self.pb.GetTaskRequest(task_id=task_id, client_id=self.client_id), metadata=self.md, timeout=30)
+        s = r.spec
+        spec = {"id": s.id, "env_family": s.env_family, "theta_dim": s.theta_dim, "quorum": s.quorum,
+                "rounds": s.rounds, "warm_start": s.warm_start,
+                "probe": json.loads(s.probe) if s.probe else None,
+                "irl": json.loads(s.irl) if s.irl else {}, "fusion": json.loads(s.fusion) if s.fusion else {}}
+        return {"spec": spec, "current_round": r.current_round, "done": r.done, "warm_start": list(r.warm_start)}
+
+    def submit(self, task_id, theta, demo_count=0, iterations=0, grad_norm=0.0, round=None):
+        """Submits theta_i for the task's current round (or the given one); returns (round, server message)."""
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if not np.all(np.isfinite(theta)):
+            raise FedirlError("theta holds non-finite values")
+        task = self.get_task(task_id)
+        if len(theta) != task["spec"]["theta_dim"]:
+            raise FedirlError(f"theta has {len(theta)} values, task {task_id} wants theta_dim {task['spec']['theta_dim']}")
+        rnd = round or task["current_round"]
+        res = self.stub.Submit(self.pb.SubmitRequest(task_id=task_id, round=rnd, client_id=self.client_id,
+                                                     theta=theta.tolist(), demo_count=int(demo_count),
+                                                     iterations=int(iterations), grad_norm=float(grad_norm)),
+                               metadata=self.md, timeout=30)
+        return rnd, res.message
+
+    def fetch_fused(self, task_id, round, timeout=600):
+        """Waits for the round's fusion and returns the fused result as a dict (theta, method, clients, ...)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise FedirlError(f"gave up waiting for the fusion of task {task_id} round {round}")
+            r = self.stub.GetFused(self.pb.GetFusedRequest(task_id=task_id, round=round, client_id=self.client_id,
+                                                           wait_ms=int(min(10, left) * 1000)),
+                                   metadata=self.md, timeout=min(10, left) + 5)
+            if r.ready:
+                f = r.result
+                return {"task_id": f.task_id, "round": f.round, "theta": list(f.theta), "method": f.method,
+                        "clients": list(f.clients), "weights": list(f.weights),
+                        "marginal_error": f.marginal_error, "trigger": f.trigger}
+
+
+# The task's irl section (irl.Config JSON) as `fedirl irl` flags; zero means the default.
+_IRL_FLAGS = {"learning_rate": "--lr", "l2": "--l2", "temperature": "--temperature", "max_iter": "--iters",
+              "grad_tol": "--grad-tol", "optimizer": "--optimizer"}
+
+
+def irl_flags(irl):
+    """`fedirl irl` flags for a task's irl section; refuses settings the command cannot take."""
+    args = []
+    for key, value in sorted((irl or {}).items()):
+        if key in _IRL_FLAGS:
+            if value not in (0, "", None):
+                args += [_IRL_FLAGS[key], str(value)]
+        elif key == "init_from_mdp":
+            if value:
+                args.append("--init-from-mdp")
+        elif value not in (0, "", None, False):
+            raise FedirlError(f"irl.{key} = {value!r}: `fedirl irl` has no flag for it")
+    return args
+
+
+def fedirl_binary():
+    """The fedirl command: $FEDIRL_BIN, else `fedirl` on PATH."""
+    return os.environ.get("FEDIRL_BIN", "fedirl")
+
+
+def run_irl(spec_path, demos_path, irl=None, theta0=None, fedirl=None, out_path=None):
+    """Runs `fedirl irl` on a client's MDP spec and demonstrations with a task's irl settings and returns
+    its output JSON (theta, iterations, grad_norm, ...) as a dict."""
+    cmd = [fedirl or fedirl_binary(), "irl", "--spec", spec_path, "--demos", demos_path] + irl_flags(irl)
+    tmp = None
+    if theta0 is not None:
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump([float(x) for x in theta0], tmp)
+        tmp.close()
+        cmd += ["--theta0", tmp.name]
+    cmd += ["--out", out_path or "-"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    finally:
+        if tmp:
+            os.unlink(tmp.name)
+    if p.returncode != 0:
+        raise FedirlError(f"{' '.join(cmd[:2])} failed: {p.stderr.strip()}")
+    if out_path:
+        with open(out_path, encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(p.stdout)

@@ -1,0 +1,135 @@
+"""The run-folder loader on real fedirl run folders (a grid-world --quick run made here; more from
+$FEDIRL_RUN_DIRS, e.g. CI's control --quick run) and on every file kind the studies write."""
+import builtins
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+from fedirl import load_run
+from fedirl.runs import Figure, Table, YAMLUnavailable
+
+import support
+
+# The file kinds pkg/experiments and cmd/fedirl write into run folders.
+KINDS = {".csv", ".tsv", ".json", ".jsonl", ".md", ".txt", ".npz", ".npy", ".yaml", ".png"}
+
+
+def run_folders():
+    dirs = [d for d in os.environ.get("FEDIRL_RUN_DIRS", "").split(os.pathsep) if d]
+    return dirs
+
+
+class RealRunTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dirs = list(run_folders())
+        fedirl = support.fedirl_binary()
+        if fedirl:
+            out = os.path.join(cls.tmp.name, "gridworld")
+            p = subprocess.run([fedirl, "reproduce", "gridworld", "--quick", "--out", out], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"fedirl reproduce gridworld --quick: {p.stderr}")
+            cls.dirs.append(out)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_file_loads(self):
+        if not self.dirs:
+            self.skipTest("no fedirl binary (set FEDIRL_BIN or put go on PATH) and no $FEDIRL_RUN_DIRS")
+        for d in self.dirs:
+            run = load_run(d)
+            on_disk = []
+            for root, _, names in os.walk(d):
+                on_disk += [os.path.relpath(os.path.join(root, n), d).replace(os.sep, "/") for n in names]
+            self.assertEqual(sorted(run), sorted(on_disk), d)
+            for name, value in run.items():
+                self.assertIn(os.path.splitext(name)[1], KINDS, f"{d}: unexpected file {name}")
+                if name.endswith(".csv"):
+                    self.assertIsInstance(value, Table)
+                    self.assertGreater(len(value.header), 0, name)
+                    for h in value.header:
+                        self.assertEqual(len(value[h]), len(value), f"{name} column {h}")
+                if name.endswith(".png"):
+                    self.assertEqual(value.read()[:8], b"\x89PNG\r\n\x1a\n")
+            if support.have("yaml"):
+                self.assertIn("seed", run.config, d)
+
+
+class KindsTest(unittest.TestCase):
+    def test_each_kind(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "units"))
+            with open(os.path.join(d, "t.csv"), "w") as f:
+                f.write("method,return\nmean,-1.5\nbarycentric,\n")
+            with open(os.path.join(d, "t.tsv"), "w") as f:
+                f.write("a\tb\nx\t2\n")
+            with open(os.path.join(d, "t.json"), "w") as f:
+                json.dump({"rows": [1, 2]}, f)
+            with open(os.path.join(d, "units", "l.jsonl"), "w") as f:
+                f.write('{"a": 1}\n\n{"a": 2}\n')
+            with open(os.path.join(d, "summary.md"), "w") as f:
+                f.write("# hi\n")
+            np.savez(os.path.join(d, "units", "demos.npz"), obs=np.arange(6.0).reshape(3, 2), acts=np.arange(2))
+            np.save(os.path.join(d, "theta.npy"), np.array([0.5, -1.0]))
+            with open(os.path.join(d, "config.yaml"), "w") as f:
+                f.write("seed: 3\nirl:\n  optimizer: adam\n")
+            with open(os.path.join(d, "x.png"), "wb") as f:
+                f.write(b"\x89PNG\r\n\x1a\n")
+            with open(os.path.join(d, "partial.json.tmp"), "w") as f:
+                f.write("{")
+            run = load_run(d)
+            self.assertNotIn("partial.json.tmp", run)
+            t = run["t.csv"]
+            np.testing.assert_array_equal(t["return"][:1], [-1.5])
+            self.assertTrue(np.isnan(t["return"][1]))
+            self.assertEqual(list(t["method"]), ["mean", "barycentric"])
+            self.assertEqual(t.records()[0], {"method": "mean", "return": "-1.5"})
+            with self.assertRaisesRegex(KeyError, "no column 'x'"):
+                t["x"]
+            self.assertEqual(run["t.tsv"]["b"][0], 2.0)
+            self.assertEqual(run["units/l.jsonl"], [{"a": 1}, {"a": 2}])
+            self.assertEqual(run["summary.md"], "# hi\n")
+            np.testing.assert_array_equal(run["units/demos.npz"]["obs"], np.arange(6.0).reshape(3, 2))
+            np.testing.assert_array_equal(run["theta.npy"], [0.5, -1.0])
+            self.assertIsInstance(run["x.png"], Figure)
+            if support.have("yaml"):
+                self.assertEqual(run.config, {"seed": 3, "irl": {"optimizer": "adam"}})
+            if support.have("pandas"):
+                self.assertEqual(list(t.to_pandas().columns), ["method", "return"])
+            else:
+                with self.assertRaisesRegex(ImportError, "pandas"):
+                    t.to_pandas()
+
+            # Without PyYAML: the file still loads, as text with a clear message on use.
+            real_import = builtins.__import__
+
+            def no_yaml(name, *args, **kw):
+                if name == "yaml":
+                    raise ImportError("No module named 'yaml'")
+                return real_import(name, *args, **kw)
+
+            builtins.__import__ = no_yaml
+            try:
+                run = load_run(d)
+            finally:
+                builtins.__import__ = real_import
+            self.assertIsInstance(run["config.yaml"], YAMLUnavailable)
+            self.assertIn("seed: 3", run["config.yaml"].text)
+            with self.assertRaisesRegex(ImportError, "PyYAML"):
+                run.config
+
+            with open(os.path.join(d, "weird.bin"), "w") as f:
+                f.write("?")
+            with self.assertRaisesRegex(ValueError, "weird.bin: unknown run-folder file kind"):
+                load_run(d)
+
+
+if __name__ == "__main__":
+    unittest.main()
