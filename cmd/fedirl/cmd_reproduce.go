@@ -48,7 +48,9 @@ demonstrations, the server fuses them by averaging and by the Wasserstein
 barycenter, and every θ's optimal policy is rolled out on the clients'
 environments and on held-out ones. Then the 5×5, 10-client ablation on the
 fraction of weak clients. Writes config.yaml, table1/table2 (.md/.csv/.json),
-bounds.json, figure2.png, success.png and log.txt into the run folder.
+bounds.json, figure2.png, success.png, theta.png and log.txt into the run
+folder. Seeds are --seed, --seed+1, …, --seed+--seeds−1; clients are
+numbered from 0.
 
 Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.`,
 		Example: `  fedirl reproduce gridworld
@@ -108,13 +110,13 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.Int64Var(&seed, "seed", 1, "first seed")
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")
-	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
+	addJobsFlag(gw, &workers, 2, "goroutines")
 	return gw
 }
 
 // gridConfig builds a grid-world study config from the shared flags: the
 // defaults or --quick, then --config, then --seeds (Table 1 and Table 2) and
-// --workers where given.
+// --jobs where given.
 func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, workers int) (gridstudy.Config, error) {
 	cfg := gridstudy.DefaultConfig()
 	if quick {
@@ -132,9 +134,9 @@ func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, worker
 		}
 		cfg.NumberOfSeeds, cfg.Ablation.NumberOfSeeds = seeds, seeds
 	}
-	if cmd.Flags().Changed("workers") {
-		if workers < 1 {
-			return cfg, fmt.Errorf("--workers %d: want ≥ 1", workers)
+	if flagChanged(cmd, "jobs") {
+		if err := checkJobs("jobs", workers); err != nil {
+			return cfg, err
 		}
 		cfg.Workers = workers
 	}

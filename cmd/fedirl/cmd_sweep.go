@@ -137,7 +137,7 @@ declared before the sweep was first run.`,
 	f.IntVar(&seeds, "seeds", 5, "number of seeds per regime (Table 1 and Table 2)")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-gridworld-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the reduced smoke-test study (2 seeds, fewer clients)")
-	f.IntVar(&workers, "workers", 2, "goroutines per study (results do not depend on it)")
+	addJobsFlag(cmd, &workers, 2, "goroutines per study")
 	f.Bool("print-regimes", false, "print the built-in regimes file and exit")
 	return cmd
 }
