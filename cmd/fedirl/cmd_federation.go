@@ -496,6 +496,17 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		}
 		_, spec.ThetaDim = p.Phi.Dims()
 	}
+	if err := refuseExplicitZero(cmd, map[string]string{
+		"irl-iterations":    "want ≥ 1 gradient step (leave the flag out for irl's default, 100)",
+		"irl-learning-rate": "a learning rate of 0 never moves θ; want > 0",
+		"irl-temperature":   "τ = 0 (a hard max) is not supported; want τ > 0",
+		"quorum":            "want ≥ 1 submission (leave the flag out for the number of clients)",
+		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
+		"rounds":            "want ≥ 1 round",
+		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
+	}); err != nil {
+		return err
+	}
 	set := func(name string, apply func()) {
 		if cmd.Flags().Changed(name) {
 			apply()

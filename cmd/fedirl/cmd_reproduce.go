@@ -84,12 +84,17 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			defer run.Close()
 			log := run.Log
 			start := time.Now()
-			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d workers, GOMAXPROCS %d, started %s\n",
+			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d jobs, GOMAXPROCS %d, started %s\n",
 				len(cfg.Environments), cfg.NumberOfSeeds, cfg.AblationSeedCount(), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(cfg.Units(), "grid-world study")
 			study, err := gridstudy.GridWorld(ctx, cfg, bar)
 			bar.Finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
+					fmt.Fprintf(run.File, "interrupted after %v\n", time.Since(start).Round(time.Millisecond))
+					return errInterrupted
+				}
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
 				return err
 			}

@@ -114,12 +114,17 @@ declared before the sweep was first run.`,
 			defer run.Close()
 			log := run.Log
 			start := time.Now()
-			fmt.Fprintf(log, "fedirl sweep gridworld: %d regimes from %s, %d seeds, %d workers, GOMAXPROCS %d, started %s\n",
+			fmt.Fprintf(log, "fedirl sweep gridworld: %d regimes from %s, %d seeds, %d jobs, GOMAXPROCS %d, started %s\n",
 				len(regimes), src, base.NumberOfSeeds, base.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(total, "grid-world sweep")
 			results, err := gridstudy.Sweep(ctx, base, regimes, out, &sweepLog{w: log, bar: bar, start: start})
 			bar.Finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
+					fmt.Fprintf(run.File, "interrupted after %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second))
+					return errInterrupted
+				}
 				fmt.Fprintf(log, "failed after %v: %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second), err)
 				return err
 			}
