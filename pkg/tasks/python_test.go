@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,14 @@ func TestPythonClientFederatesWithGoClient(t *testing.T) {
 	approx.Slices(t, "fused θ = mean of the two submissions", pyRes.Theta, want, 1e-15, 1e-15)
 	if pyRes.Method != "mean" || len(pyRes.Clients) != 2 {
 		t.Fatalf("python result %+v", pyRes)
+	}
+
+	// A refusal (a task this token does not open) is one line, not a traceback.
+	out, err := exec.CommandContext(ctx, py, filepath.Join(root, "examples", "python", "fedirl_client.py"), "--server", addr, "--insecure",
+		"--task", "no-such-task", "--id", "pythonista", "--token-file", tokens, "--theta", thetaFile, "--timeout", "10").CombinedOutput()
+	msg := strings.TrimSpace(string(out))
+	if err == nil || strings.Contains(msg, "Traceback") || strings.Count(msg, "\n") != 0 ||
+		!strings.Contains(msg, "GetTask no-such-task refused by "+addr) {
+		t.Errorf("refusal printed as %q (err %v), want one line naming the call and the server's reason", msg, err)
 	}
 }
