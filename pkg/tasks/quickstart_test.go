@@ -32,7 +32,7 @@ func shBlocks(t *testing.T, path, from string) [][]string {
 	}
 	text = text[i+len(from)+2:]
 	level := strings.SplitN(from, " ", 2)[0]
-	if j := regexp.MustCompile(`\n#{1,`+itoa(len(level))+`} `).FindStringIndex(text); j != nil {
+	if j := regexp.MustCompile(`\n#{1,` + itoa(len(level)) + `} `).FindStringIndex(text); j != nil {
 		text = text[:j[0]]
 	}
 	var blocks [][]string
