@@ -67,7 +67,11 @@ A file ending in .npz is read as NumPy arrays instead: integer "states"
 
 The output JSON holds theta, iterations, converged, the learning curves
 loglik / objective / grad_norm (one entry per evaluated θ, the last at the
-returned θ), the empirical and expected feature counts and the resolved config.`,
+returned θ), the empirical and expected feature counts and the resolved config.
+loglik is θᵀμ_D − E[V_θ(s0)] in reward units, i.e. τ × nats: for deterministic
+transitions loglik/τ is the discounted log-probability of the demonstrations
+(≤ 0); with stochastic transitions it is the causal-entropy dual, which may be
+positive.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runIRL(cmd, o) },
 	}

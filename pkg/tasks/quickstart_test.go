@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,7 +33,7 @@ func shBlocks(t *testing.T, path, from string) [][]string {
 	}
 	text = text[i+len(from)+2:]
 	level := strings.SplitN(from, " ", 2)[0]
-	if j := regexp.MustCompile(`\n#{1,` + itoa(len(level)) + `} `).FindStringIndex(text); j != nil {
+	if j := regexp.MustCompile(`\n#{1,` + strconv.Itoa(len(level)) + `} `).FindStringIndex(text); j != nil {
 		text = text[:j[0]]
 	}
 	var blocks [][]string
@@ -49,7 +50,7 @@ func shBlocks(t *testing.T, path, from string) [][]string {
 	return blocks
 }
 
-func itoa(n int) string { return string(rune('0' + n)) }
+
 
 // TestQuickStartAndPythonExampleWordForWord follows README.md's quick start
 // and then examples/python/README.md command by command, as written, in a
