@@ -50,8 +50,6 @@ func shBlocks(t *testing.T, path, from string) [][]string {
 	return blocks
 }
 
-
-
 // TestQuickStartAndPythonExampleWordForWord follows README.md's quick start
 // and then examples/python/README.md command by command, as written, in a
 // fresh folder holding the built binary (the quick start's `go build` line)

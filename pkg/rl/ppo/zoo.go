@@ -23,15 +23,16 @@ import (
 //     writes it: n_timesteps (→ total_steps), policy ('MlpPolicy'),
 //     normalize (true, false or "{'norm_obs': …, 'norm_reward': …}"),
 //     learning_rate and clip_range as numbers or "lin_<x>" schedules,
-//     normalize_advantage, and policy_kwargs "dict(…)" with log_std_init,
+//     normalize_advantage, use_sde and sde_sample_freq (gSDE), and
+//     policy_kwargs "dict(…)" with log_std_init,
 //     ortho_init, activation_fn (nn.Tanh, nn.ReLU) and net_arch (a list of
 //     widths, or dict(pi=…, vf=…) with equal pi and vf).
 //
 // The entry may stand alone or under its environment id (then env selects
 // it, so a copy of the zoo's whole ppo.yml works too). Every key is honoured
 // or refused: the error names each key that cannot be honoured and why
-// (e.g. use_sde, since gSDE is not implemented), and an explicit 0 that
-// Config would read as "the default" is refused rather than replaced.
+// (e.g. an env_wrapper, or policy_kwargs' squash_output), and an explicit 0
+// that Config would read as "the default" is refused rather than replaced.
 func ApplyConfig(base Config, data []byte, env string) (Config, error) {
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
@@ -56,7 +57,6 @@ func ApplyConfig(base Config, data []byte, env string) (Config, error) {
 		refused = append(refused, fmt.Sprintf("line %d: %s: %s", key.Line, key.Value, fmt.Sprintf(format, a...)))
 	}
 	seen := map[string]bool{}
-	useSDE := false
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		name := k.Value
@@ -152,16 +152,17 @@ func ApplyConfig(base Config, data []byte, env string) (Config, error) {
 				refuse(k, "%v", err)
 			}
 		case "use_sde":
-			var b bool
-			if err := v.Decode(&b); err != nil {
+			if err := v.Decode(&c.UseSDE); err != nil {
 				refuse(k, "want true or false, got %q", v.Value)
-			} else if b {
-				useSDE = true
-				refuse(k, "generalized state-dependent exploration (gSDE) is not implemented; remove use_sde and sde_sample_freq to explore with the state-independent Gaussian (fedirl's Pendulum-v1 preset does so)")
 			}
 		case "sde_sample_freq":
-			if !useSDE && !(seen["use_sde"] && v.Value == "-1") {
-				refuse(k, "applies only with use_sde, which is not implemented")
+			n, err := decodeInt(v)
+			if err != nil {
+				refuse(k, "%v", err)
+			} else if n < -1 {
+				refuse(k, "%d; want ≥ -1 (-1: only at the start of each rollout)", n)
+			} else {
+				c.SDESampleFreq = n
 			}
 		default:
 			refuse(k, "unknown key (not a stable-baselines3 PPO argument or RL Zoo key that fedirl implements)")
