@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -388,6 +390,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
+	if f.maxMsg < 1 {
+		return fmt.Errorf("--max-message-bytes %d: want ≥ 1 (leave the flag out for %d)", f.maxMsg, federation.DefaultMaxMessageBytes)
+	}
 	if f.maxConns < 1 || f.maxStreams < 1 {
 		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
 	}
@@ -640,7 +645,7 @@ func readToken(file, client string) (string, error) {
 		}
 		t, ok := m[client]
 		if !ok {
-			return "", fmt.Errorf("--token-file %s: no token for client %q", file, client)
+			return "", fmt.Errorf("--token-file %s: no token for client %q (it holds %s): create a task that admits this client (fedirl server task create --clients ...)", file, client, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
 		}
 		return t, nil
 	}
@@ -648,6 +653,9 @@ func readToken(file, client string) (string, error) {
 }
 
 func runClient(cmd *cobra.Command, f *clientOptions) error {
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10m)", f.timeout)
+	}
 	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
 		if v == "" {
 			return fmt.Errorf("%s is required", name)

@@ -97,6 +97,7 @@ func TestExplicitValuesHonouredOrRefused(t *testing.T) {
 		{"episodes client", newEnvEpisodesCmd, []string{"--env", "CartPole-v1", "--client", "11"}, "--client 11"},
 		{"gridworld jobs", newReproduceGridworldCmd, []string{"--jobs", "0", "--out", dir}, "--jobs 0"},
 		{"task create iterations", newServerTaskCreateCmd, []string{"--store", filepath.Join(dir, "x.db"), "--id", "t", "--clients", "a", "--irl-iterations", "0"}, "--irl-iterations 0"},
+		{"client timeout", newClientCmd, []string{"--timeout", "0"}, "--timeout 0s"},
 		{"task create quorum", newServerTaskCreateCmd, []string{"--store", filepath.Join(dir, "x.db"), "--id", "t", "--clients", "a", "--quorum", "0"}, "--quorum 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
