@@ -53,7 +53,7 @@ func TestSDENoiseMatchesLogProb(t *testing.T) {
 // a random or untrained policy returns about −1200, the zoo's reference
 // about −200. 40,960 steps and one seed by default (measured −183 and −157
 // for seeds 0 and 1 at 36,864 steps); the long variant trains the entry's
-// full 1e5 steps on three seeds.
+// full 1e5 steps on three seeds (measured −186, −173, −148).
 func TestGSDELearnsPendulum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("learning test")
