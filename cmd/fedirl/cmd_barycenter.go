@@ -389,6 +389,16 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 			}); err != nil {
 				return err
 			}
+			switch {
+			case iters < 0:
+				return fmt.Errorf("--iters %d: want ≥ 1", iters)
+			case inner < 1:
+				return fmt.Errorf("--inner %d: want ≥ 1", inner)
+			case !(step > 0):
+				return fmt.Errorf("--step %g: want > 0", step)
+			case !(momentum >= 0 && momentum < 1):
+				return fmt.Errorf("--momentum %g: want in [0, 1)", momentum)
+			}
 			in, err := otReadInputs(args)
 			if err != nil {
 				return err

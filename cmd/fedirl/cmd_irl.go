@@ -108,6 +108,9 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	}); err != nil {
 		return err
 	}
+	if !(o.tol > 0) {
+		return fmt.Errorf("irl: --tol %g: want a positive solver tolerance", o.tol)
+	}
 	if err := checkJobs("jobs", o.workers); err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ normalized to mass 1.
 			}); err != nil {
 				return err
 			}
+			if iters < 0 {
+				return fmt.Errorf("--iters %d: want ≥ 1", iters)
+			}
 			if len(in.measures) != 2 {
 				return fmt.Errorf("want two measures, got %d", len(in.measures))
 			}
