@@ -58,15 +58,9 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
   fedirl reproduce gridworld --config my.yaml --seeds 10 --out runs/ten-seeds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			cfg, err := gridConfig(cmd, quick, configPath, seeds, seed, workers)
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("seed") {
-				if seed < 0 {
-					return fmt.Errorf("--seed %d: want ≥ 0", seed)
-				}
-				cfg.Seed = uint64(seed)
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -120,9 +114,9 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 }
 
 // gridConfig builds a grid-world study config from the shared flags: the
-// defaults or --quick, then --config, then --seeds (Table 1 and Table 2) and
-// --jobs where given.
-func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, workers int) (gridstudy.Config, error) {
+// defaults or --quick, then --config, then --seeds (Table 1 and Table 2),
+// --seed and --jobs where given.
+func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds int, seed int64, workers int) (gridstudy.Config, error) {
 	cfg := gridstudy.DefaultConfig()
 	if quick {
 		cfg = gridstudy.QuickConfig()
@@ -138,6 +132,12 @@ func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, worker
 			return cfg, fmt.Errorf("--seeds %d: want ≥ 1", seeds)
 		}
 		cfg.NumberOfSeeds, cfg.Ablation.NumberOfSeeds = seeds, seeds
+	}
+	if cmd.Flags().Changed("seed") {
+		if seed < 0 {
+			return cfg, fmt.Errorf("--seed %d: want ≥ 0", seed)
+		}
+		cfg.Seed = uint64(seed)
 	}
 	if flagChanged(cmd, "jobs") {
 		if err := checkJobs("jobs", workers); err != nil {

@@ -48,6 +48,7 @@ func newSweepGridworldCmd() *cobra.Command {
 	var (
 		regimesPath, configPath, out string
 		seeds, workers               int
+		seed                         int64
 		quick                        bool
 	)
 	cmd := &cobra.Command{
@@ -81,7 +82,7 @@ declared before the sweep was first run.`,
 				_, err := cmd.OutOrStdout().Write(gridstudy.DefaultRegimes)
 				return err
 			}
-			base, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			base, err := gridConfig(cmd, quick, configPath, seeds, seed, workers)
 			if err != nil {
 				return err
 			}
@@ -140,6 +141,7 @@ declared before the sweep was first run.`,
 	f.StringVar(&regimesPath, "regimes", "", "regimes file (YAML: regimes: [{name, rationale, overrides}]; default the built-in list)")
 	f.StringVar(&configPath, "config", "", "base study config the regimes override (default the study's defaults)")
 	f.IntVar(&seeds, "seeds", 5, "number of seeds per regime (Table 1 and Table 2)")
+	f.Int64Var(&seed, "seed", 1, "first seed: the regimes use --seed, …, --seed+--seeds−1")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-gridworld-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the reduced smoke-test study (2 seeds, fewer clients)")
 	addJobsFlag(cmd, &workers, 2, "goroutines per study")
