@@ -133,15 +133,15 @@ func newPPOTrainCmd() *cobra.Command {
 			if err := f.check(cmd, "jobs"); err != nil {
 				return err
 			}
+			if err := checkEnvClient(env, f.client); err != nil {
+				return err
+			}
 			cfg, preset, err := f.resolve(env)
 			if err != nil {
 				return err
 			}
 			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
 				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window}
-			if err := checkEnvClient(env, f.client); err != nil {
-				return err
-			}
 			bar := progress.New(cfg.TotalSteps, "ppo "+env)
 			start := time.Now()
 			tr, err := ppostudy.Train(cmd.Context(), rc, f.workers, bar)
@@ -265,15 +265,15 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 			var runs []ppostudy.RunConfig
 			names := strings.Split(envList, ",")
 			for _, env := range names {
+				if err := checkEnvClient(env, f.client); err != nil {
+					return err
+				}
 				cfg, preset, err := f.resolve(env)
 				if err != nil {
 					return err
 				}
 				if s := ppostudy.StudySteps(env); s > 0 && f.steps == 0 {
 					cfg.TotalSteps = s
-				}
-				if err := checkEnvClient(env, f.client); err != nil {
-					return err
 				}
 				for s := range uint64(seeds) {
 					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: firstSeed + s, Preset: preset, PPO: cfg,
