@@ -12,16 +12,16 @@
 # than the README's figures, which the patched build reproduces. The verbatim
 # build is timed too (column "C verbatim").
 #
-# usage: bench/ot-compare.sh [LATTICE ...]    (default: the table of issue 15)
-# env:   REPS (3), OT_REF (the reference folder, default ../shared/bench/ot-reference
-#        beside the repository), PYTHON (a python3 with numpy), KEEP=1 keeps the
+# usage: bench/ot-compare.sh [LATTICE ...]    (default: the lattices of the README's table)
+# env:   REPS (3), OT_REF (the reference folder, default bench/ot-reference, a
+#        committed copy of the project's reference), PYTHON (a python3 with numpy), KEEP=1 keeps the
 #        work folder, NO_NUMPY=1 / NO_C=1 skip those columns.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 REPS=${REPS:-3}
 ref=${OT_REF:-}
 if [[ -z $ref ]]; then
-	for c in "$root/../shared/bench/ot-reference" /work/shared/bench/ot-reference; do
+	for c in "$root/bench/ot-reference"; do
 		[[ -f $c/ibp.c ]] && ref=$c && break
 	done
 fi

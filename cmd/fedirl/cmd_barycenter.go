@@ -371,7 +371,7 @@ mirror-descent barycenter step; defaults --iters 50 --inner 10). For small ε
 (below ~0.1) use --method stabilized, or --log with debiased/paper.
 
 Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged",
-"seconds", ...} to -o (default stdout).
+"seconds", "weights" (normalised to sum 1), ...} to --out (default stdout).
 
   fedirl barycenter --shape 20,20 a.npy b.npy c.npy -o bar.json
   fedirl barycenter --method paper --eps 0.5 bundle.json`,
@@ -380,6 +380,24 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 			m, err := ot.ParseMethod(method)
 			if err != nil {
 				return fmt.Errorf("--method: %w", err)
+			}
+			if err := refuseExplicitZero(cmd, map[string]string{
+				"iters": "want ≥ 1 iteration (leave --iters out for the default: 1000, 50 for paper)",
+				"tol":   "a tolerance of 0 is never met; give a negative --tol to run all --iters iterations",
+				"inner": "want ≥ 1 Sinkhorn iteration per barycenter step",
+				"step":  "a step size of 0 never moves the barycenter; want > 0",
+			}); err != nil {
+				return err
+			}
+			switch {
+			case iters < 0:
+				return fmt.Errorf("--iters %d: want ≥ 1", iters)
+			case inner < 1:
+				return fmt.Errorf("--inner %d: want ≥ 1", inner)
+			case !(step > 0):
+				return fmt.Errorf("--step %g: want > 0", step)
+			case !(momentum >= 0 && momentum < 1):
+				return fmt.Errorf("--momentum %g: want in [0, 1)", momentum)
 			}
 			in, err := otReadInputs(args)
 			if err != nil {
@@ -393,6 +411,16 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 					return fmt.Errorf("--weights: %d values for %d measures", len(in.weights), len(in.measures))
 				}
 			}
+			if in.weights != nil {
+				// Normalised here, so the output echoes the weights actually used.
+				src := "--weights"
+				if weights == "" {
+					src = "the bundle's weights"
+				}
+				if in.weights, err = normalizeWeights(in.weights); err != nil {
+					return fmt.Errorf("%s: %w", src, err)
+				}
+			}
 			l, err := lf.lattice(in.shape, len(in.measures[0]), in.names[0])
 			if err != nil {
 				return err
@@ -404,6 +432,9 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 				InnerIter: inner, Momentum: momentum, StepSize: step, LogDomain: logDom}
 			start := time.Now()
 			r, err := ot.LatticeBarycenter(l, in.measures, in.weights, opt)
+			if errors.Is(err, ot.ErrNonFinite) {
+				return fmt.Errorf("%w\n(ε = %g is too small for the scaling domain: add --log, or use --method stabilized)", err, eps)
+			}
 			if err != nil {
 				return err
 			}
@@ -436,10 +467,31 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 	cmd.Flags().IntVar(&inner, "inner", 10, "paper: Sinkhorn iterations per barycenter step")
 	cmd.Flags().Float64Var(&momentum, "momentum", 0, "paper: heavy-ball momentum of the barycenter step (0: none)")
 	cmd.Flags().Float64Var(&step, "step", 0.25, "paper: mirror-descent step size (units of 1/ε)")
-	cmd.Flags().StringVarP(&out, "output", "o", "-", "output JSON file (- for stdout)")
+	cmd.Flags().StringVarP(&out, "out", "o", "-", "output JSON file (- for stdout)")
+	deprecatedAlias(cmd, "output", "out")
 	return cmd
 }
 
 func init() {
 	rootCmd.AddCommand(newBarycenterCmd())
+}
+
+// normalizeWeights returns w scaled to sum 1, refusing negative or
+// non-finite entries and an all-zero vector.
+func normalizeWeights(w []float64) ([]float64, error) {
+	sum := 0.0
+	for i, v := range w {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("weight %d is %g; want finite and ≥ 0", i+1, v)
+		}
+		sum += v
+	}
+	if !(sum > 0) || math.IsInf(sum, 0) {
+		return nil, fmt.Errorf("the weights sum to %g; want a positive finite sum", sum)
+	}
+	out := make([]float64, len(w))
+	for i, v := range w {
+		out[i] = v / sum
+	}
+	return out, nil
 }

@@ -199,6 +199,10 @@ present), resolution.png, log.txt.`,
 				return err
 			}
 			if err := st.Run(ctx, sh); err != nil {
+				if ctx.Err() != nil { // Ctrl-C: the log file records it, main prints one line
+					fmt.Fprintf(run.File, "interrupted after %v; rerun the same command to continue\n", time.Since(start).Round(time.Millisecond))
+					return errInterrupted
+				}
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
 				return err
 			}

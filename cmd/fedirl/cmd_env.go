@@ -24,7 +24,7 @@ import (
 func newEnvCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "Inspect and step the classic-control simulators (Pendulum-v1, CartPole-v1, Acrobot-v1)",
+		Short: "Inspect and step the simulators (Pendulum-v1, CartPole-v1, Acrobot-v1, LunarLander-v3, LunarLanderContinuous-v3)",
 		Long: `env gives direct access to fedirl's Gymnasium-compatible simulators, so that
 their trajectories can be compared with Gymnasium's step by step.
 
@@ -33,6 +33,22 @@ their trajectories can be compared with Gymnasium's step by step.
 	}
 	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd())
 	return cmd
+}
+
+// checkEnvClient checks an environment name first (blaming --env) and then a
+// client index (blaming --client): 0..envs.MaxClient, or -1 for the
+// environment's default physics.
+func checkEnvClient(name string, client int) error {
+	if !slices.Contains(registry.Names(), name) {
+		return fmt.Errorf("--env %q: unknown environment (known: %s)", name, strings.Join(registry.Names(), ", "))
+	}
+	if client == -1 {
+		return nil
+	}
+	if err := envs.CheckClient(client); err != nil {
+		return fmt.Errorf("--client %d: %w (or -1 for the default environment)", client, err)
+	}
+	return nil
 }
 
 // envRolloutStep is one JSON line of "fedirl env rollout".
@@ -75,15 +91,20 @@ bounds are clipped as Gymnasium does, unless --strict-actions makes them an erro
 N(0, (0.005 i)²) is drawn from a source seeded with --noise-seed.
 
 The state layout per environment (for --state and the "state" field):
-  Pendulum-v1  theta, thetadot                 (theta = 0 upright)
+  Pendulum-v1  theta, theta_dot                       (theta = 0 upright)
   CartPole-v1  x, x_dot, theta, theta_dot
-  Acrobot-v1   theta1, theta2, dtheta1, dtheta2 (theta1 = 0 hanging down)
+  Acrobot-v1   theta1, theta2, theta1_dot, theta2_dot (theta1 = 0 hanging down)
+(one naming for every environment: Gymnasium's CartPole names, <angle>_dot for
+a velocity; LunarLander's state is Box2D's and cannot be set.)
 Observations are float64 (Gymnasium rounds them to float32).`,
 		Example: `  fedirl env rollout --env CartPole-v1 --state 0.01,-0.02,0.03,0.04 --actions 1,0,1,1
   fedirl env rollout --env Pendulum-v1 --param g=11.81 --state 1,-0.3 --actions torques.txt
   fedirl env rollout --env Acrobot-v1 --client 3 --seed 7 --actions 2,2,0,1 --out run.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkEnvClient(name, client); err != nil {
+				return err
+			}
 			p, err := parseEnvParams(params)
 			if err != nil {
 				return err
@@ -94,17 +115,13 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 				if stateFlag != "" {
 					return fmt.Errorf("--state: %s's Box2D state cannot be set; start from Reset(--seed)", name)
 				}
-				c := -1
-				if cmd.Flags().Changed("client") {
-					c = client
-				}
-				le, err := lunar.Make(name, c, p)
+				le, err := lunar.Make(name, client, p)
 				if err != nil {
-					return fmt.Errorf("--env/--param: %w", err)
+					return fmt.Errorf("--param: %w", err)
 				}
 				e = le
 			} else {
-				if cmd.Flags().Changed("client") {
+				if client >= 0 {
 					base, err := classic.ClientParams(name, client)
 					if err != nil {
 						return fmt.Errorf("--client: %w", err)
@@ -116,7 +133,7 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 				}
 				st, err = classic.MakeWithParams(name, p)
 				if err != nil {
-					return fmt.Errorf("--env/--param: %w", err)
+					return fmt.Errorf("--param: %w", err)
 				}
 				st.SetNoiseSeed(noiseSeed)
 				e = st
@@ -197,7 +214,7 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 	f := cmd.Flags()
 	f.StringVar(&name, "env", "Pendulum-v1", "environment id: "+strings.Join(registry.Names(), ", "))
 	f.StringArrayVar(&params, "param", nil, "parameter override k=v (repeatable, or comma-separated k=v,k2=v2); see 'fedirl env list'")
-	f.IntVar(&client, "client", 0, "use the paper's client-i perturbation (appendix Setups) as the base parameters")
+	f.IntVar(&client, "client", -1, fmt.Sprintf("use the paper's client-i perturbation (appendix Setups), i counted from 0 (0..%d), as the base parameters (-1: the default environment)", envs.MaxClient))
 	f.StringVar(&stateFlag, "state", "", "initial internal state, comma-separated (default: Reset(--seed))")
 	f.StringVar(&actionsFlag, "actions", "", "actions: a file, or an inline list (see --help)")
 	f.Uint64Var(&seed, "seed", 0, "episode seed for Reset (initial state and observation noise)")

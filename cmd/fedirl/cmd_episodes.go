@@ -66,13 +66,16 @@ were truncated). Episode k resets with seed --seed + k.
 			if episodes < 1 {
 				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
 			}
+			if err := checkEnvClient(name, client); err != nil {
+				return err
+			}
 			p, err := parseEnvParams(params)
 			if err != nil {
 				return err
 			}
 			e, err := registry.Make(name, client, p, seed)
 			if err != nil {
-				return fmt.Errorf("--env/--client/--param: %w", err)
+				return fmt.Errorf("--param: %w", err)
 			}
 			space := e.ActionSpace()
 			act := make([]float64, space.Dim())
@@ -144,7 +147,7 @@ were truncated). Episode k resets with seed --seed + k.
 	f.StringVar(&name, "env", "LunarLanderContinuous-v3", "environment id (see fedirl env list)")
 	f.StringVar(&policy, "policy", "random", "random, zero, heuristic or a PPO checkpoint file")
 	f.StringArrayVar(&params, "param", nil, "k=v parameter override (repeatable)")
-	f.IntVar(&client, "client", -1, "the paper's client i (-1: the default environment)")
+	f.IntVar(&client, "client", -1, fmt.Sprintf("the paper's client i, counted from 0 (0..%d; -1: the default environment)", envs.MaxClient))
 	f.IntVar(&episodes, "episodes", 10, "number of episodes")
 	f.Uint64Var(&seed, "seed", 0, "first episode's reset seed (and the random policy's stream)")
 	return cmd

@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -453,6 +455,12 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
+	if f.maxMsg < 1 {
+		return fmt.Errorf("--max-message-bytes %d: want ≥ 1 (leave the flag out for %d)", f.maxMsg, federation.DefaultMaxMessageBytes)
+	}
+	if f.maxConns < 1 || f.maxStreams < 1 {
+		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
+	}
 	gcfg.MaxConcurrentStreams = uint32(f.maxStreams)
 	gcfg.Conns = federation.NewConnLimiter(lis, federation.ConnLimits{Max: f.maxConns, PerPeer: f.maxConnsPerPeer}, gcfg.Audit)
 	lis = metrics.CountConnections(gcfg.Conns)
@@ -609,6 +617,17 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return fmt.Errorf("--gridworld-size: %w", err)
 		}
 		spec.EnvFamily = "gridworld"
+	}
+	if err := refuseExplicitZero(cmd, map[string]string{
+		"irl-iterations":    "want ≥ 1 gradient step (leave the flag out for irl's default, 100)",
+		"irl-learning-rate": "a learning rate of 0 never moves θ; want > 0",
+		"irl-temperature":   "τ = 0 (a hard max) is not supported; want τ > 0",
+		"quorum":            "want ≥ 1 submission (leave the flag out for the number of clients)",
+		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
+		"rounds":            "want ≥ 1 round",
+		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
+	}); err != nil {
+		return err
 	}
 	set := func(name string, apply func()) {
 		if cmd.Flags().Changed(name) {
@@ -802,7 +821,7 @@ func readToken(file, client string) (string, error) {
 		}
 		t, ok := m[client]
 		if !ok {
-			return "", fmt.Errorf("--token-file %s: no token for client %q", file, client)
+			return "", fmt.Errorf("--token-file %s: no token for client %q (it holds %s): create a task that admits this client (fedirl server task create --clients ...)", file, client, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
 		}
 		return t, nil
 	}
@@ -810,6 +829,9 @@ func readToken(file, client string) (string, error) {
 }
 
 func runClient(cmd *cobra.Command, f *clientOptions) error {
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10m)", f.timeout)
+	}
 	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
 		if v == "" {
 			return fmt.Errorf("%s is required", name)

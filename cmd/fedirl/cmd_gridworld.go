@@ -46,6 +46,11 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 					return err
 				}
 			}
+			if err := refuseExplicitZero(cmd, map[string]string{
+				"clients": "want ≥ 1 client (leave the flag out for the study's: 3, 10, 20 for N = 5, 10, 20)",
+			}); err != nil {
+				return err
+			}
 			if size < 3 {
 				return fmt.Errorf("--size %d: want ≥ 3", size)
 			}
@@ -83,8 +88,8 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 	}
 	f := export.Flags()
 	f.IntVar(&size, "size", 5, "grid side N")
-	f.IntVar(&client, "client", 0, "client index (0-based, below --clients)")
-	f.IntVar(&clients, "clients", 0, "number of clients in the federation (0: the study's, 3/10/20 for N = 5/10/20)")
+	f.IntVar(&client, "client", 0, "client index, counted from 0 (below --clients)")
+	f.IntVar(&clients, "clients", 0, "number of clients in the federation (default: the study's, 3/10/20 for N = 5/10/20)")
 	f.Int64Var(&seed, "seed", 1, "study seed")
 	f.StringVar(&out, "out", "gridworld-export", "output folder")
 	f.StringVar(&configPath, "config", "", "study config (expert settings); default: the built-in study")

@@ -72,7 +72,11 @@ A --spec ending in .npz is the MDP as NumPy arrays (sparse transitions):
 
 The output JSON holds theta, iterations, converged, the learning curves
 loglik / objective / grad_norm (one entry per evaluated θ, the last at the
-returned θ), the empirical and expected feature counts and the resolved config.`,
+returned θ), the empirical and expected feature counts and the resolved config.
+loglik is θᵀμ_D − E[V_θ(s0)] in reward units, i.e. τ × nats: for deterministic
+transitions loglik/τ is the discounted log-probability of the demonstrations
+(≤ 0); with stochastic transitions it is the causal-entropy dual, which may be
+positive.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runIRL(cmd, o) },
 	}
@@ -90,7 +94,7 @@ returned θ), the empirical and expected feature counts and the resolved config.
 	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
 	f.Float64Var(&o.tol, "tol", 1e-10, "sup-norm tolerance of soft value iteration and visit propagation")
 	f.StringVar(&o.solver, "solver", "newton", `infinite-horizon solver: "newton" (Newton's method and a Krylov solve; fast near a hard max) or "fixed-point" (sweeps with Anderson acceleration)`)
-	f.IntVar(&o.workers, "workers", 0, "goroutines per sweep (0 = all CPUs)")
+	addJobsFlag(cmd, &o.workers, 0, "goroutines per sweep")
 	return cmd
 }
 
@@ -99,6 +103,21 @@ func init() { rootCmd.AddCommand(newIRLCmd()) }
 func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	if o.spec == "" || o.demos == "" {
 		return fmt.Errorf("irl: --spec and --demos are required")
+	}
+	if err := refuseExplicitZero(cmd, map[string]string{
+		"iters":       "want ≥ 1 gradient step",
+		"lr":          "a learning rate of 0 never moves θ; want > 0",
+		"temperature": "τ = 0 (a hard max) is not supported; want τ > 0, e.g. 1e-6",
+		"grad-tol":    "a gradient norm of exactly 0 is never reached; give a negative --grad-tol to run all --iters steps",
+		"tol":         "want a positive solver tolerance",
+	}); err != nil {
+		return err
+	}
+	if !(o.tol > 0) {
+		return fmt.Errorf("irl: --tol %g: want a positive solver tolerance", o.tol)
+	}
+	if err := checkJobs("jobs", o.workers); err != nil {
+		return err
 	}
 	if o.solver != "newton" && o.solver != "fixed-point" {
 		return fmt.Errorf("irl: --solver %q: want newton or fixed-point", o.solver)

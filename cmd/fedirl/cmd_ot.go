@@ -60,6 +60,15 @@ normalized to mass 1.
 			if err != nil {
 				return err
 			}
+			if err := refuseExplicitZero(cmd, map[string]string{
+				"iters": "want ≥ 1 Sinkhorn iteration",
+				"tol":   "a tolerance of 0 is never met; give a negative --tol to run all --iters iterations",
+			}); err != nil {
+				return err
+			}
+			if iters < 0 {
+				return fmt.Errorf("--iters %d: want ≥ 1", iters)
+			}
 			if len(in.measures) != 2 {
 				return fmt.Errorf("want two measures, got %d", len(in.measures))
 			}
@@ -127,7 +136,8 @@ normalized to mass 1.
 	dist.Flags().IntVar(&iters, "iters", 10000, "maximum Sinkhorn iterations")
 	dist.Flags().Float64Var(&tol, "tol", 1e-9, "stop when the marginal error is below this")
 	dist.Flags().StringVar(&exact, "exact", "auto", "exact W2² by LP: auto (n² ≤ 40000) | always | never")
-	dist.Flags().StringVarP(&out, "output", "o", "-", "output JSON file (- for stdout)")
+	dist.Flags().StringVarP(&out, "out", "o", "-", "output JSON file (- for stdout)")
+	deprecatedAlias(dist, "output", "out")
 	cmd.AddCommand(dist)
 	return cmd
 }

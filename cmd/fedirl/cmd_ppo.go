@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/ppostudy"
@@ -23,7 +21,7 @@ import (
 func newPPOCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ppo",
-		Short: "Train and evaluate PPO policies on the classic-control environments",
+		Short: "Train and evaluate PPO policies on the classic-control and LunarLander environments",
 		Long: `PPO (stable-baselines3-style) on fedirl's Gymnasium-shaped environments.
 
   fedirl ppo train --env CartPole-v1 --out runs/cp     train one policy
@@ -47,15 +45,41 @@ type ppoTrainFlags struct {
 	window       int
 }
 
-func (f *ppoTrainFlags) register(cmd *cobra.Command) {
+// register adds the shared flags to cmd; jobsName is the name of the flag for
+// the update's goroutines (--jobs in ppo train, --update-jobs in ppo study,
+// whose --jobs counts runs).
+func (f *ppoTrainFlags) register(cmd *cobra.Command, jobsName string) {
 	cmd.Flags().StringVar(&f.preset, "preset", "", `hyperparameter preset: "sb3", "paper", an environment id with an RL Zoo preset, or "" for the environment's preset (sb3 if none)`)
-	cmd.Flags().StringVar(&f.config, "config", "", "YAML or JSON file of PPO hyperparameters (keys as in stable-baselines3, e.g. n_steps, batch_size) overriding the preset")
-	cmd.Flags().IntVar(&f.steps, "steps", 0, "environment steps to train (0: the preset's total_steps; with --preset paper, the paper's expert steps)")
-	cmd.Flags().IntVar(&f.client, "client", -1, "train in the paper's client i's perturbed environment (-1: the default environment)")
+	cmd.Flags().StringVar(&f.config, "config", "", "YAML or JSON file of PPO hyperparameters overriding the preset: stable-baselines3's PPO argument names (n_steps, batch_size, …), or an RL Zoo hyperparams/ppo.yml entry as rl-zoo3 writes it (n_timesteps, policy, normalize, lin_ schedules, policy_kwargs), bare or under its environment id")
+	cmd.Flags().IntVar(&f.steps, "steps", 0, "environment steps to train (default: the preset's total_steps; with --preset paper, the paper's expert steps)")
+	cmd.Flags().IntVar(&f.client, "client", -1, "train in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
 	cmd.Flags().IntVar(&f.evalEvery, "eval-every", 5000, "evaluate the deterministic policy every N steps (0: never)")
 	cmd.Flags().IntVar(&f.evalEpisodes, "eval-episodes", 10, "episodes per evaluation")
-	cmd.Flags().IntVar(&f.workers, "workers", 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
+	cmd.Flags().IntVar(&f.workers, jobsName, 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
+	deprecatedAlias(cmd, "workers", jobsName)
 	cmd.Flags().IntVar(&f.window, "window", 100, "episodes in the running mean of training returns")
+}
+
+// check refuses explicit values the trainer would replace or cannot use.
+func (f *ppoTrainFlags) check(cmd *cobra.Command, jobsName string) error {
+	if err := refuseExplicitZero(cmd, map[string]string{
+		"steps": "want ≥ 1 environment step (leave --steps out for the preset's budget)",
+	}); err != nil {
+		return err
+	}
+	switch {
+	case f.steps < 0:
+		return fmt.Errorf("--steps %d: want ≥ 1", f.steps)
+	case f.evalEvery < 0:
+		return fmt.Errorf("--eval-every %d: want ≥ 0 (0: never)", f.evalEvery)
+	case f.evalEpisodes < 1:
+		return fmt.Errorf("--eval-episodes %d: want ≥ 1", f.evalEpisodes)
+	case f.window < 1:
+		return fmt.Errorf("--window %d: want ≥ 1 episode", f.window)
+	case f.client < -1:
+		return fmt.Errorf("--client %d: want a client index ≥ 0, or -1 for the default environment", f.client)
+	}
+	return checkJobs(jobsName, f.workers)
 }
 
 // resolve returns the PPO configuration for env: preset, then config file, then --steps.
@@ -83,10 +107,8 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 		if err != nil {
 			return cfg, name, fmt.Errorf("reading --config: %w", err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
-			return cfg, name, fmt.Errorf("config %s: %w", f.config, err)
+		if cfg, err = ppo.ApplyConfig(cfg, b, env); err != nil {
+			return cfg, name, fmt.Errorf("--config %s: %w", f.config, err)
 		}
 	}
 	if f.steps > 0 {
@@ -108,15 +130,18 @@ func newPPOTrainCmd() *cobra.Command {
 		Example: `  fedirl ppo train --env CartPole-v1 --steps 100000 --seed 1 --out runs/cartpole
   fedirl ppo train --env Pendulum-v1 --client 3 --preset paper --out runs/pend-c3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd, "jobs"); err != nil {
+				return err
+			}
+			if err := checkEnvClient(env, f.client); err != nil {
+				return err
+			}
 			cfg, preset, err := f.resolve(env)
 			if err != nil {
 				return err
 			}
 			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
 				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window}
-			if _, err := ppostudy.EnvMaker(env, f.client, f.seed)(0); err != nil {
-				return fmt.Errorf("--env/--client: %w", err)
-			}
 			bar := progress.New(cfg.TotalSteps, "ppo "+env)
 			start := time.Now()
 			tr, err := ppostudy.Train(cmd.Context(), rc, f.workers, bar)
@@ -139,7 +164,7 @@ func newPPOTrainCmd() *cobra.Command {
 			return nil
 		},
 	}
-	f.register(cmd)
+	f.register(cmd, "jobs")
 	cmd.Flags().StringVar(&env, "env", "CartPole-v1", "environment id: "+strings.Join(registry.Names(), ", "))
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed (same seed, same output bytes)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder (empty: print the summary only)")
@@ -157,7 +182,10 @@ func newPPOEvalCmd() *cobra.Command {
 		Example: `  fedirl ppo eval --policy runs/cartpole/policy.json --episodes 20`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if episodes < 1 {
-				return fmt.Errorf("--episodes = %d, want ≥ 1", episodes)
+				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
+			}
+			if client < -1 {
+				return fmt.Errorf("--client %d: want a client index ≥ 0, or -1 for the default environment", client)
 			}
 			p, err := ppo.Load(policy)
 			if err != nil {
@@ -178,9 +206,12 @@ func newPPOEvalCmd() *cobra.Command {
 					client = rc.Client
 				}
 			}
+			if err := checkEnvClient(env, client); err != nil {
+				return err
+			}
 			e, err := ppostudy.EnvMaker(env, client, seed)(0)
 			if err != nil {
-				return fmt.Errorf("--env: %w", err)
+				return err
 			}
 			if o, a := e.ObservationSpace(), e.ActionSpace(); o.Dim() != p.ObsDim || a.N != p.Action.N || a.Dim() != p.Action.Dim() {
 				return fmt.Errorf("policy %s does not fit %s (observation %d vs %d, action %d vs %d)", policy, env, p.ObsDim, o.Dim(), p.Action.Dim(), a.Dim())
@@ -194,7 +225,7 @@ func newPPOEvalCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&policy, "policy", "", "policy checkpoint (policy.json from ppo train)")
 	cmd.Flags().StringVar(&env, "env", "", "environment id (default: from config.json beside the policy)")
-	cmd.Flags().IntVar(&client, "client", -1, "evaluate in client i's perturbed environment (-1: default environment)")
+	cmd.Flags().IntVar(&client, "client", -1, "evaluate in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
 	cmd.Flags().IntVar(&episodes, "episodes", 10, "number of episodes")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the episodes' initial states")
 	cmd.Flags().BoolVar(&stochastic, "stochastic", false, "sample actions instead of taking the mode")
@@ -207,19 +238,26 @@ func newPPOStudyCmd() *cobra.Command {
 	var f ppoTrainFlags
 	var envList, out string
 	var seeds, jobs int
+	var firstSeed uint64
 	cmd := &cobra.Command{
 		Use:   "study",
 		Short: "Learning study: train every env with several seeds, write curves, plots and a summary table",
-		Long: `Trains PPO on each environment with seeds 0..n-1 using each environment's preset and
-the issue's step budgets (CartPole-v1 100k, Pendulum-v1 200k, Acrobot-v1 100k,
+		Long: `Trains PPO on each environment with seeds --seed, …, --seed+--seeds−1 using each
+environment's preset and the study's step budgets (CartPole-v1 100k, Pendulum-v1 200k, Acrobot-v1 100k,
 LunarLanderContinuous-v3 1M; --steps overrides),
 evaluating the deterministic policy every --eval-every steps. A run "reaches" the target
 (CartPole 475, Pendulum -250, Acrobot -100, LunarLander 200) when an evaluation within the budget does.
 Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{md,csv,json}.`,
-		Example: `  fedirl ppo study --envs CartPole-v1,Pendulum-v1,Acrobot-v1 --seeds 5 --out runs/study`,
+		Example: `  fedirl ppo study --env CartPole-v1,Pendulum-v1,Acrobot-v1 --seeds 5 --out runs/study`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if seeds < 1 || jobs < 1 {
-				return fmt.Errorf("--seeds and --jobs must be ≥ 1")
+			if seeds < 1 {
+				return fmt.Errorf("--seeds %d: want ≥ 1", seeds)
+			}
+			if err := checkJobs("jobs", jobs); err != nil {
+				return err
+			}
+			if err := f.check(cmd, "update-jobs"); err != nil {
+				return err
 			}
 			if out == "" {
 				return fmt.Errorf("--out is required")
@@ -227,6 +265,9 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 			var runs []ppostudy.RunConfig
 			names := strings.Split(envList, ",")
 			for _, env := range names {
+				if err := checkEnvClient(env, f.client); err != nil {
+					return err
+				}
 				cfg, preset, err := f.resolve(env)
 				if err != nil {
 					return err
@@ -234,11 +275,8 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 				if s := ppostudy.StudySteps(env); s > 0 && f.steps == 0 {
 					cfg.TotalSteps = s
 				}
-				if _, err := ppostudy.EnvMaker(env, f.client, 0)(0); err != nil {
-					return fmt.Errorf("--envs: %w", err)
-				}
-				for s := 0; s < seeds; s++ {
-					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: uint64(s), Preset: preset, PPO: cfg,
+				for s := range uint64(seeds) {
+					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: firstSeed + s, Preset: preset, PPO: cfg,
 						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window})
 				}
 			}
@@ -250,9 +288,11 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 			return nil
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&envList, "envs", "CartPole-v1,Pendulum-v1,Acrobot-v1", "comma-separated environment ids")
-	cmd.Flags().IntVar(&seeds, "seeds", 5, "number of seeds (0..n-1)")
+	f.register(cmd, "update-jobs")
+	cmd.Flags().StringVar(&envList, "env", "CartPole-v1,Pendulum-v1,Acrobot-v1", "comma-separated environment ids")
+	deprecatedAlias(cmd, "envs", "env")
+	cmd.Flags().Uint64Var(&firstSeed, "seed", 0, "first seed")
+	cmd.Flags().IntVar(&seeds, "seeds", 5, "number of seeds: --seed, …, --seed+--seeds−1")
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "runs trained at the same time (results do not depend on it)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder")
 	return cmd

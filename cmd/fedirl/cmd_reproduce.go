@@ -48,7 +48,9 @@ demonstrations, the server fuses them by averaging and by the Wasserstein
 barycenter, and every θ's optimal policy is rolled out on the clients'
 environments and on held-out ones. Then the 5×5, 10-client ablation on the
 fraction of weak clients. Writes config.yaml, table1/table2 (.md/.csv/.json),
-bounds.json, figure2.png, success.png and log.txt into the run folder.
+bounds.json, figure2.png, success.png, theta.png and log.txt into the run
+folder. Seeds are --seed, --seed+1, …, --seed+--seeds−1; clients are
+numbered from 0.
 
 Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.`,
 		Example: `  fedirl reproduce gridworld
@@ -56,15 +58,9 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
   fedirl reproduce gridworld --config my.yaml --seeds 10 --out runs/ten-seeds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			cfg, err := gridConfig(cmd, quick, configPath, seeds, seed, workers)
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("seed") {
-				if seed < 0 {
-					return fmt.Errorf("--seed %d: want ≥ 0", seed)
-				}
-				cfg.Seed = uint64(seed)
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -82,12 +78,17 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			defer run.Close()
 			log := run.Log
 			start := time.Now()
-			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d workers, GOMAXPROCS %d, started %s\n",
+			fmt.Fprintf(log, "fedirl reproduce gridworld: %d grid sizes × %d seeds + ablation (%d seeds), %d jobs, GOMAXPROCS %d, started %s\n",
 				len(cfg.Environments), cfg.NumberOfSeeds, cfg.AblationSeedCount(), cfg.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(cfg.Units(), "grid-world study")
 			study, err := gridstudy.GridWorld(ctx, cfg, bar)
 			bar.Finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
+					fmt.Fprintf(run.File, "interrupted after %v\n", time.Since(start).Round(time.Millisecond))
+					return errInterrupted
+				}
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
 				return err
 			}
@@ -108,14 +109,14 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	f.Int64Var(&seed, "seed", 1, "first seed")
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")
-	f.IntVar(&workers, "workers", 2, "goroutines (results do not depend on it)")
+	addJobsFlag(gw, &workers, 2, "goroutines")
 	return gw
 }
 
 // gridConfig builds a grid-world study config from the shared flags: the
-// defaults or --quick, then --config, then --seeds (Table 1 and Table 2) and
-// --workers where given.
-func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, workers int) (gridstudy.Config, error) {
+// defaults or --quick, then --config, then --seeds (Table 1 and Table 2),
+// --seed and --jobs where given.
+func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds int, seed int64, workers int) (gridstudy.Config, error) {
 	cfg := gridstudy.DefaultConfig()
 	if quick {
 		cfg = gridstudy.QuickConfig()
@@ -132,9 +133,15 @@ func gridConfig(cmd *cobra.Command, quick bool, configPath string, seeds, worker
 		}
 		cfg.NumberOfSeeds, cfg.Ablation.NumberOfSeeds = seeds, seeds
 	}
-	if cmd.Flags().Changed("workers") {
-		if workers < 1 {
-			return cfg, fmt.Errorf("--workers %d: want ≥ 1", workers)
+	if cmd.Flags().Changed("seed") {
+		if seed < 0 {
+			return cfg, fmt.Errorf("--seed %d: want ≥ 0", seed)
+		}
+		cfg.Seed = uint64(seed)
+	}
+	if flagChanged(cmd, "jobs") {
+		if err := checkJobs("jobs", workers); err != nil {
+			return cfg, err
 		}
 		cfg.Workers = workers
 	}

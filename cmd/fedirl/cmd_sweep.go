@@ -48,6 +48,7 @@ func newSweepGridworldCmd() *cobra.Command {
 	var (
 		regimesPath, configPath, out string
 		seeds, workers               int
+		seed                         int64
 		quick                        bool
 	)
 	cmd := &cobra.Command{
@@ -86,7 +87,7 @@ declared before the sweep was first run.`,
 				_, err := cmd.OutOrStdout().Write(gridstudy.DefaultRegimes)
 				return err
 			}
-			base, err := gridConfig(cmd, quick, configPath, seeds, workers)
+			base, err := gridConfig(cmd, quick, configPath, seeds, seed, workers)
 			if err != nil {
 				return err
 			}
@@ -119,12 +120,17 @@ declared before the sweep was first run.`,
 			defer run.Close()
 			log := run.Log
 			start := time.Now()
-			fmt.Fprintf(log, "fedirl sweep gridworld: %d regimes from %s, %d seeds, %d workers, GOMAXPROCS %d, started %s\n",
+			fmt.Fprintf(log, "fedirl sweep gridworld: %d regimes from %s, %d seeds, %d jobs, GOMAXPROCS %d, started %s\n",
 				len(regimes), src, base.NumberOfSeeds, base.Workers, runtime.GOMAXPROCS(0), start.UTC().Format(time.RFC3339))
 			bar := progress.New(total, "grid-world sweep")
 			results, err := gridstudy.Sweep(ctx, base, regimes, out, &sweepLog{w: log, bar: bar, start: start})
 			bar.Finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
+					fmt.Fprintf(run.File, "interrupted after %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second))
+					return errInterrupted
+				}
 				fmt.Fprintf(log, "failed after %v: %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second), err)
 				return err
 			}
@@ -140,9 +146,10 @@ declared before the sweep was first run.`,
 	f.StringVar(&regimesPath, "regimes", "", "regimes file (YAML: regimes: [{name, rationale, overrides}]; default the built-in list)")
 	f.StringVar(&configPath, "config", "", "base study config the regimes override (default the study's defaults)")
 	f.IntVar(&seeds, "seeds", 5, "number of seeds per regime (Table 1 and Table 2)")
+	f.Int64Var(&seed, "seed", 1, "first seed: the regimes use --seed, …, --seed+--seeds−1")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-gridworld-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the reduced smoke-test study (2 seeds, fewer clients)")
-	f.IntVar(&workers, "workers", 2, "goroutines per study (results do not depend on it)")
+	addJobsFlag(cmd, &workers, 2, "goroutines per study")
 	f.Bool("print-regimes", false, "print the built-in regimes file and exit")
 	return cmd
 }

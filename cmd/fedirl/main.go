@@ -7,6 +7,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -26,8 +28,17 @@ Start with:  fedirl reproduce gridworld`,
 	SilenceErrors: true,
 }
 
+// errInterrupted is returned by a command stopped by Ctrl-C (SIGINT).
+var errInterrupted = errors.New("interrupted")
+
 func main() {
 	if err := rootCmd.Execute(); err != nil {
+		if errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled) {
+			// Ctrl-C cancels the command's context; the errors it causes
+			// all end in "context canceled", which says nothing more.
+			fmt.Fprintln(os.Stderr, "fedirl: interrupted")
+			os.Exit(130)
+		}
 		fmt.Fprintln(os.Stderr, "fedirl:", err)
 		os.Exit(1)
 	}

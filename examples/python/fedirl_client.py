@@ -11,13 +11,17 @@ Needs grpcio, grpcio-tools and numpy (Debian: python3-grpcio,
 python3-grpc-tools, python3-numpy).
 
   python3 examples/python/fedirl_client.py --server 127.0.0.1:7443 --insecure \\
-      --task grid5 --id carol --token-file quickstart/tokens.json \\
-      --theta carol_theta.npy --out quickstart/carol-fused.json
+      --task grid5-py --id carol --token-file quickstart/tokens-py.json \\
+      --theta quickstart/carol_theta.npy --out quickstart/carol-fused.json
+
+A refusal by the server (unknown task, wrong token, a theta of the wrong size,
+...) is printed as one line naming the call and the server's reason.
 """
 import argparse
 import importlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -31,16 +35,38 @@ DEFAULT_PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 
 
 def load_stubs(proto_dir):
-    """Generates federation_pb2 and federation_pb2_grpc into a temporary folder and imports them."""
+    """Generates federation_pb2 and federation_pb2_grpc into a temporary folder,
+    imports them and removes the folder (the imported modules stay loaded)."""
     proto = os.path.join(proto_dir, "federation.proto")
     if not os.path.exists(proto):
         sys.exit(f"fedirl_client: {proto} not found (set --proto-dir)")
     out = tempfile.mkdtemp(prefix="fedirl-stubs-")
-    rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
-    if rc != 0:
-        sys.exit(f"fedirl_client: grpc_tools.protoc failed with {rc} on {proto}")
-    sys.path.insert(0, out)
-    return importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+    try:
+        rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
+        if rc != 0:
+            sys.exit(f"fedirl_client: grpc_tools.protoc failed with {rc} on {proto}")
+        sys.path.insert(0, out)
+        try:
+            return importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+        finally:
+            sys.path.remove(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def call(what, server, fn, *args, **kwargs):
+    """Calls a stub method; a gRPC error ends the program with one line
+    (the call, the status code and the server's reason), not a traceback."""
+    try:
+        return fn(*args, **kwargs)
+    except grpc.RpcError as e:
+        code = e.code()
+        reason = e.details() or ""
+        if code == grpc.StatusCode.UNAVAILABLE:
+            sys.exit(f"fedirl_client: {what}: cannot reach the server at {server} ({reason})")
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            sys.exit(f"fedirl_client: {what}: no answer from {server} in time")
+        sys.exit(f"fedirl_client: {what} refused by {server}: {code.name.lower().replace('_', ' ')}: {reason}")
 
 
 def read_token(path, client_id):
@@ -55,7 +81,8 @@ def read_token(path, client_id):
     if text.startswith("{"):
         tokens = json.loads(text)
         if client_id not in tokens:
-            sys.exit(f"fedirl_client: {path} has no token for client {client_id!r}")
+            sys.exit(f"fedirl_client: {path} has no token for client {client_id!r} (it has {', '.join(sorted(tokens))}): "
+                     "create a task that admits this client (fedirl server task create --clients ...)")
         return tokens[client_id]
     return text
 
@@ -86,20 +113,31 @@ def main():
             sys.exit(f"fedirl_client: --insecure is only allowed to loopback addresses, not {args.server}")
         channel = grpc.insecure_channel(args.server)
     else:
-        roots = open(args.ca, "rb").read() if args.ca else None
+        roots = None
+        if args.ca:
+            try:
+                with open(args.ca, "rb") as fh:
+                    roots = fh.read()
+            except OSError as e:
+                sys.exit(f"fedirl_client: --ca: {e}")
         channel = grpc.secure_channel(args.server, grpc.ssl_channel_credentials(root_certificates=roots))
     stub = pb_grpc.FederationStub(channel)
     md = [("authorization", "Bearer " + read_token(args.token_file, args.id))]
 
-    theta = np.load(args.theta).astype(np.float64).ravel()
+    try:
+        theta = np.load(args.theta).astype(np.float64).ravel()
+    except (OSError, ValueError) as e:
+        sys.exit(f"fedirl_client: --theta {args.theta}: {e}")
     if not np.all(np.isfinite(theta)):
         sys.exit(f"fedirl_client: {args.theta} holds non-finite values")
-    task = stub.GetTask(pb.GetTaskRequest(task_id=args.task, client_id=args.id), metadata=md, timeout=30)
+    task = call(f"GetTask {args.task}", args.server, stub.GetTask,
+                pb.GetTaskRequest(task_id=args.task, client_id=args.id), metadata=md, timeout=30)
     if len(theta) != task.spec.theta_dim:
         sys.exit(f"fedirl_client: {args.theta} has {len(theta)} values, task {args.task} wants theta_dim {task.spec.theta_dim}")
     rnd = task.current_round
-    res = stub.Submit(pb.SubmitRequest(task_id=args.task, round=rnd, client_id=args.id, theta=theta.tolist(),
-                                       demo_count=args.demo_count), metadata=md, timeout=30)
+    res = call(f"Submit to {args.task} round {rnd}", args.server, stub.Submit,
+               pb.SubmitRequest(task_id=args.task, round=rnd, client_id=args.id, theta=theta.tolist(),
+                                demo_count=args.demo_count), metadata=md, timeout=30)
     print(f"fedirl_client {args.id}: round {rnd}: {res.message}", file=sys.stderr)
 
     deadline = time.monotonic() + args.timeout
@@ -107,8 +145,9 @@ def main():
         left = deadline - time.monotonic()
         if left <= 0:
             sys.exit(f"fedirl_client: gave up waiting for the fusion of task {args.task} round {rnd}")
-        r = stub.GetFused(pb.GetFusedRequest(task_id=args.task, round=rnd, client_id=args.id,
-                                             wait_ms=int(min(10, left) * 1000)), metadata=md, timeout=min(10, left) + 5)
+        r = call(f"GetFused {args.task} round {rnd}", args.server, stub.GetFused,
+                 pb.GetFusedRequest(task_id=args.task, round=rnd, client_id=args.id, wait_ms=int(min(10, left) * 1000)),
+                 metadata=md, timeout=min(10, left) + 5)
         if r.ready:
             break
         waiting = ", ".join(r.waiting_for) + (f" and {r.waiting_for_more} more" if r.waiting_for_more else "")

@@ -3,10 +3,12 @@
 // trains on. The grid world (envs/gridworld) is a tabular model with its own
 // exact transition API instead.
 //
-// It holds only the interface and the space types; it simulates nothing.
+// It holds only the interface, the space types and the range of the paper's
+// client indices; it simulates nothing.
 package envs
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 )
@@ -65,4 +67,21 @@ func (s Space) Sample(dst []float64, rng *rand.Rand) []float64 {
 		dst[j] = s.Low[j] + (s.High[j]-s.Low[j])*rng.Float64()
 	}
 	return dst
+}
+
+// MaxClient is the largest index of the paper's per-client perturbations
+// ("client i", i = 0, 1, …, MaxClient) in every environment. LunarLander's
+// client i has wind_power 10 + i, which reaches Gymnasium's bound of 20 at
+// i = 10; the classic environments use the same range, so that a client index
+// means the same thing in every command (their formulas would otherwise
+// extrapolate to any i, e.g. Pendulum's gravity and an observation noise of
+// 0.005·i).
+const MaxClient = 10
+
+// CheckClient returns an error unless 0 ≤ i ≤ MaxClient.
+func CheckClient(i int) error {
+	if i < 0 || i > MaxClient {
+		return fmt.Errorf("client %d out of range: the paper's clients are 0..%d", i, MaxClient)
+	}
+	return nil
 }

@@ -393,7 +393,7 @@ func (w *Workspace) Barycenter(dst []float64, measures [][]float64, weights []fl
 	}
 	for _, v := range dst {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return r, fmt.Errorf("ot: %v barycenter became non-finite after %d iterations (ε = %g too small for the scaling domain? use LogDomain or the stabilized method)", opt.Method, r.Iterations, w.k.Eps())
+			return r, fmt.Errorf("ot: %v barycenter became non-finite after %d iterations (ε = %g too small for the scaling domain? use the log domain or the stabilized method): %w", opt.Method, r.Iterations, w.k.Eps(), ErrNonFinite)
 		}
 	}
 	if math.IsNaN(r.MarginalError) {

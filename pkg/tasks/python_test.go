@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,83 @@ func TestPythonClientFederatesWithGoClient(t *testing.T) {
 	approx.Slices(t, "fused θ = mean of the two submissions", pyRes.Theta, want, 1e-15, 1e-15)
 	if pyRes.Method != "mean" || len(pyRes.Clients) != 2 {
 		t.Fatalf("python result %+v", pyRes)
+	}
+
+	// A refusal (a task this token does not open) is one line, not a traceback.
+	out, err := exec.CommandContext(ctx, py, filepath.Join(root, "examples", "python", "fedirl_client.py"), "--server", addr, "--insecure",
+		"--task", "no-such-task", "--id", "pythonista", "--token-file", tokens, "--theta", thetaFile, "--timeout", "10").CombinedOutput()
+	msg := strings.TrimSpace(string(out))
+	if err == nil || strings.Contains(msg, "Traceback") || strings.Count(msg, "\n") != 0 ||
+		!strings.Contains(msg, "GetTask no-such-task refused by "+addr) {
+		t.Errorf("refusal printed as %q (err %v), want one line naming the call and the server's reason", msg, err)
+	}
+}
+
+// TestPythonRunLoader trains a tiny PPO run with the CLI and checks that
+// examples/python/fedirl_runs.py reads its curve.csv into the same numbers
+// as the curve.json written beside it (NaN where no evaluation ran), and its
+// config.
+func TestPythonRunLoader(t *testing.T) {
+	var py string
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(p, "-c", "import numpy").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no python3 with numpy (Debian: python3-numpy)")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir := filepath.Join(t.TempDir(), "run")
+	runCLI(t, "ppo", "train", "--env", "CartPole-v1", "--steps", "2048", "--eval-every", "1024", "--seed", "3", "--out", dir)
+	script := `import json, sys
+sys.path.insert(0, sys.argv[1])
+import fedirl_runs
+run = fedirl_runs.load(sys.argv[2])
+t = run.tables["curve"]
+ev = [None if v != v else float(v) for v in t["eval_return"]]
+print(json.dumps({"steps": [int(v) for v in t["steps"]], "eval": ev, "env": run.config["env"], "json": sorted(run.json)}))`
+	cmd := exec.Command(py, "-c", script, filepath.Join(root, "examples", "python"), dir)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fedirl_runs: %v\n%s", err, out)
+	}
+	var got struct {
+		Steps []int      `json:"steps"`
+		Eval  []*float64 `json:"eval"`
+		Env   string     `json:"env"`
+		JSON  []string   `json:"json"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "curve.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var curve []struct {
+		Steps int      `json:"steps"`
+		Eval  *float64 `json:"eval_return"`
+	}
+	if err := json.Unmarshal(b, &curve); err != nil {
+		t.Fatal(err)
+	}
+	if len(curve) == 0 || len(got.Steps) != len(curve) || len(got.Eval) != len(curve) {
+		t.Fatalf("python read %d rows, curve.json has %d", len(got.Steps), len(curve))
+	}
+	evals := 0
+	for i, c := range curve {
+		if got.Steps[i] != c.Steps || (got.Eval[i] == nil) != (c.Eval == nil) || (c.Eval != nil && *got.Eval[i] != *c.Eval) {
+			t.Errorf("row %d: python steps %d eval %v, curve.json %d %v", i, got.Steps[i], got.Eval[i], c.Steps, c.Eval)
+		}
+		if c.Eval != nil {
+			evals++
+		}
+	}
+	if evals == 0 || got.Env != "CartPole-v1" || strings.Join(got.JSON, ",") != "config,curve,policy" {
+		t.Errorf("evaluations %d, config env %q, JSON files %v", evals, got.Env, got.JSON)
 	}
 }

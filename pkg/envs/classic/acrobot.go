@@ -153,9 +153,10 @@ func (e *Acrobot) ActionSpace() envs.Space { return envs.Space{N: 3} }
 // StateDim returns 4.
 func (e *Acrobot) StateDim() int { return 4 }
 
-// StateLabels returns ["theta1", "theta2", "dtheta1", "dtheta2"].
+// StateLabels returns ["theta1", "theta2", "theta1_dot", "theta2_dot"]
+// (Gymnasium's CartPole naming, used for every environment).
 func (e *Acrobot) StateLabels() []string {
-	return []string{"theta1", "theta2", "dtheta1", "dtheta2"}
+	return []string{"theta1", "theta2", "theta1_dot", "theta2_dot"}
 }
 
 // State copies (θ1, θ2, θ̇1, θ̇2) into dst and returns it.

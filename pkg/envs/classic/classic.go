@@ -148,8 +148,8 @@ func ClientParams(name string, i int) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if i < 0 {
-		return nil, fmt.Errorf("client index %d: must be >= 0", i)
+	if err := envs.CheckClient(i); err != nil {
+		return nil, err
 	}
 	p, err := resolve(s, nil)
 	if err != nil {

@@ -107,8 +107,8 @@ func (e *Pendulum) ActionSpace() envs.Space {
 // StateDim returns 2.
 func (e *Pendulum) StateDim() int { return 2 }
 
-// StateLabels returns ["theta", "thetadot"].
-func (e *Pendulum) StateLabels() []string { return []string{"theta", "thetadot"} }
+// StateLabels returns ["theta", "theta_dot"] (Gymnasium's CartPole naming, used for every environment).
+func (e *Pendulum) StateLabels() []string { return []string{"theta", "theta_dot"} }
 
 // State copies (θ, θ̇) into dst and returns it.
 func (e *Pendulum) State(dst []float64) []float64 {

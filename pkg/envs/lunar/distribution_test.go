@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fedirl/fedirl/pkg/longtest"
 )
 
 // episodeStats summarises episodes of one policy and configuration.
@@ -82,8 +84,12 @@ func simulate(t *testing.T, params Params, policy string, n int, base uint64) *e
 
 // TestDistributionsMatchReference compares, for the random policy and
 // Gymnasium's heuristic controller, without wind and with the wind of
-// clients 0 and 5, 2000 episodes drawn from our own random source with the
-// reference episodes recorded from Gymnasium (issue 12, acceptance 2).
+// clients 0 and 5, episodes drawn from our own random source with the
+// reference episodes recorded from Gymnasium (issue 12, acceptance 2): 250
+// per policy and setting by default, 2000 in the long variant
+// (FEDIRL_LONG_TESTS=1, see package longtest). The assertions are the same;
+// the standard errors are dominated by the 2 to 5 reference episodes, so the
+// smaller sample loses little power.
 // (Written by a second engineer for an independent port; adapted here.)
 //
 // How agreement is judged: the reference holds only 2 to 5 episodes per
@@ -96,8 +102,9 @@ func simulate(t *testing.T, params Params, policy string, n int, base uint64) *e
 // 17 heuristic ones land): ours at most 20 % for random, at least 80 % for
 // heuristic (one-sided 95 % Clopper–Pearson bounds are 18 % and 84 %).
 func TestDistributionsMatchReference(t *testing.T) {
+	n := longtest.Pick(250, 2000)
 	if testing.Short() {
-		t.Skip("runs 12000 episodes")
+		t.Skipf("runs %d episodes", 6*n)
 	}
 	paths, _ := filepath.Glob(filepath.Join(refDir, "*.json.gz"))
 	var names []string
@@ -106,7 +113,6 @@ func TestDistributionsMatchReference(t *testing.T) {
 		names = append(names, strings.TrimSuffix(filepath.Base(p), ".gz"))
 		files = append(files, loadRef(t, p))
 	}
-	const n = 2000
 	configs := []struct {
 		label  string
 		params Params
@@ -159,12 +165,12 @@ func TestDistributionsMatchReference(t *testing.T) {
 					se := sd * math.Sqrt(1/float64(len(q.ref))+1/float64(n))
 					z := (mr - m) / se
 					t.Logf("%-9s %-12s %s: ours %8.2f ± %6.2f (SD %6.2f, n=%d), Gymnasium %8.2f (n=%d), z=%+.2f",
-						policy, c.label, q.what, m, sd/math.Sqrt(n), sd, n, mr, len(q.ref), z)
+						policy, c.label, q.what, m, sd/math.Sqrt(float64(n)), sd, n, mr, len(q.ref), z)
 					if math.Abs(z) > 3.5 {
 						t.Errorf("%s %s mean %s: Gymnasium %.2f is %.1f standard errors from ours %.2f", policy, c.label, q.what, mr, z, m)
 					}
 				}
-				rate := float64(ours.landed) / n
+				rate := float64(ours.landed) / float64(n)
 				t.Logf("%-9s %-12s landing rate: ours %.3f (n=%d), Gymnasium %d/%d", policy, c.label, rate, n, ref.landed, len(ref.returns))
 				switch policy {
 				case "random":

@@ -556,6 +556,9 @@ func Make(name string, client int, params map[string]float64) (*Env, error) {
 	}
 	p := DefaultParams(continuous)
 	if client >= 0 {
+		if err := envs.CheckClient(client); err != nil {
+			return nil, err
+		}
 		p = ClientParams(continuous, client)
 	}
 	for k, v := range params {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/longtest"
 )
 
 // runStudy runs cfg into dir with the given GOMAXPROCS and writes the outputs.
@@ -102,8 +104,8 @@ func TestMicroDeterministicResumableSharded(t *testing.T) {
 // TestQuickDeterministicResumableSharded is the long variant of
 // TestMicroDeterministicResumableSharded on the --quick preset.
 func TestQuickDeterministicResumableSharded(t *testing.T) {
-	if os.Getenv("FEDIRL_LONG_TESTS") == "" {
-		t.Skip("runs the quick study five times (about 2 minutes); set FEDIRL_LONG_TESTS=1")
+	if !longtest.Enabled() {
+		t.Skipf("runs the quick study five times (about 2 minutes); set %s=1", longtest.Var)
 	}
 	checkDeterministicResumableSharded(t, QuickConfig(), 12)
 }

@@ -196,9 +196,9 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			name  string
 			theta []float64
 		}{
-			{fmt.Sprintf("Client %d local (success %.1f %%)", i+1, 100*f.InDist[Local][i]), f.Local[i]},
-			{fmt.Sprintf("Mean on client %d (%.1f %%)", i+1, 100*f.InDist[Mean][i]), f.Fused[Mean]},
-			{fmt.Sprintf("Barycenter on client %d (%.1f %%)", i+1, 100*f.InDist[Barycenter][i]), f.Fused[Barycenter]},
+			{fmt.Sprintf("Client %d local (success %.1f %%)", i, 100*f.InDist[Local][i]), f.Local[i]},
+			{fmt.Sprintf("Mean on client %d (%.1f %%)", i, 100*f.InDist[Mean][i]), f.Fused[Mean]},
+			{fmt.Sprintf("Barycenter on client %d (%.1f %%)", i, 100*f.InDist[Barycenter][i]), f.Fused[Barycenter]},
 		}
 		st, err := features.Grid(env.Spec.Size, env.Spec.Goal, env.Spec.Obstacles)
 		if err != nil {

@@ -11,10 +11,14 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -115,12 +119,15 @@ func (p Paired) MarshalJSON() ([]byte, error) {
 
 // WriteFile writes data to path atomically: to a temporary file in the same
 // folder, synced, then renamed over path, creating the folder if needed.
+// Folders are created 0755 and the file 0644, both under the user's umask,
+// as os.Create and os.MkdirAll would (os.CreateTemp's 0600 would hide the
+// outputs from collaborators on a shared machine).
 func WriteFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := createTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -140,6 +147,25 @@ func WriteFile(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
+}
+
+// tempSeq makes temporary names unique within the process; O_EXCL makes
+// them unique across processes.
+var tempSeq atomic.Uint64
+
+// createTemp creates a new file dir/prefix<n> with mode 0644 under the umask
+// (os.CreateTemp always uses 0600).
+func createTemp(dir, prefix string) (*os.File, error) {
+	pid := uint64(os.Getpid())
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(pid, 36)+"-"+strconv.FormatUint(tempSeq.Add(1), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return f, err
+	}
+	return nil, fmt.Errorf("no free temporary name %s* in %s", prefix, dir)
 }
 
 // JSON returns v as indented JSON with a final newline.

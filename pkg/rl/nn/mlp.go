@@ -234,6 +234,10 @@ func (m *MLP) NewWorkspace(maxBatch int) *Workspace {
 	return ws
 }
 
+// Output returns a view of layer l's output (after its activation) in the
+// last Forward: n rows of Sizes[l+1] values, valid until ws is reused.
+func (ws *Workspace) Output(m *MLP, l int) []float64 { return ws.acts[l][:ws.n*m.Sizes[l+1]] }
+
 // Forward evaluates the network on the n rows of x (n × In, row-major) and
 // returns a view of the n × Out outputs held in ws, valid until ws is reused.
 func (m *MLP) Forward(ws *Workspace, x []float64, n int) []float64 {

@@ -81,3 +81,38 @@ func catLogProbEntropy(x []float64, k int) (logp, ent float64) {
 	}
 	return x[k] - lse, ent
 }
+
+// sdeEps is stable-baselines3's epsilon inside gSDE's sqrt(variance + eps).
+const sdeEps = 1e-6
+
+// sdeLogStd writes gSDE's per-coordinate log standard deviation at latent
+// features z to dst: s_k = ½ log(Σ_j z_j² exp(2 L_jk) + sdeEps), L being the
+// len(z) × len(dst) matrix of log standard deviations (row-major).
+func sdeLogStd(dst, z, L []float64) []float64 {
+	na := len(dst)
+	for k := range dst {
+		v := sdeEps
+		for j, zj := range z {
+			sd := math.Exp(L[j*na+k])
+			v += zj * zj * sd * sd
+		}
+		dst[k] = 0.5 * math.Log(v)
+	}
+	return dst
+}
+
+// sdeLogStdGrad adds to dL the gradient through s = sdeLogStd(z, L) of a
+// function whose gradient with respect to s is dS: ∂s_k/∂L_jk = z_j² exp(2 L_jk) / exp(2 s_k).
+func sdeLogStdGrad(dL, z, L, s, dS []float64) {
+	na := len(s)
+	for k := range s {
+		c := dS[k] * math.Exp(-2*s[k])
+		if c == 0 {
+			continue
+		}
+		for j, zj := range z {
+			sd := math.Exp(L[j*na+k])
+			dL[j*na+k] += c * zj * zj * sd * sd
+		}
+	}
+}

@@ -15,8 +15,9 @@ import (
 const obsEps = 1e-8
 
 // Policy is a trained actor-critic: a categorical policy over logits for a
-// Discrete action space, or a Gaussian with state-independent log standard
-// deviation (actions clipped to the Box when applied) for a Box space.
+// Discrete action space, or a Gaussian (actions clipped to the Box when
+// applied) for a Box space, with a state-independent log standard deviation,
+// or with gSDE's state-dependent one (SDE).
 type Policy struct {
 	// ObsDim is the observation length.
 	ObsDim int
@@ -26,8 +27,13 @@ type Policy struct {
 	Actor *nn.MLP
 	// Critic maps (normalised) observations to a state value.
 	Critic *nn.MLP
-	// LogStd is the Gaussian's log standard deviation per action coordinate (Box only).
+	// LogStd is the Gaussian's log standard deviation per action coordinate
+	// (Box only); with SDE, the latent × action matrix L (row-major) of gSDE,
+	// whose standard deviation at latent features z (the actor's last hidden
+	// layer) is sqrt(Σ_j z_j² exp(2 L_jk) + 1e-6) for coordinate k.
 	LogStd []float64
+	// SDE selects gSDE's state-dependent standard deviation.
+	SDE bool
 	// ObsRMS holds the observation normalisation statistics, or nil when observations are used raw.
 	ObsRMS *RunningMeanStd
 	// ClipObs bounds normalised observations.
@@ -36,12 +42,16 @@ type Policy struct {
 	ws     *nn.Workspace
 	cws    *nn.Workspace
 	normed []float64
+	sdeS   []float64
 }
 
 // newPolicy builds an initialised policy for the given spaces and config.
 func newPolicy(obs, act envs.Space, cfg Config, rng *rand.Rand) (*Policy, error) {
 	if obs.IsDiscrete() {
 		return nil, fmt.Errorf("ppo: discrete observation spaces are not supported")
+	}
+	if cfg.UseSDE && (act.IsDiscrete() || len(cfg.Hidden) == 0) {
+		return nil, fmt.Errorf("ppo config: use_sde needs a Box action space and at least one hidden layer")
 	}
 	if len(obs.Low) == 0 {
 		return nil, fmt.Errorf("ppo: observation space has dimension 0")
@@ -57,7 +67,12 @@ func newPolicy(obs, act envs.Space, cfg Config, rng *rand.Rand) (*Policy, error)
 		if out == 0 || len(act.High) != out {
 			return nil, fmt.Errorf("ppo: Box action space with %d lows and %d highs", len(act.Low), len(act.High))
 		}
-		p.LogStd = make([]float64, out)
+		n := out
+		if cfg.UseSDE {
+			p.SDE = true
+			n = cfg.Hidden[len(cfg.Hidden)-1] * out
+		}
+		p.LogStd = make([]float64, n)
 		for i := range p.LogStd {
 			p.LogStd[i] = cfg.LogStdInit
 		}
@@ -127,10 +142,17 @@ func (p *Policy) Act(dst, obs []float64, rng *rand.Rand) []float64 {
 		dst[0] = float64(k)
 		return dst
 	}
+	logStd := p.LogStd
+	if p.SDE && rng != nil {
+		if len(p.sdeS) != len(out) {
+			p.sdeS = make([]float64, len(out))
+		}
+		logStd = sdeLogStd(p.sdeS, p.ws.Output(p.Actor, p.Actor.NumLayers()-2), p.LogStd)
+	}
 	for j, m := range out {
 		a := m
 		if rng != nil {
-			a += math.Exp(p.LogStd[j]) * rng.NormFloat64()
+			a += math.Exp(logStd[j]) * rng.NormFloat64()
 		}
 		dst[j] = math.Max(p.Action.Low[j], math.Min(p.Action.High[j], a))
 	}
@@ -197,7 +219,11 @@ const CheckpointFormat = "fedirl-ppo-policy/1"
 //	                 "tanh", "relu" or "identity"), "params": a flat array holding, layer
 //	                 after layer, W (sizes[l+1] rows × sizes[l] columns, row-major, as
 //	                 torch.nn.Linear.weight) then b (sizes[l+1]); y = act(W x + b)
-//	log_std          Gaussian log standard deviations (Box only)
+//	log_std          Gaussian log standard deviations (Box only); with "sde", gSDE's
+//	                 latent × action matrix L, row-major: the standard deviation of
+//	                 coordinate k is sqrt(Σ_j z_j² exp(2 L_jk) + 1e-6), z being the
+//	                 actor's last hidden layer
+//	sde              true for gSDE (stable-baselines3's use_sde)
 //	obs_norm         null, or {"mean", "var", "count", "epsilon", "clip"}: the network
 //	                 input is clip((obs-mean)/sqrt(var+epsilon), ±clip)
 //	config           the training configuration (informative)
@@ -211,6 +237,7 @@ type Checkpoint struct {
 	Actor   NetJSON         `json:"actor"`
 	Critic  NetJSON         `json:"critic"`
 	LogStd  []float64       `json:"log_std,omitempty"`
+	SDE     bool            `json:"sde,omitempty"`
 	ObsNorm *ObsNormJSON    `json:"obs_norm"`
 	Config  json.RawMessage `json:"config,omitempty"`
 }
@@ -282,7 +309,7 @@ func netFromJSON(j NetJSON, what string) (*nn.MLP, error) {
 func (p *Policy) Checkpoint(cfg *Config) (*Checkpoint, error) {
 	c := &Checkpoint{Format: CheckpointFormat, ObsDim: p.ObsDim,
 		Action: SpaceJSON{N: p.Action.N, Low: p.Action.Low, High: p.Action.High},
-		Actor:  netJSON(p.Actor), Critic: netJSON(p.Critic), LogStd: p.LogStd}
+		Actor:  netJSON(p.Actor), Critic: netJSON(p.Critic), LogStd: p.LogStd, SDE: p.SDE}
 	if p.ObsRMS != nil {
 		c.ObsNorm = &ObsNormJSON{Mean: p.ObsRMS.Mean, Var: p.ObsRMS.Var, Count: p.ObsRMS.Count, Epsilon: obsEps, Clip: p.ClipObs}
 	}
@@ -356,10 +383,20 @@ func FromCheckpoint(c *Checkpoint) (*Policy, error) {
 		if out == 0 || len(c.Action.High) != out {
 			return nil, fmt.Errorf("action: need n > 0 or equal-length low and high")
 		}
-		if len(c.LogStd) != out {
-			return nil, fmt.Errorf("log_std has %d values, action dimension is %d", len(c.LogStd), out)
+		want := out
+		if c.SDE {
+			if p.Actor.NumLayers() < 2 {
+				return nil, fmt.Errorf("sde: the actor has no hidden layer")
+			}
+			want *= p.Actor.Sizes[len(p.Actor.Sizes)-2]
+		}
+		if len(c.LogStd) != want {
+			return nil, fmt.Errorf("log_std has %d values, want %d (sde %v, action dimension %d)", len(c.LogStd), want, c.SDE, out)
 		}
 		p.LogStd = append([]float64(nil), c.LogStd...)
+		p.SDE = c.SDE
+	} else if c.SDE {
+		return nil, fmt.Errorf("sde: only for a Box action space")
 	}
 	if p.Actor.In() != c.ObsDim || p.Critic.In() != c.ObsDim {
 		return nil, fmt.Errorf("network inputs %d and %d, obs_dim %d", p.Actor.In(), p.Critic.In(), c.ObsDim)

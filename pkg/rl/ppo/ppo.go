@@ -137,6 +137,12 @@ type Trainer struct {
 	gLogStd             []float64
 	adamA, adamC, adamL *nn.Adam
 
+	// gSDE (Config.UseSDE): the exploration matrices of the environment
+	// copies (NEnvs × latent × action) and per-row scratch.
+	latent      int
+	sdeMat      []float64
+	sdeS, sdeDS []float64
+
 	// Per-minibatch results of the two jobs.
 	aStats    [4]float64 // policy loss, entropy, approx KL, clip fraction
 	vLoss     float64
@@ -238,7 +244,25 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	t.adamA = nn.NewAdam(len(t.gActor), cfg.LearningRate, cfg.AdamEps)
 	t.adamC = nn.NewAdam(len(t.gCritic), cfg.LearningRate, cfg.AdamEps)
 	t.adamL = nn.NewAdam(len(t.gLogStd), cfg.LearningRate, cfg.AdamEps)
+	if pol.SDE {
+		t.latent = pol.Actor.Sizes[len(pol.Actor.Sizes)-2]
+		t.sdeMat = make([]float64, n*t.latent*t.actDim)
+		t.sdeS = make([]float64, t.actDim)
+		t.sdeDS = make([]float64, t.actDim)
+	}
 	return t, nil
+}
+
+// resampleSDE draws every environment copy's gSDE exploration matrix, entry
+// (j, k) from N(0, exp(L_jk)²), from the copy's own sampling stream.
+func (t *Trainer) resampleSDE() {
+	L := t.pol.LogStd
+	for i, rng := range t.sampleRng {
+		m := t.sdeMat[i*len(L) : (i+1)*len(L)]
+		for q, l := range L {
+			m[q] = math.Exp(l) * rng.NormFloat64()
+		}
+	}
 }
 
 // Config returns the resolved configuration.
@@ -367,7 +391,14 @@ func (t *Trainer) collect() {
 	chunk := max(1, 64/n) // steps per value job
 	sent := 0             // steps handed to the value job so far
 	for step := 0; step < t.cfg.NSteps; step++ {
+		if p.SDE && (step == 0 || t.cfg.SDESampleFreq > 0 && step%t.cfg.SDESampleFreq == 0) {
+			t.resampleSDE()
+		}
 		out := p.Actor.Forward(t.rollA, t.normObs, n)
+		var lat []float64
+		if p.SDE {
+			lat = t.rollA.Output(p.Actor, p.Actor.NumLayers()-2)
+		}
 		base := step * n
 		copy(t.bufObs[base*d:(base+n)*d], t.normObs)
 		for i, e := range t.envs {
@@ -381,6 +412,19 @@ func (t *Trainer) collect() {
 				a[0] = float64(k)
 				ea[0] = a[0]
 				t.bufLogp[row], _ = catLogProbEntropy(o, k)
+			} else if p.SDE {
+				// gSDE: the noise is the latent features times the copy's exploration matrix.
+				z := lat[i*t.latent : (i+1)*t.latent]
+				E := t.sdeMat[i*t.latent*ad : (i+1)*t.latent*ad]
+				for k, m := range o {
+					noise := 0.0
+					for j, zj := range z {
+						noise += zj * E[j*ad+k]
+					}
+					a[k] = m + noise
+					ea[k] = math.Max(p.Action.Low[k], math.Min(p.Action.High[k], a[k]))
+				}
+				t.bufLogp[row] = gaussLogProb(o, sdeLogStd(t.sdeS, z, p.LogStd), a)
 			} else {
 				for j, m := range o {
 					a[j] = m + math.Exp(p.LogStd[j])*rng.NormFloat64()
@@ -637,6 +681,10 @@ func (t *Trainer) actorJob() {
 		}
 	}
 	out := p.Actor.Forward(t.aws, t.mbObs, m)
+	var lat, sk []float64
+	if p.SDE {
+		lat = t.aws.Output(p.Actor, p.Actor.NumLayers()-2)
+	}
 	dOut := t.dOut[:m*od]
 	clear(dOut)
 	clear(t.gActor)
@@ -649,9 +697,13 @@ func (t *Trainer) actorJob() {
 		o := out[k*od : (k+1)*od]
 		a := t.mbAct[k*ad : (k+1)*ad]
 		var logp, h float64
-		if t.discrete {
+		switch {
+		case t.discrete:
 			logp, h = catLogProbEntropy(o, int(a[0]))
-		} else {
+		case p.SDE:
+			sk = sdeLogStd(t.sdeS, lat[k*t.latent:(k+1)*t.latent], p.LogStd)
+			logp, h = gaussLogProb(o, sk, a), gaussEntropy(sk)
+		default:
 			logp = gaussLogProb(o, p.LogStd, a)
 		}
 		lr := logp - t.mbOld[k]
@@ -672,12 +724,23 @@ func (t *Trainer) actorJob() {
 		kl += (ratio - 1) - lr
 		if t.discrete {
 			catLogProbEntropyGrad(o, int(a[0]), c, -entC*inv, dOut[k*od:(k+1)*od])
+		} else if p.SDE {
+			// The latent features are not learned through the noise (SB3's
+			// learn_features=False): only L gets the log-std gradient.
+			clear(t.sdeDS)
+			if c != 0 {
+				gaussLogProbGrad(o, sk, a, c, dOut[k*od:(k+1)*od], t.sdeDS)
+			}
+			for j := range t.sdeDS {
+				t.sdeDS[j] -= entC * inv // ∂(-entC·mean H)/∂s_j
+			}
+			sdeLogStdGrad(t.gLogStd, lat[k*t.latent:(k+1)*t.latent], p.LogStd, sk, t.sdeDS)
 		} else if c != 0 {
 			gaussLogProbGrad(o, p.LogStd, a, c, dOut[k*od:(k+1)*od], t.gLogStd)
 		}
 		ent += h
 	}
-	if !t.discrete {
+	if !t.discrete && !p.SDE {
 		h := gaussEntropy(p.LogStd)
 		ent = h * float64(m)
 		for j := range t.gLogStd {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/approx"
@@ -196,10 +197,17 @@ func TestDistributionGradients(t *testing.T) {
 // surrogate + entropy bonus + value loss) against finite differences of the
 // loss recomputed from scratch.
 func TestSurrogateGradient(t *testing.T) {
-	for _, discrete := range []bool{false, true} {
-		name := map[bool]string{false: "box", true: "discrete"}[discrete]
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		discrete, gSDE bool
+	}{{"box", false, false}, {"discrete", true, false}, {"box-gSDE", false, true}} {
+		discrete := c.discrete
+		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{NEnvs: 2, NSteps: 16, BatchSize: 32, NoAdvantageNorm: true, EntCoef: 0.05, VFCoef: 0.7, ClipRange: 0.1, Hidden: []int{8, 8}}
+			move := 0.3
+			if c.gSDE {
+				cfg.UseSDE, cfg.SDESampleFreq, move = true, 4, 0.03
+			}
 			tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 3, Workers: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -210,10 +218,10 @@ func TestSurrogateGradient(t *testing.T) {
 			// Move the policy away from the behaviour policy so that some ratios are clipped.
 			r := rand.New(rand.NewPCG(9, 9))
 			for i := range tr.pol.Actor.Params {
-				tr.pol.Actor.Params[i] += 0.3 * r.NormFloat64()
+				tr.pol.Actor.Params[i] += move * r.NormFloat64()
 			}
 			for i := range tr.pol.LogStd {
-				tr.pol.LogStd[i] += 0.2
+				tr.pol.LogStd[i] += move * 2 / 3
 			}
 			m := 32
 			tr.clipRange = tr.cfg.ClipRange
@@ -251,7 +259,18 @@ func TestSurrogateGradient(t *testing.T) {
 				}
 				return g
 			}
-			approx.Slices(t, "actor gradient", ga, fd(tr.pol.Actor.Params), 1e-6, 1e-4)
+			if c.gSDE {
+				// gSDE's variance uses the latent features without learning
+				// them through it (SB3's learn_features=False), so only the
+				// output layer, which the latent features do not depend on,
+				// has the plain derivative as its gradient.
+				last := tr.pol.Actor.NumLayers() - 1
+				w, b := tr.pol.Actor.Layer(tr.pol.Actor.Params, last)
+				off := len(tr.pol.Actor.Params) - len(w) - len(b)
+				approx.Slices(t, "actor output-layer gradient", ga[off:], fd(tr.pol.Actor.Params[off:]), 1e-6, 1e-4)
+			} else {
+				approx.Slices(t, "actor gradient", ga, fd(tr.pol.Actor.Params), 1e-6, 1e-4)
+			}
 			approx.Slices(t, "critic gradient", gc, fd(tr.pol.Critic.Params), 1e-6, 1e-4)
 			approx.Slices(t, "log-std gradient", gl, fd(tr.pol.LogStd), 1e-6, 1e-4)
 		})
@@ -382,8 +401,10 @@ func TestLearnedRewardOverride(t *testing.T) {
 }
 
 func TestCheckpointRoundTrip(t *testing.T) {
-	for _, name := range []string{"CartPole-v1", "Pendulum-v1"} {
-		tr, err := NewTrainer(Config{NEnvs: 2, NSteps: 64, NEpochs: 1, NormalizeObs: true, LogStdInit: -0.3}, classicMaker(t, name), Options{Seed: 4})
+	for _, name := range []string{"CartPole-v1", "Pendulum-v1", "Pendulum-v1/gSDE"} {
+		sde := strings.HasSuffix(name, "/gSDE")
+		name := strings.TrimSuffix(name, "/gSDE")
+		tr, err := NewTrainer(Config{NEnvs: 2, NSteps: 64, NEpochs: 1, NormalizeObs: true, LogStdInit: -0.3, UseSDE: sde}, classicMaker(t, name), Options{Seed: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,6 +424,13 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		a := Evaluate(tr.Policy(), env, 3, 10, true, 0)
 		b := Evaluate(q, env, 3, 10, true, 0)
 		approx.Slices(t, name+" returns after reload", b, a, 0, 0)
+		// Sampled actions too (gSDE's state-dependent standard deviation).
+		a = Evaluate(tr.Policy(), env, 3, 10, false, 0)
+		b = Evaluate(q, env, 3, 10, false, 0)
+		approx.Slices(t, name+" sampled returns after reload", b, a, 0, 0)
+		if q.SDE != sde {
+			t.Errorf("%s: SDE %v after reload, want %v", name, q.SDE, sde)
+		}
 		approx.Equal(t, "value after reload", q.Value(make([]float64, q.ObsDim)), tr.Policy().Value(make([]float64, q.ObsDim)), 0, 0)
 	}
 }
