@@ -73,7 +73,8 @@ appendix as written, to show where it loses the signal.
 Every unit of work is a file under OUT/units, named by a hash of what it
 depends on: rerunning continues a killed run, and changing a setting
 recomputes only what depends on it. --shard i/n runs a deterministic subset
-of the PPO evaluations (and the upstream units they need); then
+of the (environment, seed) groups with all their units (no unit is computed
+by two shards; at most environments × seeds shards have work); then
 "fedirl reproduce control merge OUT SHARD_DIR..." assembles the outputs.
 
 Outputs: config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
@@ -208,7 +209,7 @@ present), resolution.png, log.txt.`,
 			}
 			fmt.Fprintf(log, "units computed: %s; %v\n", countsText(st.Computed), time.Since(start).Round(time.Millisecond))
 			if sh.Count > 1 {
-				fmt.Fprintf(log, "shard %s done; assemble with: fedirl reproduce control merge --config %s/config.yaml OUT SHARD_DIRS...\n", shard, out)
+				fmt.Fprintf(log, "shard %s done; assemble with: fedirl reproduce control merge OUT SHARD_DIRS...\n", shard)
 				return nil
 			}
 			sum, err := st.WriteOutputs()
@@ -225,7 +226,7 @@ present), resolution.png, log.txt.`,
 	f.StringVar(&lattice, "lattice", "", "lattice preset(s) for every environment: paper, fine (≈1e5 pairs), ultra (≈1e6), comma-separated")
 	f.StringVar(&configPath, "config", "", "YAML config (keys as in the run folder's config.yaml) over the preset")
 	f.StringVar(&out, "out", "", "run folder (default runs/control-<preset>[-paper])")
-	f.StringVar(&shard, "shard", "", "run only shard i/n of the PPO evaluations (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
+	f.StringVar(&shard, "shard", "", "run only shard i/n of the (environment, seed) groups (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
 	f.BoolVar(&quick, "quick", false, "smoke test of the plumbing (≤ 60 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets; its numbers mean nothing")
 	f.BoolVar(&full, "full", false, "the paper's scale: 6+2 clients, 10 seeds, all four environments")
 	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by L-BFGS on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")

@@ -16,9 +16,12 @@ import (
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
-// Shard selects the evaluation units of one job of a job array: those whose
-// index in the study's fixed order is ≡ Index (mod Count). The zero Shard
-// (Count 0 or 1) is the whole study.
+// Shard selects the work of one job of a job array: the (environment, seed)
+// groups whose index in the study's fixed order is ≡ Index (mod Count), with
+// every unit they need. A group's experts, demonstrations, local IRL,
+// ladder and fusions serve only its own evaluations, so no two shards
+// compute the same unit and the shards together cost what one run costs.
+// The zero Shard (Count 0 or 1) is the whole study.
 type Shard struct{ Index, Count int }
 
 // ParseShard reads "i/n" (0 ≤ i < n).
@@ -103,8 +106,13 @@ type task struct {
 func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 	jobs := s.evalJobs()
 	var mine []evalJob
-	for i, j := range jobs {
-		if sh.has(i) {
+	group := map[[2]any]int{}
+	for _, j := range jobs {
+		g := [2]any{j.Env, j.Seed}
+		if _, ok := group[g]; !ok {
+			group[g] = len(group)
+		}
+		if sh.has(group[g]) {
 			mine = append(mine, j)
 		}
 	}
