@@ -20,8 +20,14 @@ import (
 // measurement, 2026-11-22, had 2 workers 1.2× ahead on Pendulum; the
 // difference is within the machine's run-to-run spread).
 func benchmarkTrain(b *testing.B, env string, workers int) {
+	for _, prec := range []Precision{Float32, Float64} {
+		b.Run(string(prec), func(b *testing.B) { benchmarkTrainPrec(b, env, workers, prec) })
+	}
+}
+
+func benchmarkTrainPrec(b *testing.B, env string, workers int, prec Precision) {
 	cfg, _ := Preset("sb3")
-	tr, err := NewTrainer(cfg, classicMaker(b, env), Options{Seed: 1, Workers: workers})
+	tr, err := NewTrainer(cfg, classicMaker(b, env), Options{Seed: 1, Workers: workers, Precision: prec})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -67,6 +67,10 @@ type Options struct {
 	Workers int
 	// OnUpdate, when not nil, is called after each rollout and update with the new curve point.
 	OnUpdate func(CurvePoint)
+	// Precision is the networks' floating-point type during training,
+	// "float32" or "float64" ["": float32; see Precision]. Results are
+	// deterministic for either; the two differ by rounding.
+	Precision Precision
 }
 
 // CurvePoint is one row of the learning curve, logged after each rollout and update.
@@ -136,6 +140,7 @@ type Trainer struct {
 	gActor, gCritic     []float64
 	gLogStd             []float64
 	adamA, adamC, adamL *nn.Adam
+	n32                 *nets32 // the float32 networks, or nil with Float64
 
 	// Per-minibatch results of the two jobs.
 	aStats    [4]float64 // policy loss, entropy, approx KL, clip fraction
@@ -172,6 +177,11 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 1
 	}
+	prec, err := ParsePrecision(string(opts.Precision))
+	if err != nil {
+		return nil, fmt.Errorf("ppo options: %w", err)
+	}
+	opts.Precision = prec
 	t := &Trainer{cfg: cfg, opts: opts, maker: makeEnv}
 	for i := 0; i < cfg.NEnvs; i++ {
 		e, err := makeEnv(i)
@@ -238,6 +248,9 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	t.adamA = nn.NewAdam(len(t.gActor), cfg.LearningRate, cfg.AdamEps)
 	t.adamC = nn.NewAdam(len(t.gCritic), cfg.LearningRate, cfg.AdamEps)
 	t.adamL = nn.NewAdam(len(t.gLogStd), cfg.LearningRate, cfg.AdamEps)
+	if prec == Float32 {
+		t.n32 = newNets32(pol, cfg, n, B)
+	}
 	return t, nil
 }
 
@@ -367,7 +380,12 @@ func (t *Trainer) collect() {
 	chunk := max(1, 64/n) // steps per value job
 	sent := 0             // steps handed to the value job so far
 	for step := 0; step < t.cfg.NSteps; step++ {
-		out := p.Actor.Forward(t.rollA, t.normObs, n)
+		var out []float64
+		if t.n32 != nil {
+			out = t.n32.actor.Forward(t.n32.rollA, t.normObs, n)
+		} else {
+			out = p.Actor.Forward(t.rollA, t.normObs, n)
+		}
 		base := step * n
 		copy(t.bufObs[base*d:(base+n)*d], t.normObs)
 		for i, e := range t.envs {
@@ -455,7 +473,12 @@ func (t *Trainer) collect() {
 	} else {
 		t.rolloutValues(0, t.cfg.NSteps)
 	}
-	last := p.Critic.Forward(t.rollC, t.normObs, n)
+	var last []float64
+	if t.n32 != nil {
+		last = t.n32.critic.Forward(t.n32.rollC, t.normObs, n)
+	} else {
+		last = p.Critic.Forward(t.rollC, t.normObs, n)
+	}
 	computeGAE(t.bufAdv, t.bufRet, t.bufRew, t.bufVal, t.bufStart, last, t.epStart, n, gamma, t.cfg.GAELambda)
 }
 
@@ -464,6 +487,10 @@ func (t *Trainer) collect() {
 // It only reads rows that collect has finished writing and the critic, which
 // does not change during a rollout.
 func (t *Trainer) rolloutValues(lo, hi int) {
+	if t.n32 != nil {
+		t.rolloutValues32(lo, hi)
+		return
+	}
 	n, d := t.cfg.NEnvs, t.obsDim
 	c := t.pol.Critic
 	for s := lo; s < hi; s++ {
@@ -535,6 +562,9 @@ func (t *Trainer) update(total int) CurvePoint {
 		t.clipRange *= progress
 	}
 	t.adamA.LR, t.adamC.LR, t.adamL.LR = lr, lr, lr
+	if t.n32 != nil {
+		t.n32.adamA.LR, t.n32.adamC.LR = lr, lr
+	}
 	T := len(t.perm)
 	B := min(cfg.BatchSize, T)
 	var sums [5]float64
@@ -570,14 +600,25 @@ func (t *Trainer) update(total int) CurvePoint {
 			}
 			// Global gradient-norm clipping, as nn.ClipGradNorm (the same
 			// sum and scale factor).
-			norm := nn.ClipGradNorm(0, t.gActor, t.gLogStd, t.gCritic)
+			var norm float64
+			if t.n32 != nil {
+				norm = t.gradNorm32()
+			} else {
+				norm = nn.ClipGradNorm(0, t.gActor, t.gLogStd, t.gCritic)
+			}
 			scale = 1.0
 			if c := cfg.MaxGradNorm / (norm + 1e-6); cfg.MaxGradNorm > 0 && c < 1 {
 				scale = c
-				scaleGrad(t.gActor, c)
+				if t.n32 == nil {
+					scaleGrad(t.gActor, c)
+				}
 				scaleGrad(t.gLogStd, c)
 			}
-			t.adamA.Step(t.pol.Actor.Params, t.gActor)
+			if t.n32 != nil {
+				t.n32.adamA.Step(t.n32.actor.Params, t.n32.gActor, scale)
+			} else {
+				t.adamA.Step(t.pol.Actor.Params, t.gActor)
+			}
 			if len(t.gLogStd) > 0 {
 				t.adamL.Step(t.pol.LogStd, t.gLogStd)
 			}
@@ -596,6 +637,9 @@ func (t *Trainer) update(total int) CurvePoint {
 	if pending { // the worker is idle
 		t.stepCritic(scale)
 	}
+	if t.n32 != nil {
+		t.n32.sync(t.pol)
+	}
 	f := 1 / float64(nmb)
 	return CurvePoint{Steps: t.steps, Episodes: t.episodes,
 		MeanTrueReturn: mean(t.recentTrue), MeanLearnedReturn: mean(t.recentLearned),
@@ -613,6 +657,10 @@ func scaleGrad(g []float64, c float64) {
 // stepCritic scales the critic's gradient by the clipping factor scale
 // (1: unclipped) and takes its Adam step.
 func (t *Trainer) stepCritic(scale float64) {
+	if t.n32 != nil {
+		t.n32.adamC.Step(t.n32.critic.Params, t.n32.gCritic, scale)
+		return
+	}
 	if scale != 1 {
 		scaleGrad(t.gCritic, scale)
 	}
@@ -636,10 +684,16 @@ func (t *Trainer) actorJob() {
 			adv[k] = (adv[k] - mu) / (sd + 1e-8)
 		}
 	}
-	out := p.Actor.Forward(t.aws, t.mbObs, m)
+	var out []float64
+	if t.n32 != nil {
+		out = t.n32.actor.Forward(t.n32.aws, t.mbObs, m)
+		clear(t.n32.gActor)
+	} else {
+		out = p.Actor.Forward(t.aws, t.mbObs, m)
+		clear(t.gActor)
+	}
 	dOut := t.dOut[:m*od]
 	clear(dOut)
-	clear(t.gActor)
 	clear(t.gLogStd)
 	eps := t.clipRange
 	inv := 1 / float64(m)
@@ -684,7 +738,11 @@ func (t *Trainer) actorJob() {
 			t.gLogStd[j] -= entC // ∂(-entC·H)/∂logσ_j
 		}
 	}
-	p.Actor.Backward(t.aws, dOut, t.gActor, nil)
+	if t.n32 != nil {
+		t.n32.actor.Backward(t.n32.aws, dOut, t.n32.gActor)
+	} else {
+		p.Actor.Backward(t.aws, dOut, t.gActor, nil)
+	}
 	t.aStats = [4]float64{pl * inv, ent * inv, kl * inv, cf * inv}
 }
 
@@ -692,8 +750,14 @@ func (t *Trainer) actorJob() {
 func (t *Trainer) criticJob() {
 	m := t.mbN
 	p := t.pol
-	v := p.Critic.Forward(t.cws, t.mbObs, m)
-	clear(t.gCritic)
+	var v []float64
+	if t.n32 != nil {
+		v = t.n32.critic.Forward(t.n32.cws, t.mbObs, m)
+		clear(t.n32.gCritic)
+	} else {
+		v = p.Critic.Forward(t.cws, t.mbObs, m)
+		clear(t.gCritic)
+	}
 	inv := 1 / float64(m)
 	loss := 0.0
 	for k := 0; k < m; k++ {
@@ -701,7 +765,11 @@ func (t *Trainer) criticJob() {
 		loss += e * e
 		t.dV[k] = t.cfg.VFCoef * 2 * e * inv
 	}
-	p.Critic.Backward(t.cws, t.dV[:m], t.gCritic, nil)
+	if t.n32 != nil {
+		t.n32.critic.Backward(t.n32.cws, t.dV[:m], t.n32.gCritic)
+	} else {
+		p.Critic.Backward(t.cws, t.dV[:m], t.gCritic, nil)
+	}
 	t.vLoss = loss * inv
 }
 

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/rl/nn"
 )
 
 // lineEnv is a tiny test environment: a point on a line at x ∈ [-2, 2] that
@@ -200,7 +202,8 @@ func TestSurrogateGradient(t *testing.T) {
 		name := map[bool]string{false: "box", true: "discrete"}[discrete]
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{NEnvs: 2, NSteps: 16, BatchSize: 32, NoAdvantageNorm: true, EntCoef: 0.05, VFCoef: 0.7, ClipRange: 0.1, Hidden: []int{8, 8}}
-			tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 3, Workers: 1})
+			// Finite differences need float64 networks; TestFloat32Gradient compares the float32 ones with these.
+			tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 3, Workers: 1, Precision: Float64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,14 +295,22 @@ func TestRunningMeanStdMatchesBatchMoments(t *testing.T) {
 
 // TestTruncationBootstrap checks that a truncated step's reward gains γ·V(terminal obs) and a terminated one does not.
 func TestTruncationBootstrap(t *testing.T) {
-	for _, horizon := range []int{1, 3} {
-		tr, err := NewTrainer(Config{NSteps: 8, Gamma: 0.9, Hidden: []int{4}}, lineMaker(false, horizon), Options{Seed: 1})
+	for _, c := range []struct {
+		horizon int
+		prec    Precision
+		tol     float64
+	}{{1, Float64, 1e-12}, {3, Float64, 1e-12}, {1, Float32, 1e-6}, {3, Float32, 1e-6}} {
+		horizon := c.horizon
+		tr, err := NewTrainer(Config{NSteps: 8, Gamma: 0.9, Hidden: []int{4}}, lineMaker(false, horizon), Options{Seed: 1, Precision: c.prec})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Give the critic a nonzero output everywhere.
 		_, b := tr.pol.Critic.Layer(tr.pol.Critic.Params, 1)
 		b[0] = 5
+		if tr.n32 != nil {
+			tr.n32.reload(tr.pol)
+		}
 		tr.resetAll()
 		tr.collect()
 		for s := 0; s < 8; s++ {
@@ -314,15 +325,21 @@ func TestTruncationBootstrap(t *testing.T) {
 			if trunc {
 				want += 0.9 * tr.pol.Value([]float64{next})
 			}
-			approx.Equal(t, "stored reward", tr.bufRew[s], want, 1e-12, 0)
+			approx.Equal(t, "stored reward", tr.bufRew[s], want, c.tol, 0)
 		}
 	}
 }
 
 func TestDeterminism(t *testing.T) {
+	for _, prec := range []Precision{Float32, Float64} {
+		t.Run(string(prec), func(t *testing.T) { testDeterminism(t, prec) })
+	}
+}
+
+func testDeterminism(t *testing.T, prec Precision) {
 	run := func(seed uint64, workers int, discrete bool) ([]CurvePoint, []float64) {
 		cfg := Config{NEnvs: 3, NSteps: 64, BatchSize: 32, NEpochs: 3, NormalizeObs: true, NormalizeReward: true, EntCoef: 0.01}
-		tr, err := NewTrainer(cfg, lineMaker(discrete, 20), Options{Seed: seed, Workers: workers, EvalEvery: 300, EvalEpisodes: 2})
+		tr, err := NewTrainer(cfg, lineMaker(discrete, 20), Options{Seed: seed, Workers: workers, EvalEvery: 300, EvalEpisodes: 2, Precision: prec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,5 +543,79 @@ func TestCheckpointMatchesPython(t *testing.T) {
 			approx.Slices(t, file+" greedy action", p.Act(make([]float64, p.Action.Dim()), r.Obs, nil), r.Greedy, 1e-13, 1e-12)
 			approx.Equal(t, file+" value", p.Value(r.Obs), r.Value, 1e-13, 1e-12)
 		}
+	}
+}
+
+// TestFloat32Gradient checks the float32 networks' PPO loss gradients
+// against the float64 ones (checked by finite differences in
+// TestSurrogateGradient) on the same minibatch and parameters.
+func TestFloat32Gradient(t *testing.T) {
+	for _, discrete := range []bool{false, true} {
+		cfg := Config{NEnvs: 2, NSteps: 32, BatchSize: 64, EntCoef: 0.05, VFCoef: 0.7, ClipRange: 0.1}
+		tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 5, Precision: Float32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.resetAll()
+		tr.started = true
+		tr.collect()
+		r := rand.New(rand.NewPCG(9, 9))
+		for i := range tr.pol.Actor.Params {
+			tr.pol.Actor.Params[i] = float64(float32(tr.pol.Actor.Params[i] + 0.05*r.NormFloat64()))
+		}
+		tr.n32.reload(tr.pol)
+		m := 64
+		tr.clipRange = tr.cfg.ClipRange
+		d, ad := tr.obsDim, tr.actDim
+		for k := 0; k < m; k++ {
+			copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
+			copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
+			tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
+		}
+		tr.mbN = m
+		tr.actorJob()
+		tr.criticJob()
+		s32 := tr.aStats
+		ga32 := asFloat64Grad(tr.pol.Actor, tr.n32.gActor)
+		gc32 := asFloat64Grad(tr.pol.Critic, tr.n32.gCritic)
+		gl32 := append([]float64(nil), tr.gLogStd...)
+		n32 := tr.n32
+		tr.n32 = nil // the float64 path on the same parameters
+		copy(tr.mbAdv, tr.bufAdv[:m])
+		tr.actorJob()
+		tr.criticJob()
+		tr.n32 = n32
+		approx.Slices(t, "loss statistics", s32[:], tr.aStats[:], 1e-5, 1e-4)
+		approx.Slices(t, "actor gradient", ga32, tr.gActor, 2e-5, 1e-3)
+		approx.Slices(t, "critic gradient", gc32, tr.gCritic, 2e-5, 1e-3)
+		approx.Slices(t, "log-std gradient", gl32, tr.gLogStd, 2e-5, 1e-3)
+	}
+}
+
+// asFloat64Grad converts a float32 gradient of m's shape to m's float64 layout.
+func asFloat64Grad(m *nn.MLP, g []float32) []float64 {
+	m32 := nn.FromMLP(m)
+	copy(m32.Params, g)
+	c := m.Clone()
+	m32.CopyTo(c)
+	return c.Params
+}
+
+// TestPrecisionOption checks that Options.Precision is honoured or refused, never replaced.
+func TestPrecisionOption(t *testing.T) {
+	for _, c := range []struct {
+		prec   Precision
+		want32 bool
+	}{{"", true}, {Float32, true}, {Float64, false}} {
+		tr, err := NewTrainer(Config{NSteps: 8, Hidden: []int{4}}, lineMaker(false, 3), Options{Precision: c.prec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (tr.n32 != nil) != c.want32 {
+			t.Fatalf("precision %q: float32 networks %v, want %v", c.prec, tr.n32 != nil, c.want32)
+		}
+	}
+	if _, err := NewTrainer(Config{NSteps: 8}, lineMaker(false, 3), Options{Precision: "float16"}); err == nil || !strings.Contains(err.Error(), "float16") {
+		t.Fatalf("precision float16: error %v, want one naming it", err)
 	}
 }

@@ -1,0 +1,29 @@
+//go:build !amd64
+
+package nn
+
+// Off amd64 useAVX512 is false and these are never called.
+
+func sgemm4x64(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int) {
+	panic("nn: sgemm4x64 without AVX-512")
+}
+
+func sgemm4x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64) {
+	panic("nn: sgemm4x16 without AVX-512")
+}
+
+func sgemm1x64(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc int) {
+	panic("nn: sgemm1x64 without AVX-512")
+}
+
+func sgemm1x16(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc int, mask uint64) {
+	panic("nn: sgemm1x16 without AVX-512")
+}
+
+func biasTanhRow(y, b *float32, n int) { panic("nn: biasTanhRow without AVX-512") }
+
+func tanhGradAVX(n int, d, y *float32) { panic("nn: tanhGradAVX without AVX-512") }
+
+func adamAVX(n int, p, grad, m, v *float32, k *[8]float32) { panic("nn: adamAVX without AVX-512") }
+
+func sumSqAVX(n int, x *float32, p *[32]float64) { panic("nn: sumSqAVX without AVX-512") }
