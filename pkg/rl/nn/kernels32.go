@@ -35,22 +35,66 @@ func sgemm(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []flo
 	if acc {
 		flag = 1
 	}
+	// Whole 64-column blocks: 4×64 register blocks, then single rows.
 	n64 := n &^ 63
-	i := 0
-	for ; i+4 <= m; i += 4 {
-		for j := 0; j < n64; j += 64 {
-			sgemm4x64(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag)
+	if n64 > 0 {
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			for j := 0; j < n64; j += 64 {
+				sgemm4x64(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag)
+			}
 		}
-		for j := n64; j < n; j += 16 {
-			sgemm4x16(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag, lanes(n-j))
+		for ; i < m; i++ {
+			for j := 0; j < n64; j += 64 {
+				sgemm1x64(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag)
+			}
 		}
 	}
-	for ; i < m; i++ {
-		for j := 0; j < n64; j += 64 {
-			sgemm1x64(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag)
+	// The remaining columns (all of them for a narrow output layer), 16 at a
+	// time under a mask: 16×16 blocks, then 4×16, then single rows.
+	if n64 < n {
+		i := 0
+		for ; i+16 <= m; i += 16 {
+			for j := n64; j < n; j += 16 {
+				sgemm16x16(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag, lanes(n-j))
+			}
 		}
-		for j := n64; j < n; j += 16 {
-			sgemm1x16(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag, lanes(n-j))
+		for ; i+4 <= m; i += 4 {
+			for j := n64; j < n; j += 16 {
+				sgemm4x16(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag, lanes(n-j))
+			}
+		}
+		for ; i < m; i++ {
+			for j := n64; j < n; j += 16 {
+				sgemm1x16(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag, lanes(n-j))
+			}
+		}
+	}
+}
+
+// transpose32 writes the transpose of a (rows × cols, row-major) to dst.
+func transpose32(dst, a []float32, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_, _ = dst[rows*cols-1], a[rows*cols-1]
+	if useAVX512 {
+		var idx [16]int32
+		for t := range idx {
+			idx[t] = int32(t * cols)
+		}
+		transposeAVX(&dst[0], &a[0], rows, cols, &idx)
+		return
+	}
+	transposeGo(dst, a, rows, cols)
+}
+
+// transposeGo is transpose32 in plain Go.
+func transposeGo(dst, a []float32, rows, cols int) {
+	for i := 0; i < rows; i++ {
+		row := a[i*cols : (i+1)*cols]
+		for j, v := range row {
+			dst[j*rows+i] = v
 		}
 	}
 }
@@ -85,11 +129,12 @@ func sgemmGo(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []f
 // biasTanh32 replaces each entry y[i*out+j] of the n × out matrix y by
 // tanh(y[i*out+j] + b[j]).
 func biasTanh32(y, b []float32, n, out int) {
+	if n == 0 || out == 0 {
+		return
+	}
 	_, _ = y[n*out-1], b[out-1]
 	if useAVX512 {
-		for i := 0; i < n; i++ {
-			biasTanhRow(&y[i*out], &b[0], out)
-		}
+		biasTanhAVX(&y[0], &b[0], n, out)
 		return
 	}
 	for i := 0; i < n; i++ {
@@ -110,61 +155,45 @@ func biasAdd32(y, b []float32, n, out int) {
 	}
 }
 
-// Constants of tanh32Go and of the assembly tanh: Cephes' tanhf polynomial
-// for |x| < 0.625 and its expf (range reduction by ln 2 split in two,
-// degree-5 polynomial) for 1 − 2/(e^{2|x|}+1) above, |x| clamped at 9
-// (tanh(9) rounds to 1 in float32).
+// Coefficients of the float32 tanh: Eigen's rational approximation
+// (generic_fast_tanh_float, Eigen/src/Core/MathFunctionsImpl.h), an odd
+// degree-13 numerator over an even degree-6 denominator on x clamped to
+// ±7.905… (beyond which tanh rounds to ±1 in float32).
 const (
-	tanhSmall   = 0.625
-	tanhClamp   = 9
-	tanhP0      = -5.70498872745e-3
-	tanhP1      = 2.06390887954e-2
-	tanhP2      = -5.37397155531e-2
-	tanhP3      = 1.33314422036e-1
-	tanhP4      = -3.33332819422e-1
-	expLog2e    = 1.44269504088896341
-	expC1       = 0.693359375
-	expC2       = -2.12194440e-4
-	expP0       = 1.9875691500e-4
-	expP1       = 1.3981999507e-3
-	expP2       = 8.3334519073e-3
-	expP3       = 4.1665795894e-2
-	expP4       = 1.6666665459e-1
-	expP5       = 5.0000001201e-1
-	float32Bias = 127
+	tanhClamp = 7.90531110763549805
+	tanhA1    = 4.89352455891786e-03
+	tanhA3    = 6.37261928875436e-04
+	tanhA5    = 1.48572235717979e-05
+	tanhA7    = 5.12229709037114e-08
+	tanhA9    = -8.60467152213735e-11
+	tanhA11   = 2.00018790482477e-13
+	tanhA13   = -2.76076847742355e-16
+	tanhB0    = 4.89352518554385e-03
+	tanhB2    = 2.26843463243900e-03
+	tanhB4    = 1.18534705686654e-04
+	tanhB6    = 1.19825839466702e-06
 )
 
-// tanh32Go is the hyperbolic tangent in float32 as the assembly computes it
-// (the assembly fuses the polynomial steps; the two agree within 2 units in
-// the last place, and both within 3e-7 of math.Tanh, see TestTanh32).
+// tanh32Go is the float32 hyperbolic tangent as the assembly computes it;
+// the assembly fuses the polynomial steps and divides by a reciprocal with
+// one Newton step, so the two agree within a few units in the last place
+// (TestTanh32 checks both against math.Tanh).
 func tanh32Go(x float32) float32 {
-	ax := float32(math.Abs(float64(x)))
-	if ax < tanhSmall {
-		z := x * x
-		p := float32(tanhP0)
-		p = p*z + tanhP1
-		p = p*z + tanhP2
-		p = p*z + tanhP3
-		p = p*z + tanhP4
-		return x + x*z*p
-	}
-	y := 2 * min(ax, tanhClamp)
-	nf := float32(math.RoundToEven(float64(y * expLog2e)))
-	r := y - nf*expC1
-	r = r - nf*expC2
-	p := float32(expP0)
-	p = p*r + expP1
-	p = p*r + expP2
-	p = p*r + expP3
-	p = p*r + expP4
-	p = p*r + expP5
-	e := p*(r*r) + r + 1
-	e = e * math.Float32frombits(uint32(int32(nf)+float32Bias)<<23)
-	t := 1 - 2/(e+1)
-	if x < 0 {
-		return -t
-	}
-	return t
+	x = max(-tanhClamp, min(tanhClamp, x))
+	x2 := x * x
+	p := float32(tanhA13)
+	p = p*x2 + tanhA11
+	p = p*x2 + tanhA9
+	p = p*x2 + tanhA7
+	p = p*x2 + tanhA5
+	p = p*x2 + tanhA3
+	p = p*x2 + tanhA1
+	p *= x
+	q := float32(tanhB6)
+	q = q*x2 + tanhB4
+	q = q*x2 + tanhB2
+	q = q*x2 + tanhB0
+	return p / q
 }
 
 // tanhGrad32 multiplies d[i] by 1 − y[i]² for i < len(d).
@@ -186,9 +215,11 @@ func tanhGradGo(d, y []float32) {
 	}
 }
 
-// adam32 applies one Adam update with k = {β1, 1−β1, β2, 1−β2, step, √bc2,
-// ε, scale}: g = scale·grad; m = β1 m + (1−β1) g; v = β2 v + ((1−β2) g) g;
-// p −= (step·m) / (√v/√bc2 + ε). The assembly rounds exactly as adamGo.
+// adam32 applies one Adam update with k = {β1, 1−β1, β2, 1−β2, step,
+// 1/√bc2, ε, scale}: g = scale·grad; m = β1 m + (1−β1) g;
+// v = β2 v + ((1−β2) g) g; p −= (step·m) / (√v·(1/√bc2) + ε) (torch divides
+// by √bc2; the product saves a division and differs by rounding). The
+// assembly rounds exactly as adamGo.
 func adam32(p, grad, m, v []float32, k *[8]float32) {
 	n := len(p)
 	grad, m, v = grad[:n], m[:n], v[:n]
@@ -207,7 +238,7 @@ func adamGo(p, grad, m, v []float32, k *[8]float32) {
 		m[i] = float32(k[0]*m[i]) + float32(k[1]*g)
 		v[i] = float32(k[2]*v[i]) + float32(float32(k[3]*g)*g)
 		sq := float32(math.Sqrt(float64(v[i])))
-		p[i] -= float32(k[4]*m[i]) / float32(sq/k[5]+k[6])
+		p[i] -= float32(k[4]*m[i]) / float32(float32(sq*k[5])+k[6])
 	}
 }
 

@@ -27,10 +27,10 @@ func sgemm1x64(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc 
 //go:noescape
 func sgemm1x16(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc int, mask uint64)
 
-// biasTanhRow sets y[j] = tanh(y[j] + b[j]) for j < n.
+// biasTanhAVX sets y[i*out+j] = tanh(y[i*out+j] + b[j]) for i < n, j < out.
 //
 //go:noescape
-func biasTanhRow(y, b *float32, n int)
+func biasTanhAVX(y, b *float32, n, out int)
 
 // tanhGradAVX multiplies d[i] by 1 − y[i]² for i < n (a multiple of 16).
 //
@@ -46,3 +46,14 @@ func adamAVX(n int, p, grad, m, v *float32, k *[8]float32)
 //
 //go:noescape
 func sumSqAVX(n int, x *float32, p *[32]float64)
+
+// transposeAVX writes the transpose of src (rows × cols, row-major) to dst,
+// gathering with the offsets idx[t] = t·cols.
+//
+//go:noescape
+func transposeAVX(dst, src *float32, rows, cols int, idx *[16]int32)
+
+// sgemm16x16 is sgemm4x16 for a block of 16 rows.
+//
+//go:noescape
+func sgemm16x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64)

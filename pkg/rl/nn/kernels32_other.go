@@ -20,10 +20,18 @@ func sgemm1x16(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc 
 	panic("nn: sgemm1x16 without AVX-512")
 }
 
-func biasTanhRow(y, b *float32, n int) { panic("nn: biasTanhRow without AVX-512") }
+func biasTanhAVX(y, b *float32, n, out int) { panic("nn: biasTanhAVX without AVX-512") }
 
 func tanhGradAVX(n int, d, y *float32) { panic("nn: tanhGradAVX without AVX-512") }
 
 func adamAVX(n int, p, grad, m, v *float32, k *[8]float32) { panic("nn: adamAVX without AVX-512") }
 
 func sumSqAVX(n int, x *float32, p *[32]float64) { panic("nn: sumSqAVX without AVX-512") }
+
+func transposeAVX(dst, src *float32, rows, cols int, idx *[16]int32) {
+	panic("nn: transposeAVX without AVX-512")
+}
+
+func sgemm16x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64) {
+	panic("nn: sgemm16x16 without AVX-512")
+}

@@ -34,7 +34,7 @@ func TestSgemmMatchesReference(t *testing.T) {
 		paths = append(paths, true)
 	}
 	for _, avx := range paths {
-		for _, sh := range [][3]int{{64, 64, 64}, {4, 64, 3}, {3, 64, 64}, {64, 2, 64}, {64, 64, 2}, {1, 64, 64}, {1, 1, 64}, {5, 9, 3}, {17, 80, 7}, {7, 130, 33}, {2, 3, 0}} {
+		for _, sh := range [][3]int{{64, 64, 64}, {4, 64, 3}, {3, 64, 64}, {64, 2, 64}, {64, 64, 2}, {1, 64, 64}, {1, 1, 64}, {5, 9, 3}, {17, 80, 7}, {7, 130, 33}, {2, 3, 0}, {48, 2, 64}, {37, 20, 9}, {16, 80, 5}} {
 			m, n, k := sh[0], sh[1], sh[2]
 			for _, trans := range []bool{false, true} {
 				for _, acc := range []bool{false, true} {
@@ -77,7 +77,7 @@ func TestSgemmMatchesReference(t *testing.T) {
 // columns: the property that makes MLP32's outputs independent of batching.
 func TestSgemmRowsIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 3))
-	const m, n, k = 9, 70, 64
+	const m, n, k = 21, 70, 64
 	a, b := fill32(rng, m*k), fill32(rng, k*n)
 	all := make([]float32, m*n)
 	sgemm(m, n, k, a, k, 1, b, n, all, n, false)
@@ -100,14 +100,16 @@ func TestSgemmRowsIndependent(t *testing.T) {
 	}
 }
 
-// TestTanh32 checks the fused bias+tanh against math.Tanh, and the assembly
+// TestTanh32 checks the fused bias+tanh against math.Tanh (relative error
+// below 4e-7, absolute below 4e-7 near ±1 where the approximation is worst:
+// 3.2e-7, about 5 float32 units in the last place), and the assembly
 // against its Go transcription, over a dense grid and special values.
 func TestTanh32(t *testing.T) {
 	var xs []float32
 	for x := -12.0; x <= 12; x += 0.000913 {
 		xs = append(xs, float32(x))
 	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 0.6249999, 0.625, -0.625, 0.6250001, 8.99, 9, 9.01, 50, -50, 1e30)
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), 1e-30, -1e-20, 0.6249999, 0.625, -0.625, 0.6250001, 7.9, 7.90531110763549805, 7.91, 50, -50, 1e30)
 	b := make([]float32, len(xs))
 	for i := range b {
 		b[i] = float32(i%7) * 0.25
@@ -121,7 +123,7 @@ func TestTanh32(t *testing.T) {
 			x := float64(y[i]) + float64(b[i])
 			x32 := float64(float32(y[i] + b[i]))
 			want := math.Tanh(x32)
-			if math.Abs(float64(v)-want) > 2.5e-7*math.Max(1e-3, math.Abs(want)) && math.Abs(float64(v)-want) > 1e-9 {
+			if math.Abs(float64(v)-want) > 4e-7*math.Max(1e-3, math.Abs(want)) && math.Abs(float64(v)-want) > 1e-9 {
 				t.Fatalf("%s: tanh(%g) = %.9g, math.Tanh %.9g", name, x, v, want)
 			}
 		}
@@ -136,7 +138,7 @@ func TestTanh32(t *testing.T) {
 	biasTanh32(got, b, 1, len(b))
 	check("assembly", got)
 	for i := range got {
-		if d := math.Abs(float64(got[i]) - float64(gogot[i])); d > 2*ulp32(gogot[i]) {
+		if d := math.Abs(float64(got[i]) - float64(gogot[i])); d > 8*ulp32(gogot[i]) {
 			t.Fatalf("tanh(%g): assembly %.9g, Go %.9g", y[i]+b[i], got[i], gogot[i])
 		}
 	}
@@ -183,7 +185,7 @@ func TestKernels32BitExact(t *testing.T) {
 		for i := range v {
 			v[i] *= v[i]
 		}
-		k := [8]float32{0.9, 0.1, 0.999, 0.001, 3e-4 / 0.19, float32(math.Sqrt(1 - 0.999*0.999)), 1e-5, 0.73}
+		k := [8]float32{0.9, 0.1, 0.999, 0.001, 3e-4 / 0.19, float32(1 / math.Sqrt(1-0.999*0.999)), 1e-5, 0.73}
 		p2, m2, v2 := append([]float32(nil), p...), append([]float32(nil), m...), append([]float32(nil), v...)
 		adam32(p, g, m, v, &k)
 		adamGo(p2, g, m2, v2, &k)
@@ -197,6 +199,24 @@ func TestKernels32BitExact(t *testing.T) {
 		sumSqGo(g[:n&^31], &s2)
 		if s1 != s2 {
 			t.Fatalf("sumSq n=%d: %v, Go %v", n, s1, s2)
+		}
+	}
+}
+
+// TestTranspose32 checks the gather transpose against the plain loop on
+// PPO's shapes and ragged ones.
+func TestTranspose32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 8))
+	for _, sh := range [][2]int{{64, 64}, {64, 2}, {64, 1}, {3, 64}, {17, 5}, {1, 1}, {33, 70}} {
+		a := fill32(rng, sh[0]*sh[1])
+		got := make([]float32, len(a))
+		transpose32(got, a, sh[0], sh[1])
+		for i := 0; i < sh[0]; i++ {
+			for j := 0; j < sh[1]; j++ {
+				if got[j*sh[0]+i] != a[i*sh[1]+j] {
+					t.Fatalf("%v: entry (%d, %d) = %g, want %g", sh, j, i, got[j*sh[0]+i], a[i*sh[1]+j])
+				}
+			}
 		}
 	}
 }

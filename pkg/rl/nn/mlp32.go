@@ -239,17 +239,6 @@ func (m *MLP32) Backward(ws *Workspace32, dOut []float64, grad []float32) {
 	}
 }
 
-// transpose32 writes the transpose of a (rows × cols, row-major) to dst.
-func transpose32(dst, a []float32, rows, cols int) {
-	_ = dst[rows*cols-1]
-	for i := 0; i < rows; i++ {
-		row := a[i*cols : (i+1)*cols]
-		for j, v := range row {
-			dst[j*rows+i] = v
-		}
-	}
-}
-
 // Adam32 is Adam (as Adam, with torch.optim.Adam's bias correction) over a
 // float32 parameter vector with float32 moments. The bias corrections are
 // computed in float64 and rounded once.
@@ -294,7 +283,7 @@ func (a *Adam32) Step(params, grad []float32, scale float64) {
 	bc1 := 1 - math.Pow(b1, float64(a.t))
 	bc2 := 1 - math.Pow(b2, float64(a.t))
 	k := [8]float32{float32(b1), float32(1 - b1), float32(b2), float32(1 - b2),
-		float32(a.LR / bc1), float32(math.Sqrt(bc2)), float32(eps), float32(scale)}
+		float32(a.LR / bc1), float32(1 / math.Sqrt(bc2)), float32(eps), float32(scale)}
 	adam32(params, grad, a.m, a.v, &k)
 }
 
