@@ -45,6 +45,7 @@ type ppoTrainFlags struct {
 	evalEpisodes int
 	workers      int
 	window       int
+	precision    string
 }
 
 func (f *ppoTrainFlags) register(cmd *cobra.Command) {
@@ -56,6 +57,7 @@ func (f *ppoTrainFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.evalEpisodes, "eval-episodes", 10, "episodes per evaluation")
 	cmd.Flags().IntVar(&f.workers, "workers", 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
 	cmd.Flags().IntVar(&f.window, "window", 100, "episodes in the running mean of training returns")
+	cmd.Flags().StringVar(&f.precision, "precision", "", "floating-point type of the networks during training: float32 or float64 (empty: PPO's default, float32)")
 }
 
 // resolve returns the PPO configuration for env: preset, then config file, then --steps.
@@ -96,7 +98,16 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, name, fmt.Errorf("config for %s: %w", env, err)
 	}
+	if _, err := ppo.ParsePrecision(f.precision); err != nil {
+		return cfg, name, fmt.Errorf("--precision: %w", err)
+	}
 	return cfg, name, nil
+}
+
+// prec returns the resolved --precision (resolve has validated it).
+func (f *ppoTrainFlags) prec() ppo.Precision {
+	p, _ := ppo.ParsePrecision(f.precision)
+	return p
 }
 
 func newPPOTrainCmd() *cobra.Command {
@@ -113,7 +124,7 @@ func newPPOTrainCmd() *cobra.Command {
 				return err
 			}
 			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
-				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window}
+				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: f.prec()}
 			if _, err := ppostudy.EnvMaker(env, f.client, f.seed)(0); err != nil {
 				return fmt.Errorf("--env/--client: %w", err)
 			}
@@ -239,7 +250,7 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 				}
 				for s := 0; s < seeds; s++ {
 					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: uint64(s), Preset: preset, PPO: cfg,
-						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window})
+						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: f.prec()})
 				}
 			}
 			md, err := ppostudy.Run(cmd.Context(), runs, names, ppostudy.Options{Out: out, Jobs: jobs, Workers: f.workers, Log: os.Stderr})
