@@ -12,6 +12,13 @@
 // GOMAXPROCS is: every random draw comes from its own seeded PCG stream and
 // the two update goroutines (actor and critic) never share a reduction.
 //
+// The networks train in float32 by default (Options.Precision; float64 stays
+// selectable): weights, activations, gradients and Adam state are float32,
+// while returns, advantages, losses, log standard deviations and the
+// normalisation statistics stay float64. The Policy's float64 networks
+// receive the float32 parameters after every update, so checkpoints and
+// evaluation are unchanged in form.
+//
 // It deliberately implements neither gSDE, recurrent policies, image
 // observations nor a target KL early stop; the networks (package rl/nn) are
 // hand-written for speed on tiny MLPs.
