@@ -47,3 +47,40 @@ func BenchmarkForwardBackward_4x64x64x2_Batch64(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForwardBackward32_4x64x64x2_Batch64 is the float32 counterpart
+// (MLP32) of BenchmarkForwardBackward_4x64x64x2_Batch64, per kernel level
+// this CPU can run, plus the Adam32 step over the same parameters.
+func BenchmarkForwardBackward32_4x64x64x2_Batch64(b *testing.B) {
+	for _, level := range kernLevels() {
+		name := map[int]string{kernGo: "go", kernAVX2: "avx2", kernAVX512: "avx512"}[level]
+		b.Run(name, func(b *testing.B) {
+			withKern(level, func() {
+				rng := rand.New(rand.NewPCG(1, 1))
+				m := NewMLP([]int{4, 64, 64, 2}, Tanh, Identity)
+				m.InitOrthogonal(rng, math.Sqrt2, 0.01)
+				m32 := FromMLP(m)
+				const n = 64
+				x := make([]float64, n*4)
+				for i := range x {
+					x[i] = rng.NormFloat64()
+				}
+				d := make([]float64, n*2)
+				for i := range d {
+					d[i] = rng.NormFloat64()
+				}
+				ws := m32.NewWorkspace(n)
+				g := make([]float32, len(m32.Params))
+				opt := NewAdam32(len(g), 1e-9, 1e-5)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					m32.Forward(ws, x, n)
+					m32.Backward(ws, d, g)
+					opt.Step(m32.Params, g, 1)
+				}
+				b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+			})
+		})
+	}
+}

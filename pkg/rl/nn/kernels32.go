@@ -3,9 +3,41 @@ package nn
 import "math"
 
 // The float32 kernels of MLP32 and Adam32. Each function below dispatches to
-// its AVX-512 assembly (kernels32_amd64.s) when the CPU has AVX-512, and
-// otherwise runs the plain Go transcription beside it (the *Go functions),
-// which the tests also use as the kernels' reference.
+// its AVX-512 assembly (kernels32_amd64.s) when the CPU has AVX-512, to the
+// AVX2/FMA assembly (8 lanes) when it has only those, and otherwise runs the
+// plain Go transcription beside it (the *Go functions), which the tests also
+// use as the kernels' reference.
+
+// Kernel levels for kern32.
+const (
+	kernGo = iota
+	kernAVX2
+	kernAVX512
+)
+
+// kern32 is the float32 kernel level of this CPU.
+var kern32 = func() int {
+	switch {
+	case useAVX512:
+		return kernAVX512
+	case useFMA:
+		return kernAVX2
+	}
+	return kernGo
+}()
+
+// masks8[r] is the VMASKMOVPS mask of the first r lanes.
+var masks8 = func() (m [9][8]int32) {
+	for r := range m {
+		for i := 0; i < r; i++ {
+			m[r][i] = -1
+		}
+	}
+	return m
+}()
+
+// mask8 returns the VMASKMOVPS mask of the first min(r, 8) lanes.
+func mask8(r int) *[8]int32 { return &masks8[min(r, 8)] }
 
 // sgemm sets C to A·B (acc false) or adds A·B to C (acc true), where A is
 // m×k with element (i, l) at a[i*ars+l*acs], B is k×n row-major with row
@@ -27,13 +59,17 @@ func sgemm(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []flo
 	}
 	// Touch the last elements read and written: the assembly does not check bounds.
 	_, _, _ = a[(m-1)*ars+(k-1)*acs], b[(k-1)*ldb+n-1], c[(m-1)*ldc+n-1]
-	if !useAVX512 {
-		sgemmGo(m, n, k, a, ars, acs, b, ldb, c, ldc, acc)
-		return
-	}
 	flag := 0
 	if acc {
 		flag = 1
+	}
+	switch kern32 {
+	case kernGo:
+		sgemmGo(m, n, k, a, ars, acs, b, ldb, c, ldc, acc)
+		return
+	case kernAVX2:
+		sgemmAVX2(m, n, k, a, ars, acs, b, ldb, c, ldc, flag)
+		return
 	}
 	// Whole 64-column blocks: 4×64 register blocks, then single rows.
 	n64 := n &^ 63
@@ -78,12 +114,28 @@ func transpose32(dst, a []float32, rows, cols int) {
 		return
 	}
 	_, _ = dst[rows*cols-1], a[rows*cols-1]
-	if useAVX512 {
+	switch kern32 {
+	case kernAVX512:
 		var idx [16]int32
 		for t := range idx {
 			idx[t] = int32(t * cols)
 		}
 		transposeAVX(&dst[0], &a[0], rows, cols, &idx)
+		return
+	case kernAVX2:
+		var idx [8]int32
+		for t := range idx {
+			idx[t] = int32(t * cols)
+		}
+		r8 := rows &^ 7
+		if r8 > 0 {
+			a2transpose(&dst[0], &a[0], rows, cols, &idx)
+		}
+		for i := r8; i < rows; i++ {
+			for j, v := range a[i*cols : (i+1)*cols] {
+				dst[j*rows+i] = v
+			}
+		}
 		return
 	}
 	transposeGo(dst, a, rows, cols)
@@ -99,6 +151,39 @@ func transposeGo(dst, a []float32, rows, cols int) {
 	}
 }
 
+// sgemmAVX2 is sgemm's AVX2 path: 4×16 blocks, then 8×8 and single-row
+// blocks under a mask for the remaining columns and rows.
+func sgemmAVX2(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []float32, ldc int, flag int) {
+	n16 := n &^ 15
+	full := mask8(8)
+	if n16 > 0 {
+		i := 0
+		for ; i+4 <= m; i += 4 {
+			for j := 0; j < n16; j += 16 {
+				a2gemm4x16(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag)
+			}
+		}
+		for ; i < m; i++ {
+			for j := 0; j < n16; j += 8 {
+				a2gemm1x8(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag, full)
+			}
+		}
+	}
+	if n16 < n {
+		i := 0
+		for ; i+8 <= m; i += 8 {
+			for j := n16; j < n; j += 8 {
+				a2gemm8x8(k, &a[i*ars], ars, acs, &b[j], ldb, &c[i*ldc+j], ldc, flag, mask8(n-j))
+			}
+		}
+		for ; i < m; i++ {
+			for j := n16; j < n; j += 8 {
+				a2gemm1x8(k, &a[i*ars], acs, &b[j], ldb, &c[i*ldc+j], flag, mask8(n-j))
+			}
+		}
+	}
+}
+
 // lanes returns the mask of the first min(r, 16) lanes of a 16-lane vector.
 func lanes(r int) uint64 {
 	if r >= 16 {
@@ -110,17 +195,25 @@ func lanes(r int) uint64 {
 // sgemmGo is sgemm in plain Go, with separately rounded products and sums
 // (the assembly fuses them, so the two agree to rounding, not bit for bit).
 func sgemmGo(m, n, k int, a []float32, ars, acs int, b []float32, ldb int, c []float32, ldc int, acc bool) {
+	var s [64]float32 // the sums of up to 64 entries of a row, formed row of B by row of B
 	for i := 0; i < m; i++ {
-		ci := c[i*ldc : i*ldc+n]
-		for j := range ci {
-			var s float32
+		for j0 := 0; j0 < n; j0 += len(s) {
+			w := min(len(s), n-j0)
+			sum := s[:w]
+			clear(sum)
 			for l := 0; l < k; l++ {
-				s += float32(a[i*ars+l*acs] * b[l*ldb+j])
+				av := a[i*ars+l*acs]
+				for j, bv := range b[l*ldb+j0 : l*ldb+j0+w] {
+					sum[j] += float32(av * bv)
+				}
 			}
+			ci := c[i*ldc+j0 : i*ldc+j0+w]
 			if acc {
-				ci[j] += s
+				for j, v := range sum {
+					ci[j] += v
+				}
 			} else {
-				ci[j] = s
+				copy(ci, sum)
 			}
 		}
 	}
@@ -133,8 +226,16 @@ func biasTanh32(y, b []float32, n, out int) {
 		return
 	}
 	_, _ = y[n*out-1], b[out-1]
-	if useAVX512 {
+	switch kern32 {
+	case kernAVX512:
 		biasTanhAVX(&y[0], &b[0], n, out)
+		return
+	case kernAVX2:
+		r := out % 8
+		if r == 0 {
+			r = 8
+		}
+		a2biasTanh(&y[0], &b[0], n, out, mask8(r))
 		return
 	}
 	for i := 0; i < n; i++ {
@@ -200,9 +301,12 @@ func tanh32Go(x float32) float32 {
 func tanhGrad32(d, y []float32) {
 	y = y[:len(d)]
 	i0 := 0
-	if useAVX512 && len(d) >= 16 {
+	if kern32 == kernAVX512 && len(d) >= 16 {
 		i0 = len(d) &^ 15
 		tanhGradAVX(i0, &d[0], &y[0])
+	} else if kern32 == kernAVX2 && len(d) >= 8 {
+		i0 = len(d) &^ 7
+		a2tanhGrad(i0, &d[0], &y[0])
 	}
 	tanhGradGo(d[i0:], y[i0:])
 }
@@ -224,9 +328,12 @@ func adam32(p, grad, m, v []float32, k *[8]float32) {
 	n := len(p)
 	grad, m, v = grad[:n], m[:n], v[:n]
 	i0 := 0
-	if useAVX512 && n >= 16 {
+	if kern32 == kernAVX512 && n >= 16 {
 		i0 = n &^ 15
 		adamAVX(i0, &p[0], &grad[0], &m[0], &v[0], k)
+	} else if kern32 == kernAVX2 && n >= 8 {
+		i0 = n &^ 7
+		a2adam(i0, &p[0], &grad[0], &m[0], &v[0], k)
 	}
 	adamGo(p[i0:], grad[i0:], m[i0:], v[i0:], k)
 }
@@ -248,8 +355,12 @@ func sumSq32(g []float32, p *[32]float64) {
 	if len(g) == 0 {
 		return
 	}
-	if useAVX512 {
+	switch kern32 {
+	case kernAVX512:
 		sumSqAVX(len(g), &g[0], p)
+		return
+	case kernAVX2:
+		a2sumSq(len(g), &g[0], p)
 		return
 	}
 	sumSqGo(g, p)

@@ -57,3 +57,29 @@ func transposeAVX(dst, src *float32, rows, cols int, idx *[16]int32)
 //
 //go:noescape
 func sgemm16x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64)
+
+// The AVX2/FMA kernels (8 lanes) for CPUs without AVX-512; see kernels32_gen.py.
+
+//go:noescape
+func a2gemm4x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int)
+
+//go:noescape
+func a2gemm8x8(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask *[8]int32)
+
+//go:noescape
+func a2gemm1x8(k int, a *float32, acs int, b *float32, ldb int, c *float32, acc int, mask *[8]int32)
+
+//go:noescape
+func a2biasTanh(y, b *float32, n, out int, mask *[8]int32)
+
+//go:noescape
+func a2tanhGrad(n int, d, y *float32)
+
+//go:noescape
+func a2adam(n int, p, grad, m, v *float32, k *[8]float32)
+
+//go:noescape
+func a2sumSq(n int, x *float32, p *[32]float64)
+
+//go:noescape
+func a2transpose(dst, src *float32, rows, cols int, idx *[8]int32)

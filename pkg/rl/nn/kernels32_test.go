@@ -16,12 +16,24 @@ func fill32(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// withAVX512 runs f with the float32 kernels' dispatch forced to avx.
-func withAVX512(avx bool, f func()) {
-	saved := useAVX512
-	useAVX512 = avx
-	defer func() { useAVX512 = saved }()
+// withKern runs f with the float32 kernels' dispatch forced to level.
+func withKern(level int, f func()) {
+	saved := kern32
+	kern32 = level
+	defer func() { kern32 = saved }()
 	f()
+}
+
+// kernLevels lists the kernel levels this CPU can run, the Go transcription first.
+func kernLevels() []int {
+	l := []int{kernGo}
+	if useFMA {
+		l = append(l, kernAVX2)
+	}
+	if useAVX512 {
+		l = append(l, kernAVX512)
+	}
+	return l
 }
 
 // TestSgemmMatchesReference checks sgemm (assembly when the CPU has AVX-512,
@@ -29,11 +41,7 @@ func withAVX512(avx bool, f func()) {
 // MLP32 uses and ragged edges, storing and accumulating.
 func TestSgemmMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 11))
-	paths := []bool{false}
-	if useAVX512 {
-		paths = append(paths, true)
-	}
-	for _, avx := range paths {
+	for _, avx := range kernLevels() {
 		for _, sh := range [][3]int{{64, 64, 64}, {4, 64, 3}, {3, 64, 64}, {64, 2, 64}, {64, 64, 2}, {1, 64, 64}, {1, 1, 64}, {5, 9, 3}, {17, 80, 7}, {7, 130, 33}, {2, 3, 0}, {48, 2, 64}, {37, 20, 9}, {16, 80, 5}} {
 			m, n, k := sh[0], sh[1], sh[2]
 			for _, trans := range []bool{false, true} {
@@ -60,10 +68,10 @@ func TestSgemmMatchesReference(t *testing.T) {
 							}
 						}
 					}
-					withAVX512(avx, func() { sgemm(m, n, k, a, ars, acs, b, n, c, n, acc) })
+					withKern(avx, func() { sgemm(m, n, k, a, ars, acs, b, n, c, n, acc) })
 					for i, v := range c {
 						if d := math.Abs(float64(v) - want[i]); d > 1e-6*(scale[i]+1e-30)*float64(k+2) {
-							t.Fatalf("avx=%v %v trans=%v acc=%v: entry %d = %g, want %g", avx, sh, trans, acc, i, v, want[i])
+							t.Fatalf("level %d %v trans=%v acc=%v: entry %d = %g, want %g", avx, sh, trans, acc, i, v, want[i])
 						}
 					}
 				}
@@ -76,6 +84,12 @@ func TestSgemmMatchesReference(t *testing.T) {
 // bits whether it is computed in a 4-row block, alone, or among other
 // columns: the property that makes MLP32's outputs independent of batching.
 func TestSgemmRowsIndependent(t *testing.T) {
+	for _, level := range kernLevels() {
+		withKern(level, func() { testSgemmRowsIndependent(t) })
+	}
+}
+
+func testSgemmRowsIndependent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 3))
 	const m, n, k = 21, 70, 64
 	a, b := fill32(rng, m*k), fill32(rng, k*n)
@@ -129,31 +143,34 @@ func TestTanh32(t *testing.T) {
 		}
 	}
 	gogot := append([]float32(nil), y...)
-	withAVX512(false, func() { biasTanh32(gogot, b, 1, len(b)) })
+	withKern(kernGo, func() { biasTanh32(gogot, b, 1, len(b)) })
 	check("Go", gogot)
-	if !useAVX512 {
-		t.Skip("no AVX-512")
-	}
-	got := append([]float32(nil), y...)
-	biasTanh32(got, b, 1, len(b))
-	check("assembly", got)
-	for i := range got {
-		if d := math.Abs(float64(got[i]) - float64(gogot[i])); d > 8*ulp32(gogot[i]) {
-			t.Fatalf("tanh(%g): assembly %.9g, Go %.9g", y[i]+b[i], got[i], gogot[i])
-		}
-	}
-	// Several rows with a ragged width give the same bits as one long row.
-	const rows, cols = 5, 23
-	many := append([]float32(nil), y[:rows*cols]...)
-	biasTanh32(many, b[:cols], rows, cols)
-	for i := 0; i < rows; i++ {
-		row := append([]float32(nil), y[i*cols:(i+1)*cols]...)
-		biasTanh32(row, b[:cols], 1, cols)
-		for j := range row {
-			if row[j] != many[i*cols+j] {
-				t.Fatalf("row %d col %d differs between batched and single-row bias+tanh", i, j)
+	for _, level := range kernLevels()[1:] {
+		withKern(level, func() {
+			got := append([]float32(nil), y...)
+			biasTanh32(got, b, 1, len(b))
+			check("assembly", got)
+			for i := range got {
+				if d := math.Abs(float64(got[i]) - float64(gogot[i])); d > 8*ulp32(gogot[i]) {
+					t.Fatalf("level %d: tanh(%g): assembly %.9g, Go %.9g", level, y[i]+b[i], got[i], gogot[i])
+				}
 			}
-		}
+			// Several rows with a ragged width give the same bits as one long row.
+			for _, cols := range []int{23, 16, 5} {
+				const rows = 5
+				many := append([]float32(nil), y[:rows*cols]...)
+				biasTanh32(many, b[:cols], rows, cols)
+				for i := 0; i < rows; i++ {
+					row := append([]float32(nil), y[i*cols:(i+1)*cols]...)
+					biasTanh32(row, b[:cols], 1, cols)
+					for j := range row {
+						if row[j] != many[i*cols+j] {
+							t.Fatalf("level %d: row %d col %d differs between batched and single-row bias+tanh", level, i, j)
+						}
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -166,9 +183,12 @@ func ulp32(x float32) float64 {
 // and sum of squares reproduce their Go transcriptions bit for bit, for
 // lengths with and without a ragged tail.
 func TestKernels32BitExact(t *testing.T) {
-	if !useAVX512 {
-		t.Skip("no AVX-512")
+	for _, level := range kernLevels()[1:] {
+		withKern(level, func() { testKernels32BitExact(t) })
 	}
+}
+
+func testKernels32BitExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	for _, n := range []int{16, 64, 4419, 4610} {
 		d, y := fill32(rng, n), fill32(rng, n)
@@ -207,14 +227,16 @@ func TestKernels32BitExact(t *testing.T) {
 // PPO's shapes and ragged ones.
 func TestTranspose32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 8))
-	for _, sh := range [][2]int{{64, 64}, {64, 2}, {64, 1}, {3, 64}, {17, 5}, {1, 1}, {33, 70}} {
-		a := fill32(rng, sh[0]*sh[1])
-		got := make([]float32, len(a))
-		transpose32(got, a, sh[0], sh[1])
-		for i := 0; i < sh[0]; i++ {
-			for j := 0; j < sh[1]; j++ {
-				if got[j*sh[0]+i] != a[i*sh[1]+j] {
-					t.Fatalf("%v: entry (%d, %d) = %g, want %g", sh, j, i, got[j*sh[0]+i], a[i*sh[1]+j])
+	for _, sh := range [][2]int{{64, 64}, {64, 2}, {64, 1}, {3, 64}, {17, 5}, {1, 1}, {33, 70}, {8, 3}} {
+		for _, level := range kernLevels() {
+			a := fill32(rng, sh[0]*sh[1])
+			got := make([]float32, len(a))
+			withKern(level, func() { transpose32(got, a, sh[0], sh[1]) })
+			for i := 0; i < sh[0]; i++ {
+				for j := 0; j < sh[1]; j++ {
+					if got[j*sh[0]+i] != a[i*sh[1]+j] {
+						t.Fatalf("level %d %v: entry (%d, %d) = %g, want %g", level, sh, j, i, got[j*sh[0]+i], a[i*sh[1]+j])
+					}
 				}
 			}
 		}
@@ -271,11 +293,7 @@ func TestAdam32MatchesAdam(t *testing.T) {
 // with both kernel paths, and the float32→float64 parameter round trip.
 func TestMLP32MatchesMLP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	paths := []bool{false}
-	if useAVX512 {
-		paths = append(paths, true)
-	}
-	for _, avx := range paths {
+	for _, avx := range kernLevels() {
 		for _, sh := range [][]int{{4, 64, 64, 2}, {3, 64, 64, 1}, {8, 64, 64, 2}, {6, 64, 64, 3}, {5, 7, 3}} {
 			for _, n := range []int{1, 3, 64, 70} {
 				m := NewMLP(sh, Tanh, Identity)
@@ -300,7 +318,7 @@ func TestMLP32MatchesMLP(t *testing.T) {
 				ws32 := m32.NewWorkspace(n)
 				g32 := make([]float32, len(m32.Params))
 				var got []float64
-				withAVX512(avx, func() {
+				withKern(avx, func() {
 					got = m32.Forward(ws32, x, n)
 					m32.Backward(ws32, dOut, g32)
 				})
