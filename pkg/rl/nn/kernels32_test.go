@@ -332,3 +332,44 @@ func TestMLP32MatchesMLP(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowOutputGradientSameBits checks that Backward's narrow-output
+// route (dW = dᵀ·x, added transposed) gives the bits of the direct product
+// dWᵀ = xᵀ·d, at every kernel level.
+func TestNarrowOutputGradientSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	for _, level := range kernLevels() {
+		withKern(level, func() {
+			for _, out := range []int{1, 2, 3} {
+				m := NewMLP([]int{4, 64, 64, out}, Tanh, Identity)
+				m.InitOrthogonal(rng, math.Sqrt2, 1)
+				m32 := FromMLP(m)
+				const n = 64
+				x := make([]float64, n*4)
+				for i := range x {
+					x[i] = rng.NormFloat64()
+				}
+				dOut := make([]float64, n*out)
+				for i := range dOut {
+					dOut[i] = rng.NormFloat64()
+				}
+				ws := m32.NewWorkspace(n)
+				m32.Forward(ws, x, n)
+				g := make([]float32, len(m32.Params))
+				m32.Backward(ws, dOut, g)
+				d := make([]float32, n*out)
+				for i, v := range dOut {
+					d[i] = float32(v)
+				}
+				want := make([]float32, 64*out)
+				sgemm(64, out, n, ws.acts[1], 1, 64, d, out, want, out, true)
+				got, _ := m32.Layer(g, 2)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("level %d out %d: dWᵀ[%d] = %g, direct product %g", level, out, i, got[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}

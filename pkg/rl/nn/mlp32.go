@@ -222,8 +222,20 @@ func (m *MLP32) Backward(ws *Workspace32, dOut []float64, grad []float32) {
 			x = ws.in[:n*in]
 		}
 		gwt, gb := m.Layer(grad, l)
-		// dWᵀ += xᵀ·d (in × out), db += 1ᵀ·d.
-		sgemm(in, out, n, x, 1, in, d, out, gwt, out, true)
+		// dWᵀ += xᵀ·d (in × out), db += 1ᵀ·d. For a narrow output layer,
+		// form dW = dᵀ·x (out × in: long rows for the kernel) and add it
+		// transposed; every entry is the same sum either way.
+		if out < 16 && in >= 16 {
+			dw := ws.w[l][:out*in]
+			sgemm(out, in, n, d, 1, out, x, in, dw, in, false)
+			for o := 0; o < out; o++ {
+				for i, v := range dw[o*in : (o+1)*in] {
+					gwt[i*out+o] += v
+				}
+			}
+		} else {
+			sgemm(in, out, n, x, 1, in, d, out, gwt, out, true)
+		}
 		sgemm(1, out, n, ws.ones, 0, 1, d, out, gb, out, true)
 		if l == 0 {
 			break
