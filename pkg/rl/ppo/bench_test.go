@@ -18,7 +18,8 @@ import (
 // row plus NEpochs × the actor's and critic's forward and backward passes on
 // one minibatch row, the backward being dW for every layer and dX for all but
 // the first; biases, activations, losses and Adam are not counted), times
-// the wall-clock steps/s. %peak divides it by one core's FMA peak: 2 512-bit
+// the wall-clock steps/s. %peak divides it by one core's FMA peak, and
+// %peak-cpu does the same for the rate per CPU-second (steps/cpu-s): 2 512-bit
 // FMA units × 2 FLOPs × 8 float64 or 16 float32 lanes × 3.0 GHz = 96 GFLOP/s
 // float64 (a C AVX-512 FMA loop measures 94–98 on this machine) and 192
 // GFLOP/s float32. The machine's two vCPUs share that one core.
@@ -60,7 +61,9 @@ func benchmarkTrainPrec(b *testing.B, env string, workers int, prec Precision) {
 	peak := map[Precision]float64{Float32: peakFloat32, Float64: peakFloat64}[prec]
 	b.ReportMetric(gflops, "GFLOP/s")
 	b.ReportMetric(100*gflops/peak, "%peak")
-	b.ReportMetric(float64(tr.Steps()-start)/(cpuclock.ProcessCPU()-c0).Seconds(), "steps/cpu-s")
+	cpuRate := float64(tr.Steps()-start) / (cpuclock.ProcessCPU() - c0).Seconds()
+	b.ReportMetric(cpuRate, "steps/cpu-s")
+	b.ReportMetric(100*cpuRate*flopsPerStep(cfg, tr.pol)/1e9/peak, "%peak-cpu")
 }
 
 func BenchmarkTrain_CartPole_SB3Defaults(b *testing.B)         { benchmarkTrain(b, "CartPole-v1", 2) }
