@@ -144,6 +144,7 @@ type Trainer struct {
 	mbObs, mbAct        []float64
 	mbAdv, mbRet, mbOld []float64
 	dOut, dV            []float64
+	probs               []float64 // the categorical probabilities of one minibatch row (actorJob)
 	gActor, gCritic     []float64
 	gLogStd             []float64
 	adamA, adamC, adamL *nn.Adam
@@ -249,6 +250,7 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	t.mbOld = make([]float64, B)
 	t.dOut = make([]float64, B*t.outDim)
 	t.dV = make([]float64, B)
+	t.probs = make([]float64, t.outDim)
 	t.gActor = make([]float64, len(pol.Actor.Params))
 	t.gCritic = make([]float64, len(pol.Critic.Params))
 	t.gLogStd = make([]float64, len(pol.LogStd))
@@ -709,9 +711,9 @@ func (t *Trainer) actorJob() {
 	for k := 0; k < m; k++ {
 		o := out[k*od : (k+1)*od]
 		a := t.mbAct[k*ad : (k+1)*ad]
-		var logp, h float64
+		var logp, h, lse float64
 		if t.discrete {
-			logp, h = catLogProbEntropy(o, int(a[0]))
+			lse, logp, h = catProbs(o, int(a[0]), t.probs)
 		} else {
 			logp = gaussLogProb(o, p.LogStd, a)
 		}
@@ -732,7 +734,7 @@ func (t *Trainer) actorJob() {
 		}
 		kl += (ratio - 1) - lr
 		if t.discrete {
-			catLogProbEntropyGrad(o, int(a[0]), c, -entC*inv, dOut[k*od:(k+1)*od])
+			catGrad(o, int(a[0]), lse, h, t.probs, c, -entC*inv, dOut[k*od:(k+1)*od])
 		} else if c != 0 {
 			gaussLogProbGrad(o, p.LogStd, a, c, dOut[k*od:(k+1)*od], t.gLogStd)
 		}
