@@ -16,7 +16,9 @@ const (
 	// lanes per vector instruction); returns, advantages, losses, the
 	// Gaussian log standard deviations and the normalisation statistics stay
 	// float64. The Policy's float64 networks receive the float32 parameters
-	// (exactly) after every update. It is the default.
+	// (exactly) after every update. It is the default. It needs AVX2 and FMA
+	// (or AVX-512) to be fast; without them nn.MLP32 runs plain Go, slower
+	// than Float64.
 	Float32 Precision = "float32"
 	// Float64 trains the Policy's float64 networks directly.
 	Float64 Precision = "float64"
