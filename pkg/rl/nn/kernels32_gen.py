@@ -21,22 +21,24 @@ off["sign"]=4*n+4; w("DATA t32<>+%d(SB)/4, $0x80000000 // sign mask" % (4*n+4))
 w("GLOBL t32<>(SB), RODATA|NOPTR, $%d\n" % (4*n+8))
 def c(name): return "t32<>+%d(SB)" % off[name]
 
+def head(args):
+    """Loads the named arguments into registers; shift: an element count made a byte count."""
+    for name, reg, shift in args:
+        w("\tMOVQ %s(FP), %s" % (name, reg))
+        if shift:
+            w("\tSHLQ $2, %s" % reg)
+
+
+# The arguments (k, a, ars, acs, b, ldb, c, ldc) of the multi-row sgemm kernels.
+GEMM = [("k+0", "CX", 0), ("a+8", "SI", 0), ("ars+16", "R8", 1), ("acs+24", "R9", 1), ("b+32", "DI", 0),
+        ("ldb+40", "R10", 1), ("c+48", "DX", 0), ("ldc+56", "R11", 1)]
+
+
 # ---- sgemm 4x64
 w("// func sgemm4x64(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int)")
 w("TEXT ·sgemm4x64(SB), NOSPLIT, $0-72")
-w("""	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R8
-	SHLQ $2, R8
-	MOVQ acs+24(FP), R9
-	SHLQ $2, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $2, R10
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R11
-	SHLQ $2, R11
-	MOVQ acc+64(FP), BX
+head(GEMM)
+w("""	MOVQ acc+64(FP), BX
 	LEAQ (SI)(R8*1), R12
 	LEAQ (R12)(R8*1), R13
 	LEAQ (R13)(R8*1), R14""")
@@ -72,19 +74,8 @@ w("\tVZEROUPPER\n\tRET\n")
 # ---- sgemm 4x16 masked
 w("// func sgemm4x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64)")
 w("TEXT ·sgemm4x16(SB), NOSPLIT, $0-80")
-w("""	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R8
-	SHLQ $2, R8
-	MOVQ acs+24(FP), R9
-	SHLQ $2, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $2, R10
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R11
-	SHLQ $2, R11
-	MOVQ acc+64(FP), BX
+head(GEMM)
+w("""	MOVQ acc+64(FP), BX
 	MOVQ mask+72(FP), AX
 	KMOVW AX, K1
 	LEAQ (SI)(R8*1), R12
@@ -407,19 +398,8 @@ trfull:
 w("// func sgemm16x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask uint64)")
 w("// sgemm4x16 for 16 rows: sixteen independent accumulators instead of four.")
 w("TEXT ·sgemm16x16(SB), NOSPLIT, $0-80")
-w("""	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ ars+16(FP), R8
-	SHLQ $2, R8
-	MOVQ acs+24(FP), R9
-	SHLQ $2, R9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+40(FP), R10
-	SHLQ $2, R10
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R11
-	SHLQ $2, R11
-	MOVQ mask+72(FP), AX
+head(GEMM)
+w("""	MOVQ mask+72(FP), AX
 	KMOVW AX, K1
 	LEAQ (R8)(R8*2), R15
 	LEAQ (SI)(R8*4), R12
@@ -454,7 +434,7 @@ w("\tVZEROUPPER\n\tRET\n")
 
 import kernels32_gen_avx2  # noqa: E402 (the AVX2 kernels, same constants)
 
-kernels32_gen_avx2.emit(w, c)
+kernels32_gen_avx2.emit(w, c, head, GEMM)
 
 # Multi-line strings of kernels32_gen_avx2.emit carry its 4-space indentation: drop it.
 print("\n".join(l[4:] if l.startswith("    ") else l for l in "\n".join(out).split("\n")))

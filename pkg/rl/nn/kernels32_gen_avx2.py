@@ -1,23 +1,19 @@
 """AVX2/FMA (8-lane) float32 kernels for kernels32_amd64.s; called by kernels32_gen.py."""
 
 
-def emit(w, c):
-    """Appends the AVX2 kernels with w (one output line) and c (a constant's address)."""
+def emit(w, c, head, GEMM):
+    """Appends the AVX2 kernels with w (one output line), c (a constant's address),
+    head (argument loads) and GEMM (the multi-row kernels' arguments), all from kernels32_gen.py."""
     # ===================== AVX2 + FMA kernels (8 lanes) =====================
     w("// AVX2/FMA versions for CPUs without AVX-512: 8 lanes, column tails masked")
     w("// with VMASKMOVPS (mask: 8 int32 lanes, -1 to keep). Each entry is summed")
     w("// exactly as by the AVX-512 kernels (from zero, one fused multiply-add per")
     w("// l in order, then stored or added).\n")
 
-    def head(args):
-        for name,reg,shift in args:
-            w("\tMOVQ %s(FP), %s" % (name, reg))
-            if shift: w("\tSHLQ $2, %s" % reg)
-
     # 4x16 full
     w("// func a2gemm4x16(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int)")
     w("TEXT ·a2gemm4x16(SB), NOSPLIT, $0-72")
-    head([("k+0","CX",0),("a+8","SI",0),("ars+16","R8",1),("acs+24","R9",1),("b+32","DI",0),("ldb+40","R10",1),("c+48","DX",0),("ldc+56","R11",1),("acc+64","BX",0)])
+    head(GEMM + [("acc+64", "BX", 0)])
     w("""	LEAQ (SI)(R8*1), R12
     	LEAQ (R12)(R8*1), R13
     	LEAQ (R13)(R8*1), R14""")
@@ -53,7 +49,7 @@ def emit(w, c):
     # 8x8 masked
     w("// func a2gemm8x8(k int, a *float32, ars, acs int, b *float32, ldb int, c *float32, ldc int, acc int, mask *[8]int32)")
     w("TEXT ·a2gemm8x8(SB), NOSPLIT, $0-80")
-    head([("k+0","CX",0),("a+8","SI",0),("ars+16","R8",1),("acs+24","R9",1),("b+32","DI",0),("ldb+40","R10",1),("c+48","DX",0),("ldc+56","R11",1)])
+    head(GEMM)
     w("""	MOVQ mask+72(FP), AX
     	VMOVDQU (AX), Y15
     	LEAQ (R8)(R8*2), R15

@@ -1,9 +1,6 @@
 package nn
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // MLP32 is the single-precision training copy of an MLP: the weights, the
 // activations, the gradients (and, with Adam32, the optimiser state) are
@@ -286,21 +283,10 @@ func (a *Adam32) Step(params, grad []float32, scale float64) {
 	if len(params) != len(a.m) || len(grad) != len(a.m) {
 		panic("nn: Adam32.Step: length mismatch")
 	}
-	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
-	if b1 == 0 {
-		b1 = 0.9
-	}
-	if b2 == 0 {
-		b2 = 0.999
-	}
-	if eps == 0 {
-		eps = 1e-8
-	}
 	a.t++
-	bc1 := 1 - math.Pow(b1, float64(a.t))
-	bc2 := 1 - math.Pow(b2, float64(a.t))
+	b1, b2, eps, step, sq := adamCoefficients(a.LR, a.Beta1, a.Beta2, a.Eps, a.t)
 	k := [8]float32{float32(b1), float32(1 - b1), float32(b2), float32(1 - b2),
-		float32(a.LR / bc1), float32(1 / math.Sqrt(bc2)), float32(eps), float32(scale)}
+		float32(step), float32(1 / sq), float32(eps), float32(scale)}
 	adam32(params, grad, a.m, a.v, &k)
 }
 

@@ -219,14 +219,7 @@ func TestSurrogateGradient(t *testing.T) {
 				tr.pol.LogStd[i] += 0.2
 			}
 			m := 32
-			tr.clipRange = tr.cfg.ClipRange
-			d, ad := tr.obsDim, tr.actDim
-			for k := 0; k < m; k++ {
-				copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
-				copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
-				tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
-			}
-			tr.mbN = m
+			firstMinibatch(tr, m)
 			loss := func() float64 {
 				tr.actorJob()
 				tr.criticJob()
@@ -565,14 +558,7 @@ func TestFloat32Gradient(t *testing.T) {
 		}
 		tr.n32.reload(tr.pol)
 		m := 64
-		tr.clipRange = tr.cfg.ClipRange
-		d, ad := tr.obsDim, tr.actDim
-		for k := 0; k < m; k++ {
-			copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
-			copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
-			tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
-		}
-		tr.mbN = m
+		firstMinibatch(tr, m)
 		tr.actorJob()
 		tr.criticJob()
 		s32 := tr.aStats
@@ -618,4 +604,16 @@ func TestPrecisionOption(t *testing.T) {
 	if _, err := NewTrainer(Config{NSteps: 8}, lineMaker(false, 3), Options{Precision: "float16"}); err == nil || !strings.Contains(err.Error(), "float16") {
 		t.Fatalf("precision float16: error %v, want one naming it", err)
 	}
+}
+
+// firstMinibatch loads the first m rollout rows as the current minibatch, at the configured clip range.
+func firstMinibatch(tr *Trainer, m int) {
+	tr.clipRange = tr.cfg.ClipRange
+	d, ad := tr.obsDim, tr.actDim
+	for k := 0; k < m; k++ {
+		copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
+		copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
+		tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
+	}
+	tr.mbN = m
 }
