@@ -138,22 +138,20 @@ type Trainer struct {
 	retRMS                   *RunningMeanStd
 	retAcc                   []float64
 
-	rollA, rollC, termC *nn.Workspace
-	aws, cws            *nn.Workspace
+	actor, critic       trainNet // the networks as trained (see Options.Precision)
 	perm                []int
 	mbObs, mbAct        []float64
 	mbAdv, mbRet, mbOld []float64
 	dOut, dV            []float64
 	probs               []float64 // the categorical probabilities of one minibatch row (actorJob)
-	gActor, gCritic     []float64
 	gLogStd             []float64
-	adamA, adamC, adamL *nn.Adam
-	n32                 *nets32 // the float32 networks, or nil with Float64
+	adamL               *nn.Adam
 
 	// Per-minibatch results of the two jobs.
 	aStats    [4]float64 // policy loss, entropy, approx KL, clip fraction
 	vLoss     float64
 	clipRange float64
+	lr        float64 // the learning rate of the current update
 	mbN       int
 
 	// The second worker runs jobs in the order sent and answers every jobSync on done.
@@ -237,11 +235,8 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	if cfg.NormalizeReward {
 		t.retRMS = NewRunningMeanStd(1)
 	}
-	t.rollA = pol.Actor.NewWorkspace(n)
-	t.rollC = pol.Critic.NewWorkspace(n)
-	t.termC = pol.Critic.NewWorkspace(1)
-	t.aws = pol.Actor.NewWorkspace(B)
-	t.cws = pol.Critic.NewWorkspace(B)
+	t.actor = newTrainNet(prec, pol.Actor, cfg, n, B)
+	t.critic = newTrainNet(prec, pol.Critic, cfg, n, B)
 	t.perm = make([]int, T)
 	t.mbObs = make([]float64, B*t.obsDim)
 	t.mbAct = make([]float64, B*t.actDim)
@@ -251,15 +246,8 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	t.dOut = make([]float64, B*t.outDim)
 	t.dV = make([]float64, B)
 	t.probs = make([]float64, t.outDim)
-	t.gActor = make([]float64, len(pol.Actor.Params))
-	t.gCritic = make([]float64, len(pol.Critic.Params))
 	t.gLogStd = make([]float64, len(pol.LogStd))
-	t.adamA = nn.NewAdam(len(t.gActor), cfg.LearningRate, cfg.AdamEps)
-	t.adamC = nn.NewAdam(len(t.gCritic), cfg.LearningRate, cfg.AdamEps)
 	t.adamL = nn.NewAdam(len(t.gLogStd), cfg.LearningRate, cfg.AdamEps)
-	if prec == Float32 {
-		t.n32 = newNets32(pol, cfg, n, B)
-	}
 	return t, nil
 }
 
@@ -389,12 +377,7 @@ func (t *Trainer) collect() {
 	chunk := max(1, 64/n) // steps per value job
 	sent := 0             // steps handed to the value job so far
 	for step := 0; step < t.cfg.NSteps; step++ {
-		var out []float64
-		if t.n32 != nil {
-			out = t.n32.actor.Forward(t.n32.rollA, t.normObs, n)
-		} else {
-			out = p.Actor.Forward(t.rollA, t.normObs, n)
-		}
+		out := t.actor.forward(wsRollout, t.normObs, n)
 		base := step * n
 		copy(t.bufObs[base*d:(base+n)*d], t.normObs)
 		for i, e := range t.envs {
@@ -482,12 +465,7 @@ func (t *Trainer) collect() {
 	} else {
 		t.rolloutValues(0, t.cfg.NSteps)
 	}
-	var last []float64
-	if t.n32 != nil {
-		last = t.n32.critic.Forward(t.n32.rollC, t.normObs, n)
-	} else {
-		last = p.Critic.Forward(t.rollC, t.normObs, n)
-	}
+	last := t.critic.forward(wsRollout, t.normObs, n)
 	computeGAE(t.bufAdv, t.bufRet, t.bufRew, t.bufVal, t.bufStart, last, t.epStart, n, gamma, t.cfg.GAELambda)
 }
 
@@ -496,19 +474,11 @@ func (t *Trainer) collect() {
 // It only reads rows that collect has finished writing and the critic, which
 // does not change during a rollout.
 func (t *Trainer) rolloutValues(lo, hi int) {
-	if t.n32 != nil {
-		t.rolloutValues32(lo, hi)
-		return
-	}
 	n, d := t.cfg.NEnvs, t.obsDim
-	c := t.pol.Critic
-	for s := lo; s < hi; s++ {
-		base := s * n
-		copy(t.bufVal[base:base+n], c.Forward(t.rollC, t.bufObs[base*d:(base+n)*d], n))
-		for row := base; row < base+n; row++ {
-			if t.bufBoot[row] {
-				t.bufRew[row] += t.cfg.Gamma * c.Forward(t.termC, t.bufTerm[row*d:(row+1)*d], 1)[0]
-			}
+	t.critic.values(t.bufVal[lo*n:hi*n], t.bufObs[lo*n*d:hi*n*d], n)
+	for row := lo * n; row < hi*n; row++ {
+		if t.bufBoot[row] {
+			t.bufRew[row] += t.cfg.Gamma * t.critic.forward(wsTerminal, t.bufTerm[row*d:(row+1)*d], 1)[0]
 		}
 	}
 }
@@ -570,10 +540,8 @@ func (t *Trainer) update(total int) CurvePoint {
 	if cfg.LinearClip {
 		t.clipRange *= progress
 	}
-	t.adamA.LR, t.adamC.LR, t.adamL.LR = lr, lr, lr
-	if t.n32 != nil {
-		t.n32.adamA.LR, t.n32.adamC.LR = lr, lr
-	}
+	t.adamL.LR = lr
+	t.lr = lr
 	T := len(t.perm)
 	B := min(cfg.BatchSize, T)
 	var sums [5]float64
@@ -608,26 +576,18 @@ func (t *Trainer) update(total int) CurvePoint {
 				t.criticJob()
 			}
 			// Global gradient-norm clipping, as nn.ClipGradNorm (the same
-			// sum and scale factor).
-			var norm float64
-			if t.n32 != nil {
-				norm = t.gradNorm32()
-			} else {
-				norm = nn.ClipGradNorm(0, t.gActor, t.gLogStd, t.gCritic)
+			// sum, actor then log-std then critic, and scale factor).
+			ss := t.actor.sumSquares(0)
+			for _, v := range t.gLogStd {
+				ss += v * v
 			}
+			norm := math.Sqrt(t.critic.sumSquares(ss))
 			scale = 1.0
 			if c := cfg.MaxGradNorm / (norm + 1e-6); cfg.MaxGradNorm > 0 && c < 1 {
 				scale = c
-				if t.n32 == nil {
-					scaleGrad(t.gActor, c)
-				}
 				scaleGrad(t.gLogStd, c)
 			}
-			if t.n32 != nil {
-				t.n32.adamA.Step(t.n32.actor.Params, t.n32.gActor, scale)
-			} else {
-				t.adamA.Step(t.pol.Actor.Params, t.gActor)
-			}
+			t.actor.step(lr, scale)
 			if len(t.gLogStd) > 0 {
 				t.adamL.Step(t.pol.LogStd, t.gLogStd)
 			}
@@ -646,9 +606,8 @@ func (t *Trainer) update(total int) CurvePoint {
 	if pending { // the worker is idle
 		t.stepCritic(scale)
 	}
-	if t.n32 != nil {
-		t.n32.sync(t.pol)
-	}
+	t.actor.sync()
+	t.critic.sync()
 	f := 1 / float64(nmb)
 	return CurvePoint{Steps: t.steps, Episodes: t.episodes,
 		MeanTrueReturn: mean(t.recentTrue), MeanLearnedReturn: mean(t.recentLearned),
@@ -666,14 +625,7 @@ func scaleGrad(g []float64, c float64) {
 // stepCritic scales the critic's gradient by the clipping factor scale
 // (1: unclipped) and takes its Adam step.
 func (t *Trainer) stepCritic(scale float64) {
-	if t.n32 != nil {
-		t.n32.adamC.Step(t.n32.critic.Params, t.n32.gCritic, scale)
-		return
-	}
-	if scale != 1 {
-		scaleGrad(t.gCritic, scale)
-	}
-	t.adamC.Step(t.pol.Critic.Params, t.gCritic)
+	t.critic.step(t.lr, scale)
 }
 
 // actorJob computes the policy and entropy losses of the current minibatch
@@ -693,14 +645,8 @@ func (t *Trainer) actorJob() {
 			adv[k] = (adv[k] - mu) / (sd + 1e-8)
 		}
 	}
-	var out []float64
-	if t.n32 != nil {
-		out = t.n32.actor.Forward(t.n32.aws, t.mbObs, m)
-		clear(t.n32.gActor)
-	} else {
-		out = p.Actor.Forward(t.aws, t.mbObs, m)
-		clear(t.gActor)
-	}
+	out := t.actor.forward(wsMinibatch, t.mbObs, m)
+	t.actor.clearGrad()
 	dOut := t.dOut[:m*od]
 	clear(dOut)
 	clear(t.gLogStd)
@@ -747,26 +693,15 @@ func (t *Trainer) actorJob() {
 			t.gLogStd[j] -= entC // ∂(-entC·H)/∂logσ_j
 		}
 	}
-	if t.n32 != nil {
-		t.n32.actor.Backward(t.n32.aws, dOut, t.n32.gActor)
-	} else {
-		p.Actor.Backward(t.aws, dOut, t.gActor, nil)
-	}
+	t.actor.backward(dOut)
 	t.aStats = [4]float64{pl * inv, ent * inv, kl * inv, cf * inv}
 }
 
 // criticJob computes the value loss of the current minibatch and its gradient in gCritic.
 func (t *Trainer) criticJob() {
 	m := t.mbN
-	p := t.pol
-	var v []float64
-	if t.n32 != nil {
-		v = t.n32.critic.Forward(t.n32.cws, t.mbObs, m)
-		clear(t.n32.gCritic)
-	} else {
-		v = p.Critic.Forward(t.cws, t.mbObs, m)
-		clear(t.gCritic)
-	}
+	v := t.critic.forward(wsMinibatch, t.mbObs, m)
+	t.critic.clearGrad()
 	inv := 1 / float64(m)
 	loss := 0.0
 	for k := 0; k < m; k++ {
@@ -774,11 +709,7 @@ func (t *Trainer) criticJob() {
 		loss += e * e
 		t.dV[k] = t.cfg.VFCoef * 2 * e * inv
 	}
-	if t.n32 != nil {
-		t.n32.critic.Backward(t.n32.cws, t.dV[:m], t.n32.gCritic)
-	} else {
-		p.Critic.Backward(t.cws, t.dV[:m], t.gCritic, nil)
-	}
+	t.critic.backward(t.dV[:m])
 	t.vLoss = loss * inv
 }
 

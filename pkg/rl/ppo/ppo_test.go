@@ -226,8 +226,8 @@ func TestSurrogateGradient(t *testing.T) {
 				return tr.aStats[0] - tr.cfg.EntCoef*tr.aStats[1] + tr.cfg.VFCoef*tr.vLoss
 			}
 			loss()
-			ga := append([]float64(nil), tr.gActor...)
-			gc := append([]float64(nil), tr.gCritic...)
+			ga := append([]float64(nil), tr.actor.(*net64).g...)
+			gc := append([]float64(nil), tr.critic.(*net64).g...)
 			gl := append([]float64(nil), tr.gLogStd...)
 			clipped := tr.aStats[3]
 			if clipped == 0 || clipped == 1 {
@@ -301,9 +301,7 @@ func TestTruncationBootstrap(t *testing.T) {
 		// Give the critic a nonzero output everywhere.
 		_, b := tr.pol.Critic.Layer(tr.pol.Critic.Params, 1)
 		b[0] = 5
-		if tr.n32 != nil {
-			tr.n32.reload(tr.pol)
-		}
+		tr.critic.load()
 		tr.resetAll()
 		tr.collect()
 		for s := 0; s < 8; s++ {
@@ -556,24 +554,24 @@ func TestFloat32Gradient(t *testing.T) {
 		for i := range tr.pol.Actor.Params {
 			tr.pol.Actor.Params[i] = float64(float32(tr.pol.Actor.Params[i] + 0.05*r.NormFloat64()))
 		}
-		tr.n32.reload(tr.pol)
+		tr.actor.load()
 		m := 64
 		firstMinibatch(tr, m)
 		tr.actorJob()
 		tr.criticJob()
 		s32 := tr.aStats
-		ga32 := asFloat64Grad(tr.pol.Actor, tr.n32.gActor)
-		gc32 := asFloat64Grad(tr.pol.Critic, tr.n32.gCritic)
+		ga32 := asFloat64Grad(tr.pol.Actor, tr.actor.(*net32).g)
+		gc32 := asFloat64Grad(tr.pol.Critic, tr.critic.(*net32).g)
 		gl32 := append([]float64(nil), tr.gLogStd...)
-		n32 := tr.n32
-		tr.n32 = nil // the float64 path on the same parameters
+		// The float64 networks on the same (float32-valued) parameters.
+		tr.actor = newNet64(tr.pol.Actor, tr.cfg, tr.cfg.NEnvs, tr.cfg.BatchSize)
+		tr.critic = newNet64(tr.pol.Critic, tr.cfg, tr.cfg.NEnvs, tr.cfg.BatchSize)
 		copy(tr.mbAdv, tr.bufAdv[:m])
 		tr.actorJob()
 		tr.criticJob()
-		tr.n32 = n32
 		approx.Slices(t, "loss statistics", s32[:], tr.aStats[:], 1e-5, 1e-4)
-		approx.Slices(t, "actor gradient", ga32, tr.gActor, 2e-5, 1e-3)
-		approx.Slices(t, "critic gradient", gc32, tr.gCritic, 2e-5, 1e-3)
+		approx.Slices(t, "actor gradient", ga32, tr.actor.(*net64).g, 2e-5, 1e-3)
+		approx.Slices(t, "critic gradient", gc32, tr.critic.(*net64).g, 2e-5, 1e-3)
 		approx.Slices(t, "log-std gradient", gl32, tr.gLogStd, 2e-5, 1e-3)
 	}
 }
@@ -597,8 +595,9 @@ func TestPrecisionOption(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (tr.n32 != nil) != c.want32 {
-			t.Fatalf("precision %q: float32 networks %v, want %v", c.prec, tr.n32 != nil, c.want32)
+		_, is32 := tr.actor.(*net32)
+		if _, c32 := tr.critic.(*net32); is32 != c.want32 || c32 != c.want32 {
+			t.Fatalf("precision %q: float32 actor %v and critic %v, want %v", c.prec, is32, c32, c.want32)
 		}
 	}
 	if _, err := NewTrainer(Config{NSteps: 8}, lineMaker(false, 3), Options{Precision: "float16"}); err == nil || !strings.Contains(err.Error(), "float16") {
