@@ -36,9 +36,10 @@ func kernLevels() []int {
 	return l
 }
 
-// TestSgemmMatchesReference checks sgemm (assembly when the CPU has AVX-512,
-// and the Go transcription) against a float64 triple loop, for every layout
-// MLP32 uses and ragged edges, storing and accumulating.
+// TestSgemmMatchesReference checks sgemm at every kernel level this CPU runs
+// (AVX-512, AVX2, the Go transcription) against a float64 triple loop and
+// against the Go transcription, for every layout MLP32 uses and ragged
+// edges, storing and accumulating.
 func TestSgemmMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 11))
 	for _, avx := range kernLevels() {
@@ -68,10 +69,17 @@ func TestSgemmMatchesReference(t *testing.T) {
 							}
 						}
 					}
+					goC := append([]float32(nil), c...)
+					sgemmGo(m, n, k, a, ars, acs, b, n, goC, n, acc)
 					withKern(avx, func() { sgemm(m, n, k, a, ars, acs, b, n, c, n, acc) })
 					for i, v := range c {
-						if d := math.Abs(float64(v) - want[i]); d > 1e-6*(scale[i]+1e-30)*float64(k+2) {
+						tol := 1e-6 * (scale[i] + 1e-30) * float64(k+2)
+						if d := math.Abs(float64(v) - want[i]); d > tol {
 							t.Fatalf("level %d %v trans=%v acc=%v: entry %d = %g, want %g", avx, sh, trans, acc, i, v, want[i])
+						}
+						// The kernel against its Go transcription (they differ by the fused rounding only).
+						if d := math.Abs(float64(v) - float64(goC[i])); d > tol {
+							t.Fatalf("level %d %v trans=%v acc=%v: entry %d = %g, Go transcription %g", avx, sh, trans, acc, i, v, goC[i])
 						}
 					}
 				}
