@@ -19,7 +19,7 @@
 //
 // MLP32 and Adam32 are the single-precision training copies PPO uses by
 // default (weights, activations, gradients and Adam moments in float32, with
-// AVX-512 kernels in kernels32_amd64.s: twice the lanes per instruction, a
+// AVX-512 or AVX2 kernels in kernels32_amd64.s: twice the lanes per instruction, a
 // fused bias+tanh, no per-forward transpose); see MLP32.
 //
 // It deliberately supports only dense layers with elementwise activations; it
