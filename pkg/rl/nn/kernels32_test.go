@@ -302,9 +302,13 @@ func TestAdam32MatchesAdam(t *testing.T) {
 func TestMLP32MatchesMLP(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, avx := range kernLevels() {
-		for _, sh := range [][]int{{4, 64, 64, 2}, {3, 64, 64, 1}, {8, 64, 64, 2}, {6, 64, 64, 3}, {5, 7, 3}} {
+		for _, sh := range [][]int{{4, 64, 64, 2}, {3, 64, 64, 1}, {8, 64, 64, 2}, {6, 64, 64, 3}, {5, 7, 3}, {4, 32, 32, 2}} {
 			for _, n := range []int{1, 3, 64, 70} {
-				m := NewMLP(sh, Tanh, Identity)
+				hidden := Tanh
+				if sh[1] == 32 { // a ReLU network too (Config.Activation "relu")
+					hidden = ReLU
+				}
+				m := NewMLP(sh, hidden, Identity)
 				m.InitOrthogonal(rng, math.Sqrt2, 0.5)
 				for i := range m.Params {
 					m.Params[i] += 0.1 * rng.NormFloat64() // nonzero biases

@@ -35,7 +35,7 @@ type MLP32 struct {
 	offsets []int
 }
 
-// NewMLP32 returns a zero MLP32 with the shape of m.
+// NewMLP32 returns an MLP32 with the given widths and per-layer activations; all parameters are zero.
 func NewMLP32(sizes []int, acts []Activation) (*MLP32, error) {
 	if len(sizes) < 2 || len(acts) != len(sizes)-1 {
 		return nil, fmt.Errorf("nn: %d sizes and %d activations, need ≥ 2 sizes and one activation per layer", len(sizes), len(acts))
