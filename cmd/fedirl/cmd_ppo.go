@@ -43,6 +43,7 @@ type ppoTrainFlags struct {
 	evalEpisodes int
 	workers      int
 	window       int
+	precision    string
 }
 
 // register adds the shared flags to cmd; jobsName is the name of the flag for
@@ -58,6 +59,7 @@ func (f *ppoTrainFlags) register(cmd *cobra.Command, jobsName string) {
 	cmd.Flags().IntVar(&f.workers, jobsName, 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
 	deprecatedAlias(cmd, "workers", jobsName)
 	cmd.Flags().IntVar(&f.window, "window", 100, "episodes in the running mean of training returns")
+	cmd.Flags().StringVar(&f.precision, "precision", "", "floating-point type of the networks during training: float32 or float64 (default: float32; float64 with use_sde, which float32 does not implement)")
 }
 
 // check refuses explicit values the trainer would replace or cannot use.
@@ -79,11 +81,18 @@ func (f *ppoTrainFlags) check(cmd *cobra.Command, jobsName string) error {
 	case f.client < -1:
 		return fmt.Errorf("--client %d: want a client index ≥ 0, or -1 for the default environment", f.client)
 	}
+	if flagChanged(cmd, "precision") && f.precision == "" {
+		return fmt.Errorf(`--precision "": want float32 or float64 (leave --precision out for the default)`)
+	}
+	if _, err := ppo.ParsePrecision(f.precision); err != nil {
+		return fmt.Errorf("--precision: %w", err)
+	}
 	return checkJobs(jobsName, f.workers)
 }
 
-// resolve returns the PPO configuration for env: preset, then config file, then --steps.
-func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
+// resolve returns the PPO configuration for env (preset, then config file,
+// then --steps), the preset's name and the networks' precision (see prec).
+func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, ppo.Precision, error) {
 	name := f.preset
 	if name == "" {
 		name = "sb3"
@@ -95,7 +104,7 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 	}
 	cfg, err := ppo.Preset(name)
 	if err != nil {
-		return cfg, name, err
+		return cfg, name, "", err
 	}
 	if name == "paper" {
 		if s, ok := ppo.PaperExpertSteps[env]; ok {
@@ -105,10 +114,10 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 	if f.config != "" {
 		b, err := os.ReadFile(f.config)
 		if err != nil {
-			return cfg, name, fmt.Errorf("reading --config: %w", err)
+			return cfg, name, "", fmt.Errorf("reading --config: %w", err)
 		}
 		if cfg, err = ppo.ApplyConfig(cfg, b, env); err != nil {
-			return cfg, name, fmt.Errorf("--config %s: %w", f.config, err)
+			return cfg, name, "", fmt.Errorf("--config %s: %w", f.config, err)
 		}
 	}
 	if f.steps > 0 {
@@ -116,9 +125,38 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, error) {
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return cfg, name, fmt.Errorf("config for %s: %w", env, err)
+		return cfg, name, "", fmt.Errorf("config for %s: %w", env, err)
 	}
-	return cfg, name, nil
+	prec, err := f.prec(cfg, name)
+	if err != nil {
+		return cfg, name, "", err
+	}
+	return cfg, name, prec, nil
+}
+
+// prec returns the networks' precision for cfg (from preset name): --precision,
+// or without it PPO's default (float32), except that gSDE (use_sde) trains
+// float64 networks only, so with it the default is float64 and an explicit
+// --precision float32 is refused.
+func (f *ppoTrainFlags) prec(cfg ppo.Config, preset string) (ppo.Precision, error) {
+	p, err := ppo.ParsePrecision(f.precision)
+	if err != nil {
+		return "", fmt.Errorf("--precision: %w", err)
+	}
+	if !cfg.UseSDE {
+		return p, nil
+	}
+	if f.precision == "" {
+		return ppo.Float64, nil
+	}
+	if p == ppo.Float32 {
+		src := "preset " + preset
+		if f.config != "" {
+			src = "--config " + f.config
+		}
+		return "", fmt.Errorf("--precision float32 with use_sde (from %s): gSDE trains float64 networks only; use --precision float64 or leave --precision out", src)
+	}
+	return p, nil
 }
 
 func newPPOTrainCmd() *cobra.Command {
@@ -136,12 +174,12 @@ func newPPOTrainCmd() *cobra.Command {
 			if err := checkEnvClient(env, f.client); err != nil {
 				return err
 			}
-			cfg, preset, err := f.resolve(env)
+			cfg, preset, prec, err := f.resolve(env)
 			if err != nil {
 				return err
 			}
 			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
-				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window}
+				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: prec}
 			bar := progress.New(cfg.TotalSteps, "ppo "+env)
 			start := time.Now()
 			tr, err := ppostudy.Train(cmd.Context(), rc, f.workers, bar)
@@ -268,7 +306,7 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 				if err := checkEnvClient(env, f.client); err != nil {
 					return err
 				}
-				cfg, preset, err := f.resolve(env)
+				cfg, preset, prec, err := f.resolve(env)
 				if err != nil {
 					return err
 				}
@@ -277,7 +315,7 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 				}
 				for s := range uint64(seeds) {
 					runs = append(runs, ppostudy.RunConfig{Env: env, Client: f.client, Seed: firstSeed + s, Preset: preset, PPO: cfg,
-						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window})
+						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: prec})
 				}
 			}
 			md, err := ppostudy.Run(cmd.Context(), runs, names, ppostudy.Options{Out: out, Jobs: jobs, Workers: f.workers, Log: os.Stderr})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +77,53 @@ func TestPPOBadInput(t *testing.T) {
 		if err := rootCmd.Execute(); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+// TestPPOTrainSDEPrecision checks --precision with a gSDE (use_sde) config:
+// gSDE trains float64 networks, so leaving --precision out trains (and
+// records) float64, byte for byte as --precision float64 does, and an
+// explicit --precision float32 is refused naming both.
+func TestPPOTrainSDEPrecision(t *testing.T) {
+	dir := t.TempDir()
+	sde := filepath.Join(dir, "sde.yaml")
+	if err := os.WriteFile(sde, []byte("use_sde: true\nsde_sample_freq: 4\nn_steps: 256\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	train := func(out string, extra ...string) error {
+		cmd := newPPOTrainCmd()
+		cmd.SetArgs(append([]string{"--env", "Pendulum-v1", "--config", sde, "--steps", "1024", "--seed", "2",
+			"--eval-every", "0", "--out", out}, extra...))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		return cmd.Execute()
+	}
+	a, b := filepath.Join(dir, "default"), filepath.Join(dir, "float64")
+	if err := train(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := train(b, "--precision", "float64"); err != nil {
+		t.Fatal(err)
+	}
+	var rc struct {
+		Precision string `json:"precision"`
+	}
+	cj, err := os.ReadFile(filepath.Join(a, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(cj, &rc); err != nil || rc.Precision != "float64" {
+		t.Errorf("use_sde without --precision recorded precision %q (%v), want float64", rc.Precision, err)
+	}
+	for _, f := range []string{"config.json", "policy.json", "curve.json"} {
+		x, errX := os.ReadFile(filepath.Join(a, f))
+		y, errY := os.ReadFile(filepath.Join(b, f))
+		if errX != nil || errY != nil || !bytes.Equal(x, y) {
+			t.Errorf("%s: use_sde without --precision differs from --precision float64 (%v, %v)", f, errX, errY)
+		}
+	}
+	err = train(filepath.Join(dir, "float32"), "--precision", "float32")
+	if err == nil || !strings.Contains(err.Error(), "--precision float32") || !strings.Contains(err.Error(), "use_sde") {
+		t.Errorf("use_sde with --precision float32: error %v, want one naming --precision float32 and use_sde", err)
 	}
 }

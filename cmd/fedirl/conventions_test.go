@@ -88,6 +88,8 @@ func TestExplicitValuesHonouredOrRefused(t *testing.T) {
 		{"ppo train jobs", newPPOTrainCmd, []string{"--jobs", "0"}, "--jobs 0"},
 		{"ppo train client", newPPOTrainCmd, []string{"--client", "99", "--steps", "10"}, "--client 99"},
 		{"ppo train env", newPPOTrainCmd, []string{"--env", "Nope-v0", "--client", "2", "--steps", "10"}, "--env \"Nope-v0\""},
+		{"ppo train precision", newPPOTrainCmd, []string{"--precision", "float16"}, "--precision"},
+		{"ppo train empty precision", newPPOTrainCmd, []string{"--precision", ""}, "--precision \"\""},
 		{"ppo study jobs", newPPOStudyCmd, []string{"--jobs", "-1", "--out", dir}, "--jobs -1"},
 		{"ppo study update-jobs", newPPOStudyCmd, []string{"--update-jobs", "0", "--out", dir}, "--update-jobs 0"},
 		{"ppo eval client", newPPOEvalCmd, []string{"--policy", "p.json", "--client", "-2"}, "--client -2"},

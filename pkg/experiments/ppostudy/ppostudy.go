@@ -54,6 +54,8 @@ type RunConfig struct {
 	EvalEvery    int        `json:"eval_every"`
 	EvalEpisodes int        `json:"eval_episodes"`
 	Window       int        `json:"window"`
+	// Precision is the networks' floating-point type during training (ppo.Options.Precision).
+	Precision ppo.Precision `json:"precision,omitempty"`
 }
 
 // ppoRun trains one policy and returns the trainer; bar (may be nil) counts steps.
@@ -61,7 +63,8 @@ func Train(ctx context.Context, rc RunConfig, workers int, bar *progress.Bar) (*
 	last := 0
 	tr, err := ppo.NewTrainer(rc.PPO, EnvMaker(rc.Env, rc.Client, rc.Seed), ppo.Options{
 		Seed: rc.Seed, Window: rc.Window, EvalEvery: rc.EvalEvery, EvalEpisodes: rc.EvalEpisodes, Workers: workers,
-		OnUpdate: func(p ppo.CurvePoint) { bar.Add(p.Steps - last); last = p.Steps },
+		Precision: rc.Precision,
+		OnUpdate:  func(p ppo.CurvePoint) { bar.Add(p.Steps - last); last = p.Steps },
 	})
 	if err != nil {
 		return nil, err

@@ -44,21 +44,8 @@ func (a *Adam) Step(params, grad []float64) {
 	if len(params) != len(a.m) || len(grad) != len(a.m) {
 		panic("nn: Adam.Step: length mismatch")
 	}
-	lr, b1, b2, eps := a.LR, a.Beta1, a.Beta2, a.Eps
-	if b1 == 0 {
-		b1 = 0.9
-	}
-	if b2 == 0 {
-		b2 = 0.999
-	}
-	if eps == 0 {
-		eps = 1e-8
-	}
 	a.t++
-	bc1 := 1 - math.Pow(b1, float64(a.t))
-	bc2 := 1 - math.Pow(b2, float64(a.t))
-	step := lr / bc1
-	sq := math.Sqrt(bc2)
+	b1, b2, eps, step, sq := adamCoefficients(a.LR, a.Beta1, a.Beta2, a.Eps, a.t)
 	m, v := a.m, a.v
 	i0 := 0
 	if useFMA {
@@ -76,6 +63,25 @@ func (a *Adam) Step(params, grad []float64) {
 		v[i] = float64(b2*v[i]) + float64((1-b2)*g*g)
 		params[i] -= step * m[i] / (math.Sqrt(v[i])/sq + eps)
 	}
+}
+
+// adamCoefficients returns β1, β2 and ε (zero meaning 0.9, 0.999 and 1e-8)
+// and, for update number t ≥ 1, torch's step size lr/(1−β1^t) and the root
+// √(1−β2^t) of the second moment's bias correction.
+func adamCoefficients(lr, beta1, beta2, eps float64, t int) (b1, b2, e, step, sq float64) {
+	b1, b2, e = beta1, beta2, eps
+	if b1 == 0 {
+		b1 = 0.9
+	}
+	if b2 == 0 {
+		b2 = 0.999
+	}
+	if e == 0 {
+		e = 1e-8
+	}
+	bc1 := 1 - math.Pow(b1, float64(t))
+	bc2 := 1 - math.Pow(b2, float64(t))
+	return b1, b2, e, lr / bc1, math.Sqrt(bc2)
 }
 
 // ClipGradNorm scales the concatenation of grads so that its Euclidean norm is

@@ -17,6 +17,11 @@
 // replace gonum's) perform the same IEEE operations in the same order as the
 // code they replace, so AVX-512 or not changes no bit.
 //
+// MLP32 and Adam32 are the single-precision training copies PPO uses by
+// default (weights, activations, gradients and Adam moments in float32, with
+// AVX-512 or AVX2 kernels in kernels32_amd64.s: twice the lanes per instruction, a
+// fused bias+tanh, no per-forward transpose); see MLP32.
+//
 // It deliberately supports only dense layers with elementwise activations; it
 // has no convolutions, no automatic differentiation and no GPU support.
 package nn

@@ -53,23 +53,39 @@ func logSumExp(x []float64) float64 {
 // catLogProbEntropyGrad computes, for logits x and action k, log p_k and the
 // entropy H, and adds cLogp·∂log p_k/∂x + cEnt·∂H/∂x to dx.
 func catLogProbEntropyGrad(x []float64, k int, cLogp, cEnt float64, dx []float64) (logp, ent float64) {
-	lse := logSumExp(x)
-	for _, v := range x {
-		lp := v - lse
-		ent -= math.Exp(lp) * lp
-	}
+	p := make([]float64, len(x))
+	lse, logp, ent := catProbs(x, k, p)
+	catGrad(x, k, lse, ent, p, cLogp, cEnt, dx)
+	return logp, ent
+}
+
+// catProbs sets p[j] to the probability exp(x_j − lse) of each logit and
+// returns lse = log Σ exp(x_j), log p_k and the entropy, each computed
+// exactly as catLogProbEntropy computes it.
+func catProbs(x []float64, k int, p []float64) (lse, logp, ent float64) {
+	lse = logSumExp(x)
 	for j, v := range x {
 		lp := v - lse
-		p := math.Exp(lp)
-		g := -cLogp * p
+		pj := math.Exp(lp)
+		p[j] = pj
+		ent -= pj * lp
+	}
+	return lse, x[k] - lse, ent
+}
+
+// catGrad adds cLogp·∂log p_k/∂x + cEnt·∂H/∂x to dx, from catProbs' lse,
+// entropy and probabilities (no exponential is recomputed).
+func catGrad(x []float64, k int, lse, ent float64, p []float64, cLogp, cEnt float64, dx []float64) {
+	for j, v := range x {
+		lp := v - lse
+		g := -cLogp * p[j]
 		if j == k {
 			g += cLogp
 		}
 		// ∂H/∂x_j = -p_j (log p_j + H)
-		g -= cEnt * p * (lp + ent)
+		g -= cEnt * p[j] * (lp + ent)
 		dx[j] += g
 	}
-	return x[k] - lse, ent
 }
 
 // catLogProbEntropy returns log p_k and the entropy of the categorical distribution with logits x.

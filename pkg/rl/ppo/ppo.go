@@ -12,7 +12,17 @@
 // GOMAXPROCS is: every random draw comes from its own seeded PCG stream and
 // the two update goroutines (actor and critic) never share a reduction.
 //
-// It deliberately implements neither gSDE, recurrent policies, image
+// The networks train in float32 by default (Options.Precision; float64 stays
+// selectable): weights, activations, gradients and Adam state are float32,
+// while returns, advantages, losses, log standard deviations and the
+// normalisation statistics stay float64. The Policy's float64 networks
+// receive the float32 parameters after every update, so checkpoints and
+// evaluation are unchanged in form.
+//
+// gSDE (Config.UseSDE, generalized state-dependent exploration as
+// stable-baselines3 does it) trains in float64: see Options.Precision.
+//
+// It deliberately implements neither recurrent policies, image
 // observations nor a target KL early stop; the networks (package rl/nn) are
 // hand-written for speed on tiny MLPs.
 package ppo
@@ -67,6 +77,12 @@ type Options struct {
 	Workers int
 	// OnUpdate, when not nil, is called after each rollout and update with the new curve point.
 	OnUpdate func(CurvePoint)
+	// Precision is the networks' floating-point type during training,
+	// "float32" or "float64" ["": float32, or float64 with Config.UseSDE;
+	// see Precision]. Results are deterministic for either; the two differ
+	// by rounding. gSDE is implemented for float64 networks only: an
+	// explicit "float32" with Config.UseSDE is refused.
+	Precision Precision
 }
 
 // CurvePoint is one row of the learning curve, logged after each rollout and update.
@@ -127,15 +143,14 @@ type Trainer struct {
 	retRMS                   *RunningMeanStd
 	retAcc                   []float64
 
-	rollA, rollC, termC *nn.Workspace
-	aws, cws            *nn.Workspace
+	actor, critic       trainNet // the networks as trained (see Options.Precision)
 	perm                []int
 	mbObs, mbAct        []float64
 	mbAdv, mbRet, mbOld []float64
 	dOut, dV            []float64
-	gActor, gCritic     []float64
+	probs               []float64 // the categorical probabilities of one minibatch row (actorJob)
 	gLogStd             []float64
-	adamA, adamC, adamL *nn.Adam
+	adamL               *nn.Adam
 
 	// gSDE (Config.UseSDE): the exploration matrices of the environment
 	// copies (NEnvs × latent × action) and per-row scratch.
@@ -147,6 +162,7 @@ type Trainer struct {
 	aStats    [4]float64 // policy loss, entropy, approx KL, clip fraction
 	vLoss     float64
 	clipRange float64
+	lr        float64 // the learning rate of the current update
 	mbN       int
 
 	// The second worker runs jobs in the order sent and answers every jobSync on done.
@@ -178,6 +194,11 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 1
 	}
+	prec, err := sdePrecision(opts.Precision, cfg.UseSDE)
+	if err != nil {
+		return nil, fmt.Errorf("ppo options: %w", err)
+	}
+	opts.Precision = prec
 	t := &Trainer{cfg: cfg, opts: opts, maker: makeEnv}
 	for i := 0; i < cfg.NEnvs; i++ {
 		e, err := makeEnv(i)
@@ -225,11 +246,8 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	if cfg.NormalizeReward {
 		t.retRMS = NewRunningMeanStd(1)
 	}
-	t.rollA = pol.Actor.NewWorkspace(n)
-	t.rollC = pol.Critic.NewWorkspace(n)
-	t.termC = pol.Critic.NewWorkspace(1)
-	t.aws = pol.Actor.NewWorkspace(B)
-	t.cws = pol.Critic.NewWorkspace(B)
+	t.actor = newTrainNet(prec, pol.Actor, cfg, n, B)
+	t.critic = newTrainNet(prec, pol.Critic, cfg, n, B)
 	t.perm = make([]int, T)
 	t.mbObs = make([]float64, B*t.obsDim)
 	t.mbAct = make([]float64, B*t.actDim)
@@ -238,11 +256,8 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	t.mbOld = make([]float64, B)
 	t.dOut = make([]float64, B*t.outDim)
 	t.dV = make([]float64, B)
-	t.gActor = make([]float64, len(pol.Actor.Params))
-	t.gCritic = make([]float64, len(pol.Critic.Params))
+	t.probs = make([]float64, t.outDim)
 	t.gLogStd = make([]float64, len(pol.LogStd))
-	t.adamA = nn.NewAdam(len(t.gActor), cfg.LearningRate, cfg.AdamEps)
-	t.adamC = nn.NewAdam(len(t.gCritic), cfg.LearningRate, cfg.AdamEps)
 	t.adamL = nn.NewAdam(len(t.gLogStd), cfg.LearningRate, cfg.AdamEps)
 	if pol.SDE {
 		t.latent = pol.Actor.Sizes[len(pol.Actor.Sizes)-2]
@@ -263,6 +278,14 @@ func (t *Trainer) resampleSDE() {
 			m[q] = math.Exp(l) * rng.NormFloat64()
 		}
 	}
+}
+
+// sdeLatent returns the actor's latent features (its last hidden layer) of
+// the last forward pass in workspace ws. gSDE trains float64 networks only
+// (see sdePrecision), so the actor is a net64.
+func (t *Trainer) sdeLatent(ws int) []float64 {
+	a := t.actor.(*net64)
+	return a.ws[ws].Output(a.m, a.m.NumLayers()-2)
 }
 
 // Config returns the resolved configuration.
@@ -394,10 +417,10 @@ func (t *Trainer) collect() {
 		if p.SDE && (step == 0 || t.cfg.SDESampleFreq > 0 && step%t.cfg.SDESampleFreq == 0) {
 			t.resampleSDE()
 		}
-		out := p.Actor.Forward(t.rollA, t.normObs, n)
+		out := t.actor.forward(wsRollout, t.normObs, n)
 		var lat []float64
 		if p.SDE {
-			lat = t.rollA.Output(p.Actor, p.Actor.NumLayers()-2)
+			lat = t.sdeLatent(wsRollout)
 		}
 		base := step * n
 		copy(t.bufObs[base*d:(base+n)*d], t.normObs)
@@ -499,7 +522,7 @@ func (t *Trainer) collect() {
 	} else {
 		t.rolloutValues(0, t.cfg.NSteps)
 	}
-	last := p.Critic.Forward(t.rollC, t.normObs, n)
+	last := t.critic.forward(wsRollout, t.normObs, n)
 	computeGAE(t.bufAdv, t.bufRet, t.bufRew, t.bufVal, t.bufStart, last, t.epStart, n, gamma, t.cfg.GAELambda)
 }
 
@@ -509,14 +532,10 @@ func (t *Trainer) collect() {
 // does not change during a rollout.
 func (t *Trainer) rolloutValues(lo, hi int) {
 	n, d := t.cfg.NEnvs, t.obsDim
-	c := t.pol.Critic
-	for s := lo; s < hi; s++ {
-		base := s * n
-		copy(t.bufVal[base:base+n], c.Forward(t.rollC, t.bufObs[base*d:(base+n)*d], n))
-		for row := base; row < base+n; row++ {
-			if t.bufBoot[row] {
-				t.bufRew[row] += t.cfg.Gamma * c.Forward(t.termC, t.bufTerm[row*d:(row+1)*d], 1)[0]
-			}
+	t.critic.values(t.bufVal[lo*n:hi*n], t.bufObs[lo*n*d:hi*n*d], n)
+	for row := lo * n; row < hi*n; row++ {
+		if t.bufBoot[row] {
+			t.bufRew[row] += t.cfg.Gamma * t.critic.forward(wsTerminal, t.bufTerm[row*d:(row+1)*d], 1)[0]
 		}
 	}
 }
@@ -578,7 +597,8 @@ func (t *Trainer) update(total int) CurvePoint {
 	if cfg.LinearClip {
 		t.clipRange *= progress
 	}
-	t.adamA.LR, t.adamC.LR, t.adamL.LR = lr, lr, lr
+	t.adamL.LR = lr
+	t.lr = lr
 	T := len(t.perm)
 	B := min(cfg.BatchSize, T)
 	var sums [5]float64
@@ -613,15 +633,18 @@ func (t *Trainer) update(total int) CurvePoint {
 				t.criticJob()
 			}
 			// Global gradient-norm clipping, as nn.ClipGradNorm (the same
-			// sum and scale factor).
-			norm := nn.ClipGradNorm(0, t.gActor, t.gLogStd, t.gCritic)
+			// sum, actor then log-std then critic, and scale factor).
+			ss := t.actor.sumSquares(0)
+			for _, v := range t.gLogStd {
+				ss += v * v
+			}
+			norm := math.Sqrt(t.critic.sumSquares(ss))
 			scale = 1.0
 			if c := cfg.MaxGradNorm / (norm + 1e-6); cfg.MaxGradNorm > 0 && c < 1 {
 				scale = c
-				scaleGrad(t.gActor, c)
 				scaleGrad(t.gLogStd, c)
 			}
-			t.adamA.Step(t.pol.Actor.Params, t.gActor)
+			t.actor.step(lr, scale)
 			if len(t.gLogStd) > 0 {
 				t.adamL.Step(t.pol.LogStd, t.gLogStd)
 			}
@@ -640,6 +663,8 @@ func (t *Trainer) update(total int) CurvePoint {
 	if pending { // the worker is idle
 		t.stepCritic(scale)
 	}
+	t.actor.sync()
+	t.critic.sync()
 	f := 1 / float64(nmb)
 	return CurvePoint{Steps: t.steps, Episodes: t.episodes,
 		MeanTrueReturn: mean(t.recentTrue), MeanLearnedReturn: mean(t.recentLearned),
@@ -657,10 +682,7 @@ func scaleGrad(g []float64, c float64) {
 // stepCritic scales the critic's gradient by the clipping factor scale
 // (1: unclipped) and takes its Adam step.
 func (t *Trainer) stepCritic(scale float64) {
-	if scale != 1 {
-		scaleGrad(t.gCritic, scale)
-	}
-	t.adamC.Step(t.pol.Critic.Params, t.gCritic)
+	t.critic.step(t.lr, scale)
 }
 
 // actorJob computes the policy and entropy losses of the current minibatch
@@ -680,14 +702,14 @@ func (t *Trainer) actorJob() {
 			adv[k] = (adv[k] - mu) / (sd + 1e-8)
 		}
 	}
-	out := p.Actor.Forward(t.aws, t.mbObs, m)
+	out := t.actor.forward(wsMinibatch, t.mbObs, m)
+	t.actor.clearGrad()
 	var lat, sk []float64
 	if p.SDE {
-		lat = t.aws.Output(p.Actor, p.Actor.NumLayers()-2)
+		lat = t.sdeLatent(wsMinibatch)
 	}
 	dOut := t.dOut[:m*od]
 	clear(dOut)
-	clear(t.gActor)
 	clear(t.gLogStd)
 	eps := t.clipRange
 	inv := 1 / float64(m)
@@ -696,10 +718,10 @@ func (t *Trainer) actorJob() {
 	for k := 0; k < m; k++ {
 		o := out[k*od : (k+1)*od]
 		a := t.mbAct[k*ad : (k+1)*ad]
-		var logp, h float64
+		var logp, h, lse float64
 		switch {
 		case t.discrete:
-			logp, h = catLogProbEntropy(o, int(a[0]))
+			lse, logp, h = catProbs(o, int(a[0]), t.probs)
 		case p.SDE:
 			sk = sdeLogStd(t.sdeS, lat[k*t.latent:(k+1)*t.latent], p.LogStd)
 			logp, h = gaussLogProb(o, sk, a), gaussEntropy(sk)
@@ -723,7 +745,7 @@ func (t *Trainer) actorJob() {
 		}
 		kl += (ratio - 1) - lr
 		if t.discrete {
-			catLogProbEntropyGrad(o, int(a[0]), c, -entC*inv, dOut[k*od:(k+1)*od])
+			catGrad(o, int(a[0]), lse, h, t.probs, c, -entC*inv, dOut[k*od:(k+1)*od])
 		} else if p.SDE {
 			// The latent features are not learned through the noise (SB3's
 			// learn_features=False): only L gets the log-std gradient.
@@ -747,16 +769,15 @@ func (t *Trainer) actorJob() {
 			t.gLogStd[j] -= entC // ∂(-entC·H)/∂logσ_j
 		}
 	}
-	p.Actor.Backward(t.aws, dOut, t.gActor, nil)
+	t.actor.backward(dOut)
 	t.aStats = [4]float64{pl * inv, ent * inv, kl * inv, cf * inv}
 }
 
 // criticJob computes the value loss of the current minibatch and its gradient in gCritic.
 func (t *Trainer) criticJob() {
 	m := t.mbN
-	p := t.pol
-	v := p.Critic.Forward(t.cws, t.mbObs, m)
-	clear(t.gCritic)
+	v := t.critic.forward(wsMinibatch, t.mbObs, m)
+	t.critic.clearGrad()
 	inv := 1 / float64(m)
 	loss := 0.0
 	for k := 0; k < m; k++ {
@@ -764,7 +785,7 @@ func (t *Trainer) criticJob() {
 		loss += e * e
 		t.dV[k] = t.cfg.VFCoef * 2 * e * inv
 	}
-	p.Critic.Backward(t.cws, t.dV[:m], t.gCritic, nil)
+	t.critic.backward(t.dV[:m])
 	t.vLoss = loss * inv
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
+	"github.com/fedirl/fedirl/pkg/rl/nn"
 )
 
 // lineEnv is a tiny test environment: a point on a line at x ∈ [-2, 2] that
@@ -208,7 +209,8 @@ func TestSurrogateGradient(t *testing.T) {
 			if c.gSDE {
 				cfg.UseSDE, cfg.SDESampleFreq, move = true, 4, 0.03
 			}
-			tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 3, Workers: 1})
+			// Finite differences need float64 networks; TestFloat32Gradient compares the float32 ones with these.
+			tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 3, Workers: 1, Precision: Float64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,22 +226,15 @@ func TestSurrogateGradient(t *testing.T) {
 				tr.pol.LogStd[i] += move * 2 / 3
 			}
 			m := 32
-			tr.clipRange = tr.cfg.ClipRange
-			d, ad := tr.obsDim, tr.actDim
-			for k := 0; k < m; k++ {
-				copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
-				copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
-				tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
-			}
-			tr.mbN = m
+			firstMinibatch(tr, m)
 			loss := func() float64 {
 				tr.actorJob()
 				tr.criticJob()
 				return tr.aStats[0] - tr.cfg.EntCoef*tr.aStats[1] + tr.cfg.VFCoef*tr.vLoss
 			}
 			loss()
-			ga := append([]float64(nil), tr.gActor...)
-			gc := append([]float64(nil), tr.gCritic...)
+			ga := append([]float64(nil), tr.actor.(*net64).g...)
+			gc := append([]float64(nil), tr.critic.(*net64).g...)
 			gl := append([]float64(nil), tr.gLogStd...)
 			clipped := tr.aStats[3]
 			if clipped == 0 || clipped == 1 {
@@ -311,14 +306,20 @@ func TestRunningMeanStdMatchesBatchMoments(t *testing.T) {
 
 // TestTruncationBootstrap checks that a truncated step's reward gains γ·V(terminal obs) and a terminated one does not.
 func TestTruncationBootstrap(t *testing.T) {
-	for _, horizon := range []int{1, 3} {
-		tr, err := NewTrainer(Config{NSteps: 8, Gamma: 0.9, Hidden: []int{4}}, lineMaker(false, horizon), Options{Seed: 1})
+	for _, c := range []struct {
+		horizon int
+		prec    Precision
+		tol     float64
+	}{{1, Float64, 1e-12}, {3, Float64, 1e-12}, {1, Float32, 1e-6}, {3, Float32, 1e-6}} {
+		horizon := c.horizon
+		tr, err := NewTrainer(Config{NSteps: 8, Gamma: 0.9, Hidden: []int{4}}, lineMaker(false, horizon), Options{Seed: 1, Precision: c.prec})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Give the critic a nonzero output everywhere.
 		_, b := tr.pol.Critic.Layer(tr.pol.Critic.Params, 1)
 		b[0] = 5
+		tr.critic.load()
 		tr.resetAll()
 		tr.collect()
 		for s := 0; s < 8; s++ {
@@ -333,15 +334,21 @@ func TestTruncationBootstrap(t *testing.T) {
 			if trunc {
 				want += 0.9 * tr.pol.Value([]float64{next})
 			}
-			approx.Equal(t, "stored reward", tr.bufRew[s], want, 1e-12, 0)
+			approx.Equal(t, "stored reward", tr.bufRew[s], want, c.tol, 0)
 		}
 	}
 }
 
 func TestDeterminism(t *testing.T) {
+	for _, prec := range []Precision{Float32, Float64} {
+		t.Run(string(prec), func(t *testing.T) { testDeterminism(t, prec) })
+	}
+}
+
+func testDeterminism(t *testing.T, prec Precision) {
 	run := func(seed uint64, workers int, discrete bool) ([]CurvePoint, []float64) {
 		cfg := Config{NEnvs: 3, NSteps: 64, BatchSize: 32, NEpochs: 3, NormalizeObs: true, NormalizeReward: true, EntCoef: 0.01}
-		tr, err := NewTrainer(cfg, lineMaker(discrete, 20), Options{Seed: seed, Workers: workers, EvalEvery: 300, EvalEpisodes: 2})
+		tr, err := NewTrainer(cfg, lineMaker(discrete, 20), Options{Seed: seed, Workers: workers, EvalEvery: 300, EvalEpisodes: 2, Precision: prec})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -555,4 +562,84 @@ func TestCheckpointMatchesPython(t *testing.T) {
 			approx.Equal(t, file+" value", p.Value(r.Obs), r.Value, 1e-13, 1e-12)
 		}
 	}
+}
+
+// TestFloat32Gradient checks the float32 networks' PPO loss gradients
+// against the float64 ones (checked by finite differences in
+// TestSurrogateGradient) on the same minibatch and parameters.
+func TestFloat32Gradient(t *testing.T) {
+	for _, discrete := range []bool{false, true} {
+		cfg := Config{NEnvs: 2, NSteps: 32, BatchSize: 64, EntCoef: 0.05, VFCoef: 0.7, ClipRange: 0.1}
+		tr, err := NewTrainer(cfg, lineMaker(discrete, 10), Options{Seed: 5, Precision: Float32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.resetAll()
+		tr.started = true
+		tr.collect()
+		r := rand.New(rand.NewPCG(9, 9))
+		for i := range tr.pol.Actor.Params {
+			tr.pol.Actor.Params[i] = float64(float32(tr.pol.Actor.Params[i] + 0.05*r.NormFloat64()))
+		}
+		tr.actor.load()
+		m := 64
+		firstMinibatch(tr, m)
+		tr.actorJob()
+		tr.criticJob()
+		s32 := tr.aStats
+		ga32 := asFloat64Grad(tr.pol.Actor, tr.actor.(*net32).g)
+		gc32 := asFloat64Grad(tr.pol.Critic, tr.critic.(*net32).g)
+		gl32 := append([]float64(nil), tr.gLogStd...)
+		// The float64 networks on the same (float32-valued) parameters.
+		tr.actor = newNet64(tr.pol.Actor, tr.cfg, tr.cfg.NEnvs, tr.cfg.BatchSize)
+		tr.critic = newNet64(tr.pol.Critic, tr.cfg, tr.cfg.NEnvs, tr.cfg.BatchSize)
+		copy(tr.mbAdv, tr.bufAdv[:m])
+		tr.actorJob()
+		tr.criticJob()
+		approx.Slices(t, "loss statistics", s32[:], tr.aStats[:], 1e-5, 1e-4)
+		approx.Slices(t, "actor gradient", ga32, tr.actor.(*net64).g, 2e-5, 1e-3)
+		approx.Slices(t, "critic gradient", gc32, tr.critic.(*net64).g, 2e-5, 1e-3)
+		approx.Slices(t, "log-std gradient", gl32, tr.gLogStd, 2e-5, 1e-3)
+	}
+}
+
+// asFloat64Grad converts a float32 gradient of m's shape to m's float64 layout.
+func asFloat64Grad(m *nn.MLP, g []float32) []float64 {
+	m32 := nn.FromMLP(m)
+	copy(m32.Params, g)
+	c := m.Clone()
+	m32.CopyTo(c)
+	return c.Params
+}
+
+// TestPrecisionOption checks that Options.Precision is honoured or refused, never replaced.
+func TestPrecisionOption(t *testing.T) {
+	for _, c := range []struct {
+		prec   Precision
+		want32 bool
+	}{{"", true}, {Float32, true}, {Float64, false}} {
+		tr, err := NewTrainer(Config{NSteps: 8, Hidden: []int{4}}, lineMaker(false, 3), Options{Precision: c.prec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, is32 := tr.actor.(*net32)
+		if _, c32 := tr.critic.(*net32); is32 != c.want32 || c32 != c.want32 {
+			t.Fatalf("precision %q: float32 actor %v and critic %v, want %v", c.prec, is32, c32, c.want32)
+		}
+	}
+	if _, err := NewTrainer(Config{NSteps: 8}, lineMaker(false, 3), Options{Precision: "float16"}); err == nil || !strings.Contains(err.Error(), "float16") {
+		t.Fatalf("precision float16: error %v, want one naming it", err)
+	}
+}
+
+// firstMinibatch loads the first m rollout rows as the current minibatch, at the configured clip range.
+func firstMinibatch(tr *Trainer, m int) {
+	tr.clipRange = tr.cfg.ClipRange
+	d, ad := tr.obsDim, tr.actDim
+	for k := 0; k < m; k++ {
+		copy(tr.mbObs[k*d:(k+1)*d], tr.bufObs[k*d:(k+1)*d])
+		copy(tr.mbAct[k*ad:(k+1)*ad], tr.bufAct[k*ad:(k+1)*ad])
+		tr.mbAdv[k], tr.mbRet[k], tr.mbOld[k] = tr.bufAdv[k], tr.bufRet[k], tr.bufLogp[k]
+	}
+	tr.mbN = m
 }

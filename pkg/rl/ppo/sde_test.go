@@ -3,6 +3,7 @@ package ppo
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/envs/classic"
@@ -80,6 +81,37 @@ func TestGSDELearnsPendulum(t *testing.T) {
 		t.Logf("seed %d: deterministic return %.1f after %d steps", seed, eval, tr.Steps())
 		if eval < -400 {
 			t.Errorf("seed %d: deterministic return %.1f after %d steps, want ≥ −400 (untrained ≈ −1200)", seed, eval, tr.Steps())
+		}
+	}
+}
+
+// TestSDEPrecision checks that gSDE, implemented for float64 networks only,
+// makes float64 the default precision and refuses an explicit float32 by
+// naming both, while a trainer without gSDE keeps float32 as its default.
+func TestSDEPrecision(t *testing.T) {
+	cfg := Config{NEnvs: 1, NSteps: 8, Hidden: []int{3}, UseSDE: true}
+	for _, c := range []struct {
+		sde  bool
+		prec Precision
+		want Precision // "": refused
+	}{
+		{true, "", Float64}, {true, Float64, Float64}, {true, Float32, ""},
+		{false, "", Float32}, {false, Float32, Float32}, {false, Float64, Float64},
+	} {
+		cfg.UseSDE = c.sde
+		tr, err := NewTrainer(cfg, lineMaker(false, 10), Options{Seed: 1, Precision: c.prec})
+		if c.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "use_sde") || !strings.Contains(err.Error(), `"float32"`) {
+				t.Errorf("use_sde %v, precision %q: error %v, want one naming use_sde and float32", c.sde, c.prec, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("use_sde %v, precision %q: %v", c.sde, c.prec, err)
+		}
+		_, is64 := tr.actor.(*net64)
+		if tr.opts.Precision != c.want || is64 != (c.want == Float64) {
+			t.Errorf("use_sde %v, precision %q: trains %q (float64 actor %v), want %q", c.sde, c.prec, tr.opts.Precision, is64, c.want)
 		}
 	}
 }
