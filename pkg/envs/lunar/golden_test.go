@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ByteArena/box2d"
+	"github.com/fedirl/fedirl/third_party/box2d"
 )
 
 // updateGolden regenerates testdata/golden-trajectories.txt from the code

@@ -45,7 +45,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ByteArena/box2d"
+	"github.com/fedirl/fedirl/third_party/box2d"
 
 	"github.com/fedirl/fedirl/pkg/envs"
 )

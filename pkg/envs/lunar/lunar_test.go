@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ByteArena/box2d"
+	"github.com/fedirl/fedirl/third_party/box2d"
 )
 
 // TestFreeFallFollowsGravity: with the engines off, no wind and no initial
