@@ -1,7 +1,7 @@
 package box2d
 
 import (
-	"sort"
+	"slices"
 )
 
 type B2BroadPhaseAddPairCallback func(userDataA interface{}, userDataB interface{})
@@ -27,6 +27,10 @@ type B2BroadPhase struct {
 	M_pairCount    int
 
 	M_queryProxyId int
+
+	// fedirl fork: bp.QueryCallback bound once (a method value passed to
+	// the tree's Query escaped to the heap on every call).
+	queryCallback B2TreeQueryCallback
 }
 
 type PairByLessThan []B2Pair
@@ -35,6 +39,17 @@ func (a PairByLessThan) Len() int      { return len(a) }
 func (a PairByLessThan) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
 func (a PairByLessThan) Less(i, j int) bool {
 	return B2PairLessThan(a[i], a[j])
+}
+
+// comparePairs orders pairs as B2PairLessThan does.
+func comparePairs(a, b B2Pair) int {
+	if B2PairLessThan(a, b) {
+		return -1
+	}
+	if B2PairLessThan(b, a) {
+		return 1
+	}
+	return 0
 }
 
 // / This is used to sort pairs.
@@ -97,14 +112,20 @@ func (bp *B2BroadPhase) UpdatePairs(addPairCallback B2BroadPhaseAddPairCallback)
 		fatAABB := bp.M_tree.GetFatAABB(bp.M_queryProxyId)
 
 		// Query tree, create pairs and add them pair buffer.
-		bp.M_tree.Query(bp.QueryCallback, fatAABB)
+		if bp.queryCallback == nil {
+			bp.queryCallback = bp.QueryCallback
+		}
+		bp.M_tree.Query(bp.queryCallback, fatAABB)
 	}
 
 	// Reset move buffer
 	bp.M_moveCount = 0
 
 	// Sort the pair buffer to expose duplicates.
-	sort.Sort(PairByLessThan(bp.M_pairBuffer[:bp.M_pairCount]))
+	// fedirl fork: slices.SortFunc instead of sort.Sort on an interface
+	// (which allocated); the order is total up to identical pairs, so the
+	// result is the same.
+	slices.SortFunc(bp.M_pairBuffer[:bp.M_pairCount], comparePairs)
 
 	// Send the pairs back to the client.
 	i := 0

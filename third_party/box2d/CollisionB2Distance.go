@@ -157,7 +157,9 @@ func (p *B2DistanceProxy) Set(shape B2ShapeInterface, index int) {
 	case B2Shape_Type.E_circle:
 		{
 			circle := (shape).(*B2CircleShape)
-			p.M_vertices = []B2Vec2{circle.M_p}
+			// fedirl fork: in the buffer, as for chains, instead of a new slice.
+			p.M_buffer[0] = circle.M_p
+			p.M_vertices = p.M_buffer[:1]
 			p.M_count = 1
 			p.M_radius = circle.M_radius
 		}
@@ -193,7 +195,9 @@ func (p *B2DistanceProxy) Set(shape B2ShapeInterface, index int) {
 	case B2Shape_Type.E_edge:
 		{
 			edge := shape.(*B2EdgeShape)
-			p.M_vertices = []B2Vec2{edge.M_vertex1, edge.M_vertex2}
+			// fedirl fork: in the buffer, as for chains, instead of a new slice.
+			p.M_buffer[0], p.M_buffer[1] = edge.M_vertex1, edge.M_vertex2
+			p.M_vertices = p.M_buffer[:]
 			p.M_count = 2
 			p.M_radius = edge.M_radius
 		}

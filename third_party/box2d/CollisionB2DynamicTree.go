@@ -73,11 +73,15 @@ func (tree B2DynamicTree) GetFatAABB(proxyId int) B2AABB {
 }
 
 func (tree *B2DynamicTree) Query(queryCallback B2TreeQueryCallback, aabb B2AABB) {
-	stack := NewB2GrowableStack()
-	stack.Push(tree.M_root)
+	// fedirl fork: a slice stack on the goroutine's stack (Box2D's
+	// b2GrowableStack<int32, 256>) instead of a heap-allocated linked list
+	// of boxed ints; same LIFO order.
+	var buf [256]int
+	stack := append(buf[:0], tree.M_root)
 
-	for stack.GetCount() > 0 {
-		nodeId := stack.Pop().(int)
+	for len(stack) > 0 {
+		nodeId := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		if nodeId == B2_nullNode {
 			continue
 		}
@@ -91,8 +95,7 @@ func (tree *B2DynamicTree) Query(queryCallback B2TreeQueryCallback, aabb B2AABB)
 					return
 				}
 			} else {
-				stack.Push(node.Child1)
-				stack.Push(node.Child2)
+				stack = append(stack, node.Child1, node.Child2)
 			}
 		}
 	}
@@ -123,11 +126,15 @@ func (tree B2DynamicTree) RayCast(rayCastCallback B2TreeRayCastCallback, input B
 		segmentAABB.UpperBound = B2Vec2Max(p1, t)
 	}
 
-	stack := NewB2GrowableStack()
-	stack.Push(tree.M_root)
+	// fedirl fork: a slice stack on the goroutine's stack (Box2D's
+	// b2GrowableStack<int32, 256>) instead of a heap-allocated linked list
+	// of boxed ints; same LIFO order.
+	var buf [256]int
+	stack := append(buf[:0], tree.M_root)
 
-	for stack.GetCount() > 0 {
-		nodeId := stack.Pop().(int)
+	for len(stack) > 0 {
+		nodeId := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
 		if nodeId == B2_nullNode {
 			continue
 		}
@@ -169,8 +176,7 @@ func (tree B2DynamicTree) RayCast(rayCastCallback B2TreeRayCastCallback, input B
 				segmentAABB.UpperBound = B2Vec2Max(p1, t)
 			}
 		} else {
-			stack.Push(node.Child1)
-			stack.Push(node.Child2)
+			stack = append(stack, node.Child1, node.Child2)
 		}
 	}
 }

@@ -84,12 +84,21 @@ type B2ContactPositionConstraint struct {
 }
 
 func MakeB2ContactSolver(def *B2ContactSolverDef) B2ContactSolver {
+	return makeB2ContactSolver(def, make([]B2ContactPositionConstraint, def.Count), make([]B2ContactVelocityConstraint, def.Count))
+}
+
+// makeB2ContactSolver is MakeB2ContactSolver with the constraints in pcs
+// and vcs, both of length def.Count, which it zeroes first (fedirl fork:
+// the island keeps them from step to step).
+func makeB2ContactSolver(def *B2ContactSolverDef, pcs []B2ContactPositionConstraint, vcs []B2ContactVelocityConstraint) B2ContactSolver {
 	solver := B2ContactSolver{}
 
 	solver.M_step = def.Step
 	solver.M_count = def.Count
-	solver.M_positionConstraints = make([]B2ContactPositionConstraint, solver.M_count)
-	solver.M_velocityConstraints = make([]B2ContactVelocityConstraint, solver.M_count)
+	clear(pcs)
+	clear(vcs)
+	solver.M_positionConstraints = pcs
+	solver.M_velocityConstraints = vcs
 	solver.M_positions = def.Positions
 	solver.M_velocities = def.Velocities
 	solver.M_contacts = def.Contacts

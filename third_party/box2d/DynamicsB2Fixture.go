@@ -99,6 +99,9 @@ type B2Fixture struct {
 	M_isSensor bool
 
 	M_userData interface{}
+
+	// fedirl fork: scratch AABBs for Synchronize.
+	syncAABB [2]B2AABB
 }
 
 func NewB2Fixture() *B2Fixture {
@@ -313,12 +316,14 @@ func (fix *B2Fixture) Synchronize(broadPhase *B2BroadPhase, transform1 B2Transfo
 		proxy := &fix.M_proxies[i]
 
 		// Compute an AABB that covers the swept shape (may miss some rotation effect).
-		aabb1 := MakeB2AABB()
-		aabb2 := MakeB2AABB()
-		fix.M_shape.ComputeAABB(&aabb1, transform1, proxy.ChildIndex)
-		fix.M_shape.ComputeAABB(&aabb2, transform2, proxy.ChildIndex)
+		// fedirl fork: the two AABBs live in the fixture (a pointer to a
+		// local passed to the interface method escaped to the heap).
+		aabb1, aabb2 := &fix.syncAABB[0], &fix.syncAABB[1]
+		*aabb1, *aabb2 = MakeB2AABB(), MakeB2AABB()
+		fix.M_shape.ComputeAABB(aabb1, transform1, proxy.ChildIndex)
+		fix.M_shape.ComputeAABB(aabb2, transform2, proxy.ChildIndex)
 
-		proxy.Aabb.CombineTwoInPlace(aabb1, aabb2)
+		proxy.Aabb.CombineTwoInPlace(*aabb1, *aabb2)
 
 		displacement := B2Vec2Sub(transform2.P, transform1.P)
 

@@ -22,6 +22,49 @@ type B2Island struct {
 	M_bodyCapacity    int
 	M_contactCapacity int
 	M_jointCapacity   int
+
+	// fedirl fork: the contact solver's constraints, kept for the next
+	// step (see reuse).
+	positionConstraints []B2ContactPositionConstraint
+	velocityConstraints []B2ContactVelocityConstraint
+	impulse             B2ContactImpulse
+}
+
+// reuse readies the island for a new solve with the given capacities,
+// keeping the buffers of earlier solves (fedirl fork: the world keeps its
+// islands instead of making new ones every step, as MakeB2Island does).
+func (island *B2Island) reuse(bodyCapacity int, contactCapacity int, jointCapacity int, listener B2ContactListenerInterface) {
+	island.M_bodyCapacity = bodyCapacity
+	island.M_contactCapacity = contactCapacity
+	island.M_jointCapacity = jointCapacity
+	island.M_bodyCount = 0
+	island.M_contactCount = 0
+	island.M_jointCount = 0
+	island.M_listener = listener
+	island.M_bodies = grow(island.M_bodies, bodyCapacity)
+	island.M_contacts = grow(island.M_contacts, contactCapacity)
+	island.M_joints = grow(island.M_joints, jointCapacity)
+	island.M_velocities = grow(island.M_velocities, bodyCapacity)
+	island.M_positions = grow(island.M_positions, bodyCapacity)
+}
+
+// release drops the island's references to bodies, contacts, joints and
+// the listener, so that a kept island does not hold them from the garbage
+// collector.
+func (island *B2Island) release() {
+	clear(island.M_bodies)
+	clear(island.M_contacts)
+	clear(island.M_joints)
+	island.M_listener = nil
+}
+
+// grow returns s with length at least n, reusing its storage when it is
+// large enough.
+func grow[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:max(len(s), n)]
+	}
+	return append(s[:cap(s)], make([]T, n-cap(s))...)
 }
 
 func (island *B2Island) Clear() {
@@ -198,6 +241,14 @@ func MakeB2Island(bodyCapacity int, contactCapacity int, jointCapacity int, list
 	return island
 }
 
+// contactSolver is MakeB2ContactSolver with the constraints in the
+// island's kept buffers.
+func (island *B2Island) contactSolver(def *B2ContactSolverDef) B2ContactSolver {
+	island.positionConstraints = grow(island.positionConstraints, def.Count)
+	island.velocityConstraints = grow(island.velocityConstraints, def.Count)
+	return makeB2ContactSolver(def, island.positionConstraints[:def.Count], island.velocityConstraints[:def.Count])
+}
+
 func (island *B2Island) Destroy() {
 
 }
@@ -268,7 +319,7 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 	contactSolverDef.Positions = island.M_positions
 	contactSolverDef.Velocities = island.M_velocities
 
-	contactSolver := MakeB2ContactSolver(&contactSolverDef)
+	contactSolver := island.contactSolver(&contactSolverDef)
 	contactSolver.InitializeVelocityConstraints()
 
 	if step.WarmStarting {
@@ -410,7 +461,7 @@ func (island *B2Island) SolveTOI(subStep B2TimeStep, toiIndexA int, toiIndexB in
 	contactSolverDef.Step = subStep
 	contactSolverDef.Positions = island.M_positions
 	contactSolverDef.Velocities = island.M_velocities
-	contactSolver := MakeB2ContactSolver(&contactSolverDef)
+	contactSolver := island.contactSolver(&contactSolverDef)
 
 	// Solve position constraints.
 	for i := 0; i < subStep.PositionIterations; i++ {
@@ -491,7 +542,10 @@ func (island *B2Island) Report(constraints []B2ContactVelocityConstraint) {
 
 		vc := constraints[i]
 
-		impulse := MakeB2ContactImpulse()
+		// fedirl fork: the impulse lives in the island (a pointer to a
+		// local passed to the listener escaped to the heap).
+		impulse := &island.impulse
+		*impulse = MakeB2ContactImpulse()
 		impulse.Count = vc.PointCount
 
 		for j := 0; j < vc.PointCount; j++ {
@@ -499,6 +553,6 @@ func (island *B2Island) Report(constraints []B2ContactVelocityConstraint) {
 			impulse.TangentImpulses[j] = vc.Points[j].TangentImpulse
 		}
 
-		island.M_listener.PostSolve(c, &impulse)
+		island.M_listener.PostSolve(c, impulse)
 	}
 }

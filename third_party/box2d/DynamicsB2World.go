@@ -51,6 +51,13 @@ type B2World struct {
 	M_stepComplete bool
 
 	M_profile B2Profile
+
+	// fedirl fork: buffers kept from step to step instead of allocated in
+	// every Solve and SolveTOI.
+	island    B2Island
+	toiIsland B2Island
+	stack     []*B2Body
+	toiInput  B2TOIInput
 }
 
 func (world B2World) GetBodyList() *B2Body {
@@ -435,12 +442,14 @@ func (world *B2World) Solve(step B2TimeStep) {
 	world.M_profile.SolvePosition = 0.0
 
 	// Size the island for the worst case.
-	island := MakeB2Island(
+	island := &world.island
+	island.reuse(
 		world.M_bodyCount,
 		world.M_contactManager.M_contactCount,
 		world.M_jointCount,
 		world.M_contactManager.M_contactListener,
 	)
+	defer island.release()
 
 	// Clear all the island flags.
 	for b := world.M_bodyList; b != nil; b = b.M_next {
@@ -456,7 +465,8 @@ func (world *B2World) Solve(step B2TimeStep) {
 
 	// Build and simulate all awake islands.
 	stackSize := world.M_bodyCount
-	stack := make([]*B2Body, stackSize)
+	world.stack = grow(world.stack, stackSize)
+	stack := world.stack
 
 	for seed := world.M_bodyList; seed != nil; seed = seed.M_next {
 		if (seed.M_flags & B2Body_Flags.E_islandFlag) != 0x0000 {
@@ -578,7 +588,7 @@ func (world *B2World) Solve(step B2TimeStep) {
 		}
 	}
 
-	stack = nil
+	clear(stack)
 
 	{
 		timer := MakeB2Timer()
@@ -607,7 +617,9 @@ func (world *B2World) Solve(step B2TimeStep) {
 // Find TOI contacts and solve them.
 func (world *B2World) SolveTOI(step B2TimeStep) {
 
-	island := MakeB2Island(2*B2_maxTOIContacts, B2_maxTOIContacts, 0, world.M_contactManager.M_contactListener)
+	island := &world.toiIsland
+	island.reuse(2*B2_maxTOIContacts, B2_maxTOIContacts, 0, world.M_contactManager.M_contactListener)
+	defer island.release()
 
 	if world.M_stepComplete {
 		for b := world.M_bodyList; b != nil; b = b.M_next {
@@ -695,7 +707,10 @@ func (world *B2World) SolveTOI(step B2TimeStep) {
 				indexB := c.GetChildIndexB()
 
 				// Compute the time of impact in interval [0, minTOI]
-				input := MakeB2TOIInput()
+				// fedirl fork: the input lives in the world (its proxies
+				// point into themselves, so a local escaped to the heap).
+				input := &world.toiInput
+				*input = MakeB2TOIInput()
 				input.ProxyA.Set(fA.GetShape(), indexA)
 				input.ProxyB.Set(fB.GetShape(), indexB)
 				input.SweepA = bA.M_sweep
@@ -703,7 +718,7 @@ func (world *B2World) SolveTOI(step B2TimeStep) {
 				input.TMax = 1.0
 
 				output := MakeB2TOIOutput()
-				B2TimeOfImpact(&output, &input)
+				B2TimeOfImpact(&output, input)
 
 				// Beta is the fraction of the remaining portion of the .
 				beta := output.T
