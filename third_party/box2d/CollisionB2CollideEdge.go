@@ -1,9 +1,5 @@
 package box2d
 
-import (
-	"math"
-)
-
 // Compute contact points for edge versus circle.
 // This accounts for edge connectivity.
 func B2CollideEdgeAndCircle(manifold *B2Manifold, edgeA *B2EdgeShape, xfA B2Transform, circleB *B2CircleShape, xfB B2Transform) {
@@ -572,7 +568,7 @@ func (collider *B2EPCollider) ComputePolygonSeparation() B2EPAxis {
 
 		s1 := B2Vec2Dot(n, B2Vec2Sub(collider.M_polygonB.Vertices[i], collider.M_v1))
 		s2 := B2Vec2Dot(n, B2Vec2Sub(collider.M_polygonB.Vertices[i], collider.M_v2))
-		s := math.Min(s1, s2)
+		s := minf(s1, s2)
 
 		if s > collider.M_radius {
 			// No collision

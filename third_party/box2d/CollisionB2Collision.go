@@ -420,7 +420,7 @@ func (bb B2AABB) RayCast(output *B2RayCastOutput, input B2RayCastInput) bool {
 			}
 
 			// Pull the max down
-			tmax = math.Min(tmax, t2)
+			tmax = minf(tmax, t2)
 
 			if tmin > tmax {
 				return false

@@ -150,7 +150,8 @@ func (p B2DistanceProxy) GetSupportVertex(d B2Vec2) B2Vec2 {
 ///////////////////////////////////////////////////////////////////////////////
 
 // GJK using Voronoi regions (Christer Ericson) and Barycentric coordinates.
-var b2_gjkCalls, b2_gjkIters, b2_gjkMaxIters int
+// (fedirl fork: without upstream's global b2_gjk call and iteration
+// counters, a data race when worlds step on several goroutines.)
 
 func (p *B2DistanceProxy) Set(shape B2ShapeInterface, index int) {
 	switch shape.GetType() {
@@ -568,7 +569,6 @@ func (simplex *B2Simplex) Solve3() {
 }
 
 func B2Distance(output *B2DistanceOutput, cache *B2SimplexCache, input *B2DistanceInput) {
-	b2_gjkCalls++
 
 	proxyA := &input.ProxyA
 	proxyB := &input.ProxyB
@@ -648,7 +648,6 @@ func B2Distance(output *B2DistanceOutput, cache *B2SimplexCache, input *B2Distan
 
 		// Iteration count is equated to the number of support point calls.
 		iter++
-		b2_gjkIters++
 
 		// Check for duplicate support points. This is the main termination criteria.
 		duplicate := false
@@ -666,10 +665,6 @@ func B2Distance(output *B2DistanceOutput, cache *B2SimplexCache, input *B2Distan
 
 		// New vertex is ok and needed.
 		simplex.M_count++
-	}
-
-	if iter > b2_gjkMaxIters {
-		b2_gjkMaxIters = iter
 	}
 
 	// Prepare output.

@@ -50,6 +50,10 @@ func MakeB2TOIOutput() B2TOIOutput {
 ///////////////////////////////////////////////////////////////////////////////
 ///////////////////////////////////////////////////////////////////////////////
 
+// B2_toiTime and the other B2_toi statistics are kept for compatibility
+// but no longer updated (fedirl fork: global counters written by every
+// world were a data race when worlds step on several goroutines, and the
+// timing read the clock on every call).
 var B2_toiTime, B2_toiMaxTime float64
 var B2_toiCalls, B2_toiIters, B2_toiMaxIters int
 var B2_toiRootIters, B2_toiMaxRootIters int
@@ -280,9 +284,6 @@ func (sepfunc *B2SeparationFunction) Evaluate(indexA int, indexB int, t float64)
 // by computing the largest time at which separation is maintained.
 func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 
-	timer := MakeB2Timer()
-
-	B2_toiCalls++
 
 	output.State = B2TOIOutput_State.E_unknown
 	output.T = input.TMax
@@ -301,7 +302,7 @@ func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 	tMax := input.TMax
 
 	totalRadius := proxyA.M_radius + proxyB.M_radius
-	target := math.Max(B2_linearSlop, totalRadius-3.0*B2_linearSlop)
+	target := maxf(B2_linearSlop, totalRadius-3.0*B2_linearSlop)
 	tolerance := 0.25 * B2_linearSlop
 	B2Assert(target > tolerance)
 
@@ -418,7 +419,6 @@ func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 				}
 
 				rootIterCount++
-				B2_toiRootIters++
 
 				s := fcn.Evaluate(indexA, indexB, t)
 
@@ -442,8 +442,6 @@ func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 				}
 			}
 
-			B2_toiMaxRootIters = MaxInt(B2_toiMaxRootIters, rootIterCount)
-
 			pushBackIter++
 
 			if pushBackIter == B2_maxPolygonVertices {
@@ -452,7 +450,6 @@ func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 		}
 
 		iter++
-		B2_toiIters++
 
 		if done {
 			break
@@ -465,10 +462,4 @@ func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 			break
 		}
 	}
-
-	B2_toiMaxIters = MaxInt(B2_toiMaxIters, iter)
-
-	time := timer.GetMilliseconds()
-	B2_toiMaxTime = math.Max(B2_toiMaxTime, time)
-	B2_toiTime += time
 }

@@ -698,15 +698,15 @@ func B2Mat22Abs(A B2Mat22) B2Mat22 {
 
 func B2Vec2Min(a, b B2Vec2) B2Vec2 {
 	return MakeB2Vec2(
-		math.Min(a.X, b.X),
-		math.Min(a.Y, b.Y),
+		minf(a.X, b.X),
+		minf(a.Y, b.Y),
 	)
 }
 
 func B2Vec2Max(a, b B2Vec2) B2Vec2 {
 	return MakeB2Vec2(
-		math.Max(a.X, b.X),
-		math.Max(a.Y, b.Y),
+		maxf(a.X, b.X),
+		maxf(a.Y, b.Y),
 	)
 }
 
@@ -718,9 +718,9 @@ func B2Vec2Clamp(a, low, high B2Vec2) B2Vec2 {
 }
 
 func B2FloatClamp(a, low, high float64) float64 {
-	return math.Max(
+	return maxf(
 		low,
-		math.Min(a, high),
+		minf(a, high),
 	)
 }
 

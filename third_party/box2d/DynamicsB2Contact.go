@@ -2,6 +2,7 @@ package box2d
 
 import (
 	"math"
+	"sync"
 )
 
 // / Friction mixing law. The idea is to allow either fixture to drive the friction to zero.
@@ -77,6 +78,7 @@ var B2Contact_Flag = struct {
 // /// that has no contact points.
 var s_registers [][]B2ContactRegister
 var s_initialized = false
+var registersOnce sync.Once
 
 type B2ContactInterface interface {
 	GetFlags() uint32
@@ -360,10 +362,12 @@ func AddType(createFcn B2ContactCreateFcn, destroyFcn B2ContactDestroyFcn, type1
 
 func B2ContactFactory(fixtureA *B2Fixture, indexA int, fixtureB *B2Fixture, indexB int) B2ContactInterface { // returned contact should be a pointer
 
-	if s_initialized == false {
+	// fedirl fork: once for all goroutines (the unguarded check was a data
+	// race when two worlds made their first contacts at the same time).
+	registersOnce.Do(func() {
 		B2ContactInitializeRegisters()
 		s_initialized = true
-	}
+	})
 
 	type1 := fixtureA.GetType()
 	type2 := fixtureB.GetType()

@@ -422,7 +422,7 @@ func (solver *B2ContactSolver) SolveVelocityConstraints() {
 				lambda := -vcp.NormalMass * (vn - vcp.VelocityBias)
 
 				// b2Clamp the accumulated impulse
-				newImpulse := math.Max(vcp.NormalImpulse+lambda, 0.0)
+				newImpulse := maxf(vcp.NormalImpulse+lambda, 0.0)
 				lambda = newImpulse - vcp.NormalImpulse
 				vcp.NormalImpulse = newImpulse
 
@@ -786,7 +786,7 @@ func (solver *B2ContactSolver) SolvePositionConstraints() bool {
 			rB := B2Vec2Sub(point, cB)
 
 			// Track max constraint error.
-			minSeparation = math.Min(minSeparation, separation)
+			minSeparation = minf(minSeparation, separation)
 
 			// Prevent large corrections and allow slop.
 			C := B2FloatClamp(B2_baumgarte*(separation+B2_linearSlop), -B2_maxLinearCorrection, 0.0)
@@ -878,7 +878,7 @@ func (solver *B2ContactSolver) SolveTOIPositionConstraints(toiIndexA int, toiInd
 			rB := B2Vec2Sub(point, cB)
 
 			// Track max constraint error.
-			minSeparation = math.Min(minSeparation, separation)
+			minSeparation = minf(minSeparation, separation)
 
 			// Prevent large corrections and allow slop.
 			C := B2FloatClamp(B2_toiBaugarte*(separation+B2_linearSlop), -B2_maxLinearCorrection, 0.0)

@@ -253,9 +253,14 @@ func (island *B2Island) Destroy() {
 
 }
 
+// Solve solves the island (fedirl fork: profile may be nil, when no
+// timings are taken).
 func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec2, allowSleep bool) {
 
-	timer := MakeB2Timer()
+	var timer B2Timer
+	if profile != nil {
+		timer.Reset()
+	}
 
 	h := step.Dt
 
@@ -303,7 +308,9 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 		island.M_velocities[i].W = w
 	}
 
-	timer.Reset()
+	if profile != nil {
+		timer.Reset()
+	}
 
 	// Solver data
 	solverData := MakeB2SolverData()
@@ -330,10 +337,14 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 		island.M_joints[i].InitVelocityConstraints(solverData)
 	}
 
-	profile.SolveInit = timer.GetMilliseconds()
+	if profile != nil {
+		profile.SolveInit = timer.GetMilliseconds()
+	}
 
 	// Solve velocity constraints
-	timer.Reset()
+	if profile != nil {
+		timer.Reset()
+	}
 	for i := 0; i < step.VelocityIterations; i++ {
 
 		for j := 0; j < island.M_jointCount; j++ {
@@ -345,7 +356,9 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 
 	// Store impulses for warm starting
 	contactSolver.StoreImpulses()
-	profile.SolveVelocity = timer.GetMilliseconds()
+	if profile != nil {
+		profile.SolveVelocity = timer.GetMilliseconds()
+	}
 
 	// Integrate positions
 	for i := 0; i < island.M_bodyCount; i++ {
@@ -378,7 +391,9 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 	}
 
 	// Solve position constraints
-	timer.Reset()
+	if profile != nil {
+		timer.Reset()
+	}
 	positionSolved := false
 	for i := 0; i < step.PositionIterations; i++ {
 		contactsOkay := contactSolver.SolvePositionConstraints()
@@ -406,7 +421,9 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 		body.SynchronizeTransform()
 	}
 
-	profile.SolvePosition = timer.GetMilliseconds()
+	if profile != nil {
+		profile.SolvePosition = timer.GetMilliseconds()
+	}
 
 	island.Report(contactSolver.M_velocityConstraints)
 
@@ -427,7 +444,7 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 				minSleepTime = 0.0
 			} else {
 				b.M_sleepTime += h
-				minSleepTime = math.Min(minSleepTime, b.M_sleepTime)
+				minSleepTime = minf(minSleepTime, b.M_sleepTime)
 			}
 		}
 

@@ -404,9 +404,9 @@ func (joint *B2PrismaticJoint) SolveVelocityConstraints(data B2SolverData) {
 		joint.M_impulse.OperatorPlusInplace(df)
 
 		if joint.M_limitState == B2LimitState.E_atLowerLimit {
-			joint.M_impulse.Z = math.Max(joint.M_impulse.Z, 0.0)
+			joint.M_impulse.Z = maxf(joint.M_impulse.Z, 0.0)
 		} else if joint.M_limitState == B2LimitState.E_atUpperLimit {
-			joint.M_impulse.Z = math.Min(joint.M_impulse.Z, 0.0)
+			joint.M_impulse.Z = minf(joint.M_impulse.Z, 0.0)
 		}
 
 		// f2(1:2) = invK(1:2,1:2) * (-Cdot(1:2) - K(1:2,3) * (f2(3) - f1(3))) + f1(1:2)
@@ -498,17 +498,17 @@ func (joint *B2PrismaticJoint) SolvePositionConstraints(data B2SolverData) bool 
 		if math.Abs(joint.M_upperTranslation-joint.M_lowerTranslation) < 2.0*B2_linearSlop {
 			// Prevent large angular corrections
 			C2 = B2FloatClamp(translation, -B2_maxLinearCorrection, B2_maxLinearCorrection)
-			linearError = math.Max(linearError, math.Abs(translation))
+			linearError = maxf(linearError, math.Abs(translation))
 			active = true
 		} else if translation <= joint.M_lowerTranslation {
 			// Prevent large linear corrections and allow some slop.
 			C2 = B2FloatClamp(translation-joint.M_lowerTranslation+B2_linearSlop, -B2_maxLinearCorrection, 0.0)
-			linearError = math.Max(linearError, joint.M_lowerTranslation-translation)
+			linearError = maxf(linearError, joint.M_lowerTranslation-translation)
 			active = true
 		} else if translation >= joint.M_upperTranslation {
 			// Prevent large linear corrections and allow some slop.
 			C2 = B2FloatClamp(translation-joint.M_upperTranslation-B2_linearSlop, 0.0, B2_maxLinearCorrection)
-			linearError = math.Max(linearError, translation-joint.M_upperTranslation)
+			linearError = maxf(linearError, translation-joint.M_upperTranslation)
 			active = true
 		}
 	}

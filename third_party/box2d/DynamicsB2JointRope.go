@@ -2,7 +2,6 @@ package box2d
 
 import (
 	"fmt"
-	"math"
 )
 
 // / Rope joint definition. This requires two body anchor points and
@@ -204,7 +203,7 @@ func (joint *B2RopeJoint) SolveVelocityConstraints(data B2SolverData) {
 
 	impulse := -joint.M_mass * Cdot
 	oldImpulse := joint.M_impulse
-	joint.M_impulse = math.Min(0.0, joint.M_impulse+impulse)
+	joint.M_impulse = minf(0.0, joint.M_impulse+impulse)
 	impulse = joint.M_impulse - oldImpulse
 
 	P := B2Vec2MulScalar(impulse, joint.M_u)
