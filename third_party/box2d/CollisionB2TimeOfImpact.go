@@ -284,7 +284,6 @@ func (sepfunc *B2SeparationFunction) Evaluate(indexA int, indexB int, t float64)
 // by computing the largest time at which separation is maintained.
 func B2TimeOfImpact(output *B2TOIOutput, input *B2TOIInput) {
 
-
 	output.State = B2TOIOutput_State.E_unknown
 	output.T = input.TMax
 
