@@ -105,6 +105,40 @@ type B2RevoluteJoint struct {
 	M_mass         B2Mat33 // effective mass for point-to-point constraint.
 	M_motorMass    float64 // effective mass for motor/limit angular constraint.
 	M_limitState   uint8
+
+	// fedirl fork: the parts of M_mass.Solve33 and Solve22 that do not
+	// depend on the right-hand side, computed once per step in
+	// InitVelocityConstraints instead of in each of the step's velocity
+	// iterations (see solve33).
+	invDet33  float64
+	eyCrossEz B2Vec3
+	invDet22  float64
+}
+
+// solve33 is joint.M_mass.Solve33(b), bit for bit, with the determinant's
+// inverse and Ey×Ez from InitVelocityConstraints (M_mass does not change
+// during the velocity iterations).
+func (joint *B2RevoluteJoint) solve33(b B2Vec3) B2Vec3 {
+	mat := &joint.M_mass
+	det := joint.invDet33
+	x := det * B2Vec3Dot(b, joint.eyCrossEz)
+	y := det * B2Vec3Dot(mat.Ex, B2Vec3Cross(b, mat.Ez))
+	z := det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, b))
+	return MakeB2Vec3(x, y, z)
+}
+
+// solve22 is joint.M_mass.Solve22(b), bit for bit, with the determinant's
+// inverse from InitVelocityConstraints.
+func (joint *B2RevoluteJoint) solve22(b B2Vec2) B2Vec2 {
+	mat := &joint.M_mass
+	a11 := mat.Ex.X
+	a12 := mat.Ey.X
+	a21 := mat.Ex.Y
+	a22 := mat.Ey.Y
+	det := joint.invDet22
+	x := det * (a22*b.X - a12*b.Y)
+	y := det * (a11*b.Y - a21*b.X)
+	return MakeB2Vec2(x, y)
 }
 
 // / The local anchor point relative to bodyA's origin.
@@ -224,6 +258,17 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data B2SolverData) {
 	joint.M_mass.Ey.Z = joint.M_mass.Ez.Y
 	joint.M_mass.Ez.Z = iA + iB
 
+	// As in Solve33 and Solve22 (fedirl fork: see solve33).
+	joint.eyCrossEz = B2Vec3Cross(joint.M_mass.Ey, joint.M_mass.Ez)
+	joint.invDet33 = B2Vec3Dot(joint.M_mass.Ex, joint.eyCrossEz)
+	if joint.invDet33 != 0.0 {
+		joint.invDet33 = 1.0 / joint.invDet33
+	}
+	joint.invDet22 = joint.M_mass.Ex.X*joint.M_mass.Ey.Y - joint.M_mass.Ey.X*joint.M_mass.Ex.Y
+	if joint.invDet22 != 0.0 {
+		joint.invDet22 = 1.0 / joint.invDet22
+	}
+
 	joint.M_motorMass = iA + iB
 	if joint.M_motorMass > 0.0 {
 		joint.M_motorMass = 1.0 / joint.M_motorMass
@@ -310,7 +355,7 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 		Cdot2 := wB - wA
 		Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
 
-		impulse := joint.M_mass.Solve33(Cdot).OperatorNegate()
+		impulse := joint.solve33(Cdot).OperatorNegate()
 
 		if joint.M_limitState == B2LimitState.E_equalLimits {
 			joint.M_impulse.OperatorPlusInplace(impulse)
@@ -318,7 +363,7 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 			newImpulse := joint.M_impulse.Z + impulse.Z
 			if newImpulse < 0.0 {
 				rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-				reduced := joint.M_mass.Solve22(rhs)
+				reduced := joint.solve22(rhs)
 				impulse.X = reduced.X
 				impulse.Y = reduced.Y
 				impulse.Z = -joint.M_impulse.Z
@@ -332,7 +377,7 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 			newImpulse := joint.M_impulse.Z + impulse.Z
 			if newImpulse > 0.0 {
 				rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-				reduced := joint.M_mass.Solve22(rhs)
+				reduced := joint.solve22(rhs)
 				impulse.X = reduced.X
 				impulse.Y = reduced.Y
 				impulse.Z = -joint.M_impulse.Z
@@ -354,7 +399,7 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 	} else {
 		// Solve point-to-point constraint
 		Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-		impulse := joint.M_mass.Solve22(Cdot.OperatorNegate())
+		impulse := joint.solve22(Cdot.OperatorNegate())
 
 		joint.M_impulse.X += impulse.X
 		joint.M_impulse.Y += impulse.Y
