@@ -718,6 +718,27 @@ func B2Vec2Clamp(a, low, high B2Vec2) B2Vec2 {
 }
 
 func B2FloatClamp(a, low, high float64) float64 {
+	// fedirl fork: the three ordered cases first, each the value that
+	// max(low, min(a, high)) gives, so that the function is inlined; ties,
+	// NaNs and low ≥ high in clampSlow.
+	if low < high {
+		if a < low {
+			return low
+		}
+		if high < a {
+			return high
+		}
+		if low < a && a < high {
+			return a
+		}
+	}
+	return clampSlow(a, low, high)
+}
+
+// clampSlow is upstream's B2FloatClamp.
+//
+//go:noinline
+func clampSlow(a, low, high float64) float64 {
 	return maxf(
 		low,
 		minf(a, high),

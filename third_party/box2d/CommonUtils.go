@@ -34,8 +34,17 @@ func maxf(x, y float64) float64 {
 	if y > x {
 		return y
 	}
-	return math.Max(x, y)
+	return mathMax(x, y)
 }
+
+// mathMax and mathMin keep math.Max and math.Min's special cases out of
+// maxf and minf, so that those are inlined.
+//
+//go:noinline
+func mathMax(x, y float64) float64 { return math.Max(x, y) }
+
+//go:noinline
+func mathMin(x, y float64) float64 { return math.Min(x, y) }
 
 // minf is math.Min, bit for bit, with the common case inlined.
 func minf(x, y float64) float64 {
@@ -45,5 +54,5 @@ func minf(x, y float64) float64 {
 	if y < x {
 		return y
 	}
-	return math.Min(x, y)
+	return mathMin(x, y)
 }

@@ -401,11 +401,11 @@ func (j *B2Joint) SetIndex(index int) {
 	j.M_index = index
 }
 
-func (j *B2Joint) InitVelocityConstraints(data B2SolverData) {}
+func (j *B2Joint) InitVelocityConstraints(data *B2SolverData) {}
 
-func (j *B2Joint) SolveVelocityConstraints(data B2SolverData) {}
+func (j *B2Joint) SolveVelocityConstraints(data *B2SolverData) {}
 
-func (j *B2Joint) SolvePositionConstraints(data B2SolverData) bool {
+func (j *B2Joint) SolvePositionConstraints(data *B2SolverData) bool {
 	return false
 }
 
@@ -459,11 +459,11 @@ type B2JointInterface interface {
 	//@goadd
 	Destroy()
 
-	InitVelocityConstraints(data B2SolverData)
+	InitVelocityConstraints(data *B2SolverData)
 
-	SolveVelocityConstraints(data B2SolverData)
+	SolveVelocityConstraints(data *B2SolverData)
 
-	SolvePositionConstraints(data B2SolverData) bool
+	SolvePositionConstraints(data *B2SolverData) bool
 
 	GetIslandFlag() bool
 	SetIslandFlag(flag bool)

@@ -153,7 +153,7 @@ func MakeB2DistanceJoint(def *B2DistanceJointDef) *B2DistanceJoint {
 	return &res
 }
 
-func (joint *B2DistanceJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2DistanceJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -252,7 +252,7 @@ func (joint *B2DistanceJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2DistanceJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2DistanceJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -279,7 +279,7 @@ func (joint *B2DistanceJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2DistanceJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2DistanceJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	if joint.M_frequencyHz > 0.0 {
 		// There is no position correction for soft distance constraints.
 		return true

@@ -110,7 +110,7 @@ func MakeB2FrictionJoint(def *B2FrictionJointDef) *B2FrictionJoint {
 	return &res
 }
 
-func (joint *B2FrictionJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2FrictionJoint) InitVelocityConstraints(data *B2SolverData) {
 
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
@@ -184,7 +184,7 @@ func (joint *B2FrictionJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2FrictionJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2FrictionJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -241,7 +241,7 @@ func (joint *B2FrictionJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2FrictionJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2FrictionJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return true
 }
 

@@ -112,7 +112,7 @@ func MakeB2MotorJoint(def *B2MotorJointDef) *B2MotorJoint {
 	return &res
 }
 
-func (joint *B2MotorJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2MotorJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -190,7 +190,7 @@ func (joint *B2MotorJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2MotorJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2MotorJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -248,7 +248,7 @@ func (joint *B2MotorJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2MotorJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2MotorJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return true
 }
 

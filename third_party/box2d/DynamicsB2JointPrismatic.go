@@ -237,7 +237,7 @@ func MakeB2PrismaticJoint(def *B2PrismaticJointDef) *B2PrismaticJoint {
 	return &res
 }
 
-func (joint *B2PrismaticJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2PrismaticJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -358,7 +358,7 @@ func (joint *B2PrismaticJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2PrismaticJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2PrismaticJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -456,7 +456,7 @@ func (joint *B2PrismaticJoint) SolveVelocityConstraints(data B2SolverData) {
 //
 // We could take the active state from the velocity solver.However, the joint might push past the limit when the velocity
 // solver indicates the limit is inactive.
-func (joint *B2PrismaticJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2PrismaticJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A
 	cB := data.Positions[joint.M_indexB].C

@@ -141,7 +141,7 @@ func MakeB2PulleyJoint(def *B2PulleyJointDef) *B2PulleyJoint {
 	return &res
 }
 
-func (joint *B2PulleyJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2PulleyJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -221,7 +221,7 @@ func (joint *B2PulleyJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2PulleyJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2PulleyJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -247,7 +247,7 @@ func (joint *B2PulleyJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2PulleyJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2PulleyJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A
 	cB := data.Positions[joint.M_indexB].C

@@ -131,14 +131,9 @@ func (joint *B2RevoluteJoint) solve33(b B2Vec3) B2Vec3 {
 // inverse from InitVelocityConstraints.
 func (joint *B2RevoluteJoint) solve22(b B2Vec2) B2Vec2 {
 	mat := &joint.M_mass
-	a11 := mat.Ex.X
-	a12 := mat.Ey.X
-	a21 := mat.Ex.Y
-	a22 := mat.Ey.Y
 	det := joint.invDet22
-	x := det * (a22*b.X - a12*b.Y)
-	y := det * (a11*b.Y - a21*b.X)
-	return MakeB2Vec2(x, y)
+	// a11 = Ex.X, a12 = Ey.X, a21 = Ex.Y, a22 = Ey.Y
+	return B2Vec2{det * (mat.Ey.Y*b.X - mat.Ey.X*b.Y), det * (mat.Ex.X*b.Y - mat.Ex.Y*b.X)}
 }
 
 // / The local anchor point relative to bodyA's origin.
@@ -208,7 +203,7 @@ func MakeB2RevoluteJoint(def *B2RevoluteJointDef) *B2RevoluteJoint {
 	return &res
 }
 
-func (joint *B2RevoluteJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -323,7 +318,7 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -355,7 +350,15 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 		Cdot2 := wB - wA
 		Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
 
-		impulse := joint.solve33(Cdot).OperatorNegate()
+		// joint.solve33(Cdot).OperatorNegate(), written out so that it is
+		// inlined (fedirl fork).
+		mat := &joint.M_mass
+		det := joint.invDet33
+		impulse := MakeB2Vec3(
+			-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
+			-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
+			-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
+		)
 
 		if joint.M_limitState == B2LimitState.E_equalLimits {
 			joint.M_impulse.OperatorPlusInplace(impulse)
@@ -417,7 +420,7 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2RevoluteJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2RevoluteJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A
 	cB := data.Positions[joint.M_indexB].C

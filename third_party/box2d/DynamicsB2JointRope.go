@@ -109,7 +109,7 @@ func MakeB2RopeJoint(def *B2RopeJointDef) *B2RopeJoint {
 	return &res
 }
 
-func (joint *B2RopeJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2RopeJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -184,7 +184,7 @@ func (joint *B2RopeJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2RopeJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2RopeJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -218,7 +218,7 @@ func (joint *B2RopeJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2RopeJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2RopeJoint) SolvePositionConstraints(data *B2SolverData) bool {
 
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A

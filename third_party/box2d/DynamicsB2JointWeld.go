@@ -144,7 +144,7 @@ func MakeB2WeldJoint(def *B2WeldJointDef) *B2WeldJoint {
 	return &res
 }
 
-func (joint *B2WeldJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2WeldJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
 	joint.M_localCenterA = joint.M_bodyA.M_sweep.LocalCenter
@@ -260,7 +260,7 @@ func (joint *B2WeldJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2WeldJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2WeldJoint) SolveVelocityConstraints(data *B2SolverData) {
 	vA := data.Velocities[joint.M_indexA].V
 	wA := data.Velocities[joint.M_indexA].W
 	vB := data.Velocities[joint.M_indexB].V
@@ -316,7 +316,7 @@ func (joint *B2WeldJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2WeldJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2WeldJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A
 	cB := data.Positions[joint.M_indexB].C

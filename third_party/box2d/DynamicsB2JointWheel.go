@@ -202,7 +202,7 @@ func MakeB2WheelJoint(def *B2WheelJointDef) *B2WheelJoint {
 	return &res
 }
 
-func (joint *B2WheelJoint) InitVelocityConstraints(data B2SolverData) {
+func (joint *B2WheelJoint) InitVelocityConstraints(data *B2SolverData) {
 
 	joint.M_indexA = joint.M_bodyA.M_islandIndex
 	joint.M_indexB = joint.M_bodyB.M_islandIndex
@@ -330,7 +330,7 @@ func (joint *B2WheelJoint) InitVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2WheelJoint) SolveVelocityConstraints(data B2SolverData) {
+func (joint *B2WheelJoint) SolveVelocityConstraints(data *B2SolverData) {
 	mA := joint.M_invMassA
 	mB := joint.M_invMassB
 	iA := joint.M_invIA
@@ -395,7 +395,7 @@ func (joint *B2WheelJoint) SolveVelocityConstraints(data B2SolverData) {
 	data.Velocities[joint.M_indexB].W = wB
 }
 
-func (joint *B2WheelJoint) SolvePositionConstraints(data B2SolverData) bool {
+func (joint *B2WheelJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	cA := data.Positions[joint.M_indexA].C
 	aA := data.Positions[joint.M_indexA].A
 	cB := data.Positions[joint.M_indexB].C
