@@ -369,9 +369,10 @@ func NewB2Rot() *B2Rot {
 
 // / Initialize from an angle in radians
 func MakeB2RotFromAngle(anglerad float64) B2Rot {
+	s, c := sinCos(anglerad)
 	return B2Rot{
-		S: math.Sin(anglerad),
-		C: math.Cos(anglerad),
+		S: s,
+		C: c,
 	}
 }
 
@@ -382,8 +383,7 @@ func NewB2RotFromAngle(anglerad float64) *B2Rot {
 
 // / Set using an angle in radians.
 func (r *B2Rot) Set(anglerad float64) {
-	r.S = math.Sin(anglerad)
-	r.C = math.Cos(anglerad)
+	r.S, r.C = sinCos(anglerad)
 }
 
 // / Set to the identity rotation
@@ -718,21 +718,31 @@ func B2Vec2Clamp(a, low, high B2Vec2) B2Vec2 {
 }
 
 func B2FloatClamp(a, low, high float64) float64 {
-	// fedirl fork: the three ordered cases first, each the value that
-	// max(low, min(a, high)) gives, so that the function is inlined; ties,
-	// NaNs and low ≥ high in clampSlow.
-	if low < high {
-		if a < low {
-			return low
-		}
-		if high < a {
-			return high
-		}
-		if low < a && a < high {
-			return a
-		}
+	// fedirl fork: the ordered cases first (clampOrdered); ties, NaNs and
+	// low ≥ high in clampSlow.
+	if v, ok := clampOrdered(a, low, high); ok {
+		return v
 	}
 	return clampSlow(a, low, high)
+}
+
+// clampOrdered returns max(low, min(a, high)) and true when low < high and
+// a differs from both (no ties, no NaN): the three cases where the result
+// is plainly low, high or a. Otherwise it returns false. It is inlined
+// where it is called (fedirl fork).
+func clampOrdered(a, low, high float64) (float64, bool) {
+	if low < high {
+		if a < low {
+			return low, true
+		}
+		if high < a {
+			return high, true
+		}
+		if low < a && a < high {
+			return a, true
+		}
+	}
+	return 0, false
 }
 
 // clampSlow is upstream's B2FloatClamp.

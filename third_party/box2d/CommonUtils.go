@@ -56,3 +56,14 @@ func minf(x, y float64) float64 {
 	}
 	return mathMin(x, y)
 }
+
+// sinCos is (math.Sin(x), math.Cos(x)), bit for bit, from one math.Sincos
+// call (fedirl fork: the same argument reduction and polynomials as Sin
+// and Cos, done once; TestSinCosMatchesSinAndCos). A NaN goes to Sin and
+// Cos, which keep its payload where Sincos does not.
+func sinCos(x float64) (float64, float64) {
+	if x != x {
+		return math.Sin(x), math.Cos(x)
+	}
+	return math.Sincos(x)
+}

@@ -386,7 +386,11 @@ func (solver *B2ContactSolver) SolveVelocityConstraints() {
 
 			// b2Clamp the accumulated force
 			maxFriction := friction * vcp.NormalImpulse
-			newImpulse := B2FloatClamp(vcp.TangentImpulse+lambda, -maxFriction, maxFriction)
+			// B2FloatClamp, its ordered cases inlined (fedirl fork).
+			newImpulse, ok := clampOrdered(vcp.TangentImpulse+lambda, -maxFriction, maxFriction)
+			if !ok {
+				newImpulse = clampSlow(vcp.TangentImpulse+lambda, -maxFriction, maxFriction)
+			}
 			lambda = newImpulse - vcp.TangentImpulse
 			vcp.TangentImpulse = newImpulse
 

@@ -29,6 +29,7 @@ type B2Island struct {
 	velocityConstraints []B2ContactVelocityConstraint
 	impulse             B2ContactImpulse
 	solverData          B2SolverData
+	revolutes           []*B2RevoluteJoint
 }
 
 // reuse readies the island for a new solve with the given capacities,
@@ -56,6 +57,7 @@ func (island *B2Island) release() {
 	clear(island.M_bodies)
 	clear(island.M_contacts)
 	clear(island.M_joints)
+	clear(island.revolutes)
 	island.M_listener = nil
 	island.solverData = B2SolverData{}
 }
@@ -351,13 +353,34 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 	if profile != nil {
 		timer.Reset()
 	}
+	// fedirl fork: when every joint is revolute (the lunar lander's legs),
+	// the joints are solved by one direct call per iteration instead of
+	// one interface call each; same joints, same order.
+	revolutes := island.revolutes[:0]
+	for j := 0; j < island.M_jointCount; j++ {
+		rj, ok := island.M_joints[j].(*B2RevoluteJoint)
+		if !ok {
+			revolutes = nil
+			break
+		}
+		revolutes = append(revolutes, rj)
+	}
+	if revolutes != nil {
+		island.revolutes = revolutes
+	}
 	for i := 0; i < step.VelocityIterations; i++ {
 
-		for j := 0; j < island.M_jointCount; j++ {
-			island.M_joints[j].SolveVelocityConstraints(solverData)
+		if revolutes != nil {
+			solveRevoluteVelocities(revolutes, solverData)
+		} else {
+			for j := 0; j < island.M_jointCount; j++ {
+				island.M_joints[j].SolveVelocityConstraints(solverData)
+			}
 		}
 
-		contactSolver.SolveVelocityConstraints()
+		if contactSolver.M_count > 0 {
+			contactSolver.SolveVelocityConstraints()
+		}
 	}
 
 	// Store impulses for warm starting

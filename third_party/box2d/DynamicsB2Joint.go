@@ -34,11 +34,20 @@ var B2LimitState = struct {
 	E_atUpperLimit  uint8
 	E_equalLimits   uint8
 }{
-	E_inactiveLimit: 1,
-	E_atLowerLimit:  2,
-	E_atUpperLimit:  3,
-	E_equalLimits:   4,
+	E_inactiveLimit: limitInactive,
+	E_atLowerLimit:  limitAtLower,
+	E_atUpperLimit:  limitAtUpper,
+	E_equalLimits:   limitEqual,
 }
+
+// The B2LimitState values as constants, for the solvers' inner loops
+// (fedirl fork: B2LimitState is a variable, read from memory at every use).
+const (
+	limitInactive uint8 = 1
+	limitAtLower  uint8 = 2
+	limitAtUpper  uint8 = 3
+	limitEqual    uint8 = 4
+)
 
 type B2Jacobian struct {
 	Linear   B2Vec2

@@ -319,105 +319,126 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 }
 
 func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
-	vA := data.Velocities[joint.M_indexA].V
-	wA := data.Velocities[joint.M_indexA].W
-	vB := data.Velocities[joint.M_indexB].V
-	wB := data.Velocities[joint.M_indexB].W
+	one := [1]*B2RevoluteJoint{joint}
+	solveRevoluteVelocities(one[:], data)
+}
 
-	mA := joint.M_invMassA
-	mB := joint.M_invMassB
-	iA := joint.M_invIA
-	iB := joint.M_invIB
+// solveRevoluteVelocities is SolveVelocityConstraints for each joint in
+// turn, in one call (fedirl fork: the island calls it once per velocity
+// iteration when all its joints are revolute, as the lunar lander's are,
+// saving an interface call, a frame and the register spills per joint).
+func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
+	for _, joint := range joints {
+		// fedirl fork: one bounds check per body instead of one per access.
+		velA, velB := &data.Velocities[joint.M_indexA], &data.Velocities[joint.M_indexB]
+		vA := velA.V
+		wA := velA.W
+		vB := velB.V
+		wB := velB.W
 
-	fixedRotation := (iA+iB == 0.0)
+		mA := joint.M_invMassA
+		mB := joint.M_invMassB
+		iA := joint.M_invIA
+		iB := joint.M_invIB
 
-	// Solve motor constraint.
-	if joint.M_enableMotor && joint.M_limitState != B2LimitState.E_equalLimits && fixedRotation == false {
-		Cdot := wB - wA - joint.M_motorSpeed
-		impulse := -joint.M_motorMass * Cdot
-		oldImpulse := joint.M_motorImpulse
-		maxImpulse := data.Step.Dt * joint.M_maxMotorTorque
-		joint.M_motorImpulse = B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse)
-		impulse = joint.M_motorImpulse - oldImpulse
+		fixedRotation := (iA+iB == 0.0)
 
-		wA -= iA * impulse
-		wB += iB * impulse
-	}
-
-	// Solve limit constraint.
-	if joint.M_enableLimit && joint.M_limitState != B2LimitState.E_inactiveLimit && fixedRotation == false {
-		Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-		Cdot2 := wB - wA
-		Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
-
-		// joint.solve33(Cdot).OperatorNegate(), written out so that it is
-		// inlined (fedirl fork).
-		mat := &joint.M_mass
-		det := joint.invDet33
-		impulse := MakeB2Vec3(
-			-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
-			-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
-			-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
-		)
-
-		if joint.M_limitState == B2LimitState.E_equalLimits {
-			joint.M_impulse.OperatorPlusInplace(impulse)
-		} else if joint.M_limitState == B2LimitState.E_atLowerLimit {
-			newImpulse := joint.M_impulse.Z + impulse.Z
-			if newImpulse < 0.0 {
-				rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-				reduced := joint.solve22(rhs)
-				impulse.X = reduced.X
-				impulse.Y = reduced.Y
-				impulse.Z = -joint.M_impulse.Z
-				joint.M_impulse.X += reduced.X
-				joint.M_impulse.Y += reduced.Y
-				joint.M_impulse.Z = 0.0
+		// Solve motor constraint.
+		if joint.M_enableMotor && joint.M_limitState != limitEqual && fixedRotation == false {
+			Cdot := wB - wA - joint.M_motorSpeed
+			impulse := -joint.M_motorMass * Cdot
+			oldImpulse := joint.M_motorImpulse
+			maxImpulse := data.Step.Dt * joint.M_maxMotorTorque
+			// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse),
+			// its ordered cases written out so that no call spills the
+			// registers (fedirl fork).
+			sum := joint.M_motorImpulse + impulse
+			if v, ok := clampOrdered(sum, -maxImpulse, maxImpulse); ok {
+				joint.M_motorImpulse = v
 			} else {
-				joint.M_impulse.OperatorPlusInplace(impulse)
+				joint.M_motorImpulse = clampSlow(sum, -maxImpulse, maxImpulse)
 			}
-		} else if joint.M_limitState == B2LimitState.E_atUpperLimit {
-			newImpulse := joint.M_impulse.Z + impulse.Z
-			if newImpulse > 0.0 {
-				rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-				reduced := joint.solve22(rhs)
-				impulse.X = reduced.X
-				impulse.Y = reduced.Y
-				impulse.Z = -joint.M_impulse.Z
-				joint.M_impulse.X += reduced.X
-				joint.M_impulse.Y += reduced.Y
-				joint.M_impulse.Z = 0.0
-			} else {
-				joint.M_impulse.OperatorPlusInplace(impulse)
-			}
+			impulse = joint.M_motorImpulse - oldImpulse
+
+			wA -= iA * impulse
+			wB += iB * impulse
 		}
 
-		P := MakeB2Vec2(impulse.X, impulse.Y)
+		// Solve limit constraint.
+		if joint.M_enableLimit && joint.M_limitState != limitInactive && fixedRotation == false {
+			Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
+			Cdot2 := wB - wA
+			Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
 
-		vA.OperatorMinusInplace(B2Vec2MulScalar(mA, P))
-		wA -= iA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
+			// joint.solve33(Cdot).OperatorNegate(), written out so that it is
+			// inlined (fedirl fork).
+			mat := &joint.M_mass
+			det := joint.invDet33
+			impulse := MakeB2Vec3(
+				-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
+				-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
+				-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
+			)
 
-		vB.OperatorPlusInplace(B2Vec2MulScalar(mB, P))
-		wB += iB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
-	} else {
-		// Solve point-to-point constraint
-		Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-		impulse := joint.solve22(Cdot.OperatorNegate())
+			if joint.M_limitState == limitEqual {
+				joint.M_impulse.OperatorPlusInplace(impulse)
+			} else if joint.M_limitState == limitAtLower {
+				newImpulse := joint.M_impulse.Z + impulse.Z
+				if newImpulse < 0.0 {
+					rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
+					reduced := joint.solve22(rhs)
+					impulse.X = reduced.X
+					impulse.Y = reduced.Y
+					impulse.Z = -joint.M_impulse.Z
+					joint.M_impulse.X += reduced.X
+					joint.M_impulse.Y += reduced.Y
+					joint.M_impulse.Z = 0.0
+				} else {
+					joint.M_impulse.OperatorPlusInplace(impulse)
+				}
+			} else if joint.M_limitState == limitAtUpper {
+				newImpulse := joint.M_impulse.Z + impulse.Z
+				if newImpulse > 0.0 {
+					rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
+					reduced := joint.solve22(rhs)
+					impulse.X = reduced.X
+					impulse.Y = reduced.Y
+					impulse.Z = -joint.M_impulse.Z
+					joint.M_impulse.X += reduced.X
+					joint.M_impulse.Y += reduced.Y
+					joint.M_impulse.Z = 0.0
+				} else {
+					joint.M_impulse.OperatorPlusInplace(impulse)
+				}
+			}
 
-		joint.M_impulse.X += impulse.X
-		joint.M_impulse.Y += impulse.Y
+			P := MakeB2Vec2(impulse.X, impulse.Y)
 
-		vA.OperatorMinusInplace(B2Vec2MulScalar(mA, impulse))
-		wA -= iA * B2Vec2Cross(joint.M_rA, impulse)
+			vA.OperatorMinusInplace(B2Vec2MulScalar(mA, P))
+			wA -= iA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
 
-		vB.OperatorPlusInplace(B2Vec2MulScalar(mB, impulse))
-		wB += iB * B2Vec2Cross(joint.M_rB, impulse)
+			vB.OperatorPlusInplace(B2Vec2MulScalar(mB, P))
+			wB += iB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
+		} else {
+			// Solve point-to-point constraint
+			Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
+			impulse := joint.solve22(Cdot.OperatorNegate())
+
+			joint.M_impulse.X += impulse.X
+			joint.M_impulse.Y += impulse.Y
+
+			vA.OperatorMinusInplace(B2Vec2MulScalar(mA, impulse))
+			wA -= iA * B2Vec2Cross(joint.M_rA, impulse)
+
+			vB.OperatorPlusInplace(B2Vec2MulScalar(mB, impulse))
+			wB += iB * B2Vec2Cross(joint.M_rB, impulse)
+		}
+
+		velA.V = vA
+		velA.W = wA
+		velB.V = vB
+		velB.W = wB
 	}
-
-	data.Velocities[joint.M_indexA].V = vA
-	data.Velocities[joint.M_indexA].W = wA
-	data.Velocities[joint.M_indexB].V = vB
-	data.Velocities[joint.M_indexB].W = wB
 }
 
 func (joint *B2RevoluteJoint) SolvePositionConstraints(data *B2SolverData) bool {
