@@ -331,6 +331,8 @@ func (contact *B2Contact) FlagForFiltering() {
 ///////////////////////////////////////////////////////////////////////////////
 
 func B2ContactInitializeRegisters() {
+	initializingRegisters = true
+	defer func() { initializingRegisters = false }()
 	s_registers = make([][]B2ContactRegister, B2Shape_Type.E_typeCount)
 	for i := 0; i < int(B2Shape_Type.E_typeCount); i++ {
 		s_registers[i] = make([]B2ContactRegister, B2Shape_Type.E_typeCount)
@@ -346,6 +348,9 @@ func B2ContactInitializeRegisters() {
 }
 
 func AddType(createFcn B2ContactCreateFcn, destroyFcn B2ContactDestroyFcn, type1 uint8, type2 uint8) {
+	if !initializingRegisters {
+		customRegisters = true // fedirl fork: no pooling with user-registered contact types
+	}
 	B2Assert(0 <= type1 && type1 < B2Shape_Type.E_typeCount)
 	B2Assert(0 <= type2 && type2 < B2Shape_Type.E_typeCount)
 
@@ -408,8 +413,19 @@ func B2ContactDestroy(contact B2ContactInterface) {
 }
 
 func MakeB2Contact(fA *B2Fixture, indexA int, fB *B2Fixture, indexB int) B2Contact {
+	var contact B2Contact
+	contact.init(fA, indexA, fB, indexB, NewB2Manifold(), NewB2ContactEdge(), NewB2ContactEdge())
+	return contact
+}
 
-	contact := B2Contact{}
+// init sets contact to what MakeB2Contact returns, with the given
+// manifold and edges, which it zeroes (fedirl fork: a pooled contact
+// keeps its own; see B2ContactManager.create).
+func (contact *B2Contact) init(fA *B2Fixture, indexA int, fB *B2Fixture, indexB int, manifold *B2Manifold, nodeA, nodeB *B2ContactEdge) {
+	*manifold = B2Manifold{}
+	*nodeA = B2ContactEdge{}
+	*nodeB = B2ContactEdge{}
+	*contact = B2Contact{}
 	contact.M_flags = B2Contact_Flag.E_enabledFlag
 
 	contact.M_fixtureA = fA
@@ -418,20 +434,20 @@ func MakeB2Contact(fA *B2Fixture, indexA int, fB *B2Fixture, indexB int) B2Conta
 	contact.M_indexA = indexA
 	contact.M_indexB = indexB
 
-	contact.M_manifold = NewB2Manifold()
+	contact.M_manifold = manifold
 	contact.M_manifold.PointCount = 0
 
 	contact.M_prev = nil
 	contact.M_next = nil
 
-	contact.M_nodeA = NewB2ContactEdge()
+	contact.M_nodeA = nodeA
 
 	contact.M_nodeA.Contact = nil
 	contact.M_nodeA.Prev = nil
 	contact.M_nodeA.Next = nil
 	contact.M_nodeA.Other = nil
 
-	contact.M_nodeB = NewB2ContactEdge()
+	contact.M_nodeB = nodeB
 
 	contact.M_nodeB.Contact = nil
 	contact.M_nodeB.Prev = nil
@@ -444,8 +460,6 @@ func MakeB2Contact(fA *B2Fixture, indexA int, fB *B2Fixture, indexB int) B2Conta
 	contact.M_restitution = B2MixRestitution(contact.M_fixtureA.M_restitution, contact.M_fixtureB.M_restitution)
 
 	contact.M_tangentSpeed = 0.0
-
-	return contact
 }
 
 // Update the contact manifold and touching status.

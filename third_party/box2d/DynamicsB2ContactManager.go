@@ -6,6 +6,10 @@ type B2ContactManager struct {
 	M_contactCount    int
 	M_contactFilter   B2ContactFilterInterface
 	M_contactListener B2ContactListenerInterface
+
+	// fedirl fork: destroyed contacts of the built-in types, by fixture
+	// types, for reuse (see create).
+	pool [4][4][]B2ContactInterface
 }
 
 var b2_defaultFilter B2ContactFilterInterface
@@ -78,6 +82,7 @@ func (mgr *B2ContactManager) Destroy(c B2ContactInterface) {
 	// Call the factory.
 	B2ContactDestroy(c)
 	mgr.M_contactCount--
+	mgr.recycle(c)
 }
 
 // This is the top level collision call for the time step. Here
@@ -202,8 +207,8 @@ func (mgr *B2ContactManager) AddPair(proxyUserDataA interface{}, proxyUserDataB 
 		return
 	}
 
-	// Call the factory.
-	c := B2ContactFactory(fixtureA, indexA, fixtureB, indexB)
+	// Call the factory (fedirl fork: or reuse a destroyed contact).
+	c := mgr.create(fixtureA, indexA, fixtureB, indexB)
 	if c == nil {
 		return
 	}

@@ -115,6 +115,20 @@ type B2RevoluteJoint struct {
 	invDet22  float64
 }
 
+// cacheMassSolve computes the parts of Solve33 and Solve22 that depend
+// on M_mass only, as they do.
+func (joint *B2RevoluteJoint) cacheMassSolve() {
+	joint.eyCrossEz = B2Vec3Cross(joint.M_mass.Ey, joint.M_mass.Ez)
+	joint.invDet33 = B2Vec3Dot(joint.M_mass.Ex, joint.eyCrossEz)
+	if joint.invDet33 != 0.0 {
+		joint.invDet33 = 1.0 / joint.invDet33
+	}
+	joint.invDet22 = joint.M_mass.Ex.X*joint.M_mass.Ey.Y - joint.M_mass.Ey.X*joint.M_mass.Ex.Y
+	if joint.invDet22 != 0.0 {
+		joint.invDet22 = 1.0 / joint.invDet22
+	}
+}
+
 // solve33 is joint.M_mass.Solve33(b), bit for bit, with the determinant's
 // inverse and Ey×Ez from InitVelocityConstraints (M_mass does not change
 // during the velocity iterations).
@@ -253,16 +267,7 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.M_mass.Ey.Z = joint.M_mass.Ez.Y
 	joint.M_mass.Ez.Z = iA + iB
 
-	// As in Solve33 and Solve22 (fedirl fork: see solve33).
-	joint.eyCrossEz = B2Vec3Cross(joint.M_mass.Ey, joint.M_mass.Ez)
-	joint.invDet33 = B2Vec3Dot(joint.M_mass.Ex, joint.eyCrossEz)
-	if joint.invDet33 != 0.0 {
-		joint.invDet33 = 1.0 / joint.invDet33
-	}
-	joint.invDet22 = joint.M_mass.Ex.X*joint.M_mass.Ey.Y - joint.M_mass.Ey.X*joint.M_mass.Ex.Y
-	if joint.invDet22 != 0.0 {
-		joint.invDet22 = 1.0 / joint.invDet22
-	}
+	joint.cacheMassSolve()
 
 	joint.M_motorMass = iA + iB
 	if joint.M_motorMass > 0.0 {
@@ -349,9 +354,9 @@ func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
 			impulse := -joint.M_motorMass * Cdot
 			oldImpulse := joint.M_motorImpulse
 			maxImpulse := data.Step.Dt * joint.M_maxMotorTorque
-			// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse),
-			// its ordered cases written out so that no call spills the
-			// registers (fedirl fork).
+			// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse)
+			// with its ordered cases inlined, so that no call spills the
+			// registers in the common case (fedirl fork).
 			sum := joint.M_motorImpulse + impulse
 			if v, ok := clampOrdered(sum, -maxImpulse, maxImpulse); ok {
 				joint.M_motorImpulse = v
