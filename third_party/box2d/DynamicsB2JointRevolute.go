@@ -113,6 +113,11 @@ type B2RevoluteJoint struct {
 	invDet33  float64
 	eyCrossEz B2Vec3
 	invDet22  float64
+
+	// fedirl fork: set by InitVelocityConstraints for the velocity
+	// iterations (see there).
+	solveMotor, solveLimit        bool
+	negMotorMass, maxMotorImpulse float64
 }
 
 // cacheMassSolve computes the parts of Solve33 and Solve22 that depend
@@ -300,6 +305,13 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 		joint.M_limitState = B2LimitState.E_inactiveLimit
 	}
 
+	// fedirl fork: what the velocity iterations test and compute from
+	// constants of the step, once.
+	joint.solveMotor = joint.M_enableMotor && joint.M_limitState != limitEqual && fixedRotation == false
+	joint.solveLimit = joint.M_enableLimit && joint.M_limitState != limitInactive && fixedRotation == false
+	joint.negMotorMass = -joint.M_motorMass
+	joint.maxMotorImpulse = data.Step.Dt * joint.M_maxMotorTorque
+
 	if data.Step.WarmStarting {
 		// Scale impulses to support a variable time step.
 		joint.M_impulse.OperatorScalarMultInplace(data.Step.DtRatio)
@@ -333,27 +345,23 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
 // iteration when all its joints are revolute, as the lunar lander's are,
 // saving an interface call, a frame and the register spills per joint).
 func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
+	vels := data.Velocities
 	for _, joint := range joints {
 		// fedirl fork: one bounds check per body instead of one per access.
-		velA, velB := &data.Velocities[joint.M_indexA], &data.Velocities[joint.M_indexB]
+		velA, velB := &vels[joint.M_indexA], &vels[joint.M_indexB]
 		vA := velA.V
 		wA := velA.W
 		vB := velB.V
 		wB := velB.W
 
-		mA := joint.M_invMassA
-		mB := joint.M_invMassB
-		iA := joint.M_invIA
-		iB := joint.M_invIB
-
-		fixedRotation := (iA+iB == 0.0)
+		// (The masses are read where used: shorter lifetimes, fewer spills.)
 
 		// Solve motor constraint.
-		if joint.M_enableMotor && joint.M_limitState != limitEqual && fixedRotation == false {
+		if joint.solveMotor { // M_enableMotor && M_limitState != E_equalLimits && !fixedRotation
 			Cdot := wB - wA - joint.M_motorSpeed
-			impulse := -joint.M_motorMass * Cdot
+			impulse := joint.negMotorMass * Cdot // -M_motorMass * Cdot
 			oldImpulse := joint.M_motorImpulse
-			maxImpulse := data.Step.Dt * joint.M_maxMotorTorque
+			maxImpulse := joint.maxMotorImpulse // data.Step.Dt * M_maxMotorTorque
 			// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse)
 			// with its ordered cases inlined, so that no call spills the
 			// registers in the common case (fedirl fork).
@@ -365,12 +373,12 @@ func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
 			}
 			impulse = joint.M_motorImpulse - oldImpulse
 
-			wA -= iA * impulse
-			wB += iB * impulse
+			wA -= joint.M_invIA * impulse
+			wB += joint.M_invIB * impulse
 		}
 
 		// Solve limit constraint.
-		if joint.M_enableLimit && joint.M_limitState != limitInactive && fixedRotation == false {
+		if joint.solveLimit { // M_enableLimit && M_limitState != E_inactiveLimit && !fixedRotation
 			Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
 			Cdot2 := wB - wA
 			Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
@@ -419,11 +427,11 @@ func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
 
 			P := MakeB2Vec2(impulse.X, impulse.Y)
 
-			vA.OperatorMinusInplace(B2Vec2MulScalar(mA, P))
-			wA -= iA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
+			vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, P))
+			wA -= joint.M_invIA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
 
-			vB.OperatorPlusInplace(B2Vec2MulScalar(mB, P))
-			wB += iB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
+			vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, P))
+			wB += joint.M_invIB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
 		} else {
 			// Solve point-to-point constraint
 			Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
@@ -432,11 +440,11 @@ func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
 			joint.M_impulse.X += impulse.X
 			joint.M_impulse.Y += impulse.Y
 
-			vA.OperatorMinusInplace(B2Vec2MulScalar(mA, impulse))
-			wA -= iA * B2Vec2Cross(joint.M_rA, impulse)
+			vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, impulse))
+			wA -= joint.M_invIA * B2Vec2Cross(joint.M_rA, impulse)
 
-			vB.OperatorPlusInplace(B2Vec2MulScalar(mB, impulse))
-			wB += iB * B2Vec2Cross(joint.M_rB, impulse)
+			vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, impulse))
+			wB += joint.M_invIB * B2Vec2Cross(joint.M_rB, impulse)
 		}
 
 		velA.V = vA
