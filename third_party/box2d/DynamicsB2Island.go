@@ -368,17 +368,15 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 	if revolutes != nil {
 		island.revolutes = revolutes
 	}
-	for i := 0; i < step.VelocityIterations; i++ {
+	if revolutes != nil {
+		solveRevoluteIterations(revolutes, solverData, &contactSolver, step.VelocityIterations)
+	} else {
+		for i := 0; i < step.VelocityIterations; i++ {
 
-		if revolutes != nil {
-			solveRevoluteVelocities(revolutes, solverData)
-		} else {
 			for j := 0; j < island.M_jointCount; j++ {
 				island.M_joints[j].SolveVelocityConstraints(solverData)
 			}
-		}
 
-		if contactSolver.M_count > 0 {
 			contactSolver.SolveVelocityConstraints()
 		}
 	}

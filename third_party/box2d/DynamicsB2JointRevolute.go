@@ -340,6 +340,18 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
 	solveRevoluteVelocities(one[:], data)
 }
 
+// solveRevoluteIterations runs the island's velocity iterations when all
+// its joints are revolute: in each, the joints in order, then the
+// contacts (skipped when there are none), as Island.Solve does.
+func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, contacts *B2ContactSolver, iterations int) {
+	for i := 0; i < iterations; i++ {
+		solveRevoluteVelocities(joints, data)
+		if contacts.M_count > 0 {
+			contacts.SolveVelocityConstraints()
+		}
+	}
+}
+
 // solveRevoluteVelocities is SolveVelocityConstraints for each joint in
 // turn, in one call (fedirl fork: the island calls it once per velocity
 // iteration when all its joints are revolute, as the lunar lander's are,
