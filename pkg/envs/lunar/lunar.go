@@ -134,6 +134,9 @@ type Env struct {
 	p        Params
 	injected Draws
 	draws    Draws
+	pcg      *rand.PCG // the default source, reseeded at each Reset
+	rng      *rand.Rand
+	rjd      box2d.B2RevoluteJointDef
 
 	world    *box2d.B2World
 	lander   *box2d.B2Body
@@ -230,7 +233,14 @@ func vec(x, y float64) box2d.B2Vec2 { return box2d.MakeB2Vec2(x, y) }
 func (e *Env) Reset(seed uint64) []float64 {
 	e.draws = e.injected
 	if e.draws == nil {
-		e.draws = pcgDraws{rand.New(rand.NewPCG(seed, 0x4c756e61724c616e))} // "LunarLan"
+		// Reseeding one PCG gives the stream of a new NewPCG(seed, …),
+		// without allocating a generator per episode.
+		if e.pcg == nil {
+			e.pcg = rand.NewPCG(seed, 0)
+			e.rng = rand.New(e.pcg)
+		}
+		e.pcg.Seed(seed, 0x4c756e61724c616e) // "LunarLan"
+		e.draws = pcgDraws{e.rng}
 	}
 	w := box2d.MakeB2World(vec(0, e.p.Gravity))
 	e.world = &w
@@ -311,7 +321,10 @@ func (e *Env) Reset(seed uint64) []float64 {
 		fd.Filter = box2d.MakeB2Filter()
 		fd.Filter.CategoryBits, fd.Filter.MaskBits = 0x0020, 0x001
 		leg.CreateFixtureFromDef(&fd)
-		rjd := box2d.MakeB2RevoluteJointDef()
+		// The definition lives in the Env: CreateJoint takes an interface,
+		// through which a local would escape to the heap.
+		e.rjd = box2d.MakeB2RevoluteJointDef()
+		rjd := &e.rjd
 		rjd.BodyA, rjd.BodyB = e.lander, leg
 		rjd.LocalAnchorA = vec(0, 0)
 		rjd.LocalAnchorB = vec(i*legAway/scale, legDown/scale)
@@ -326,7 +339,7 @@ func (e *Env) Reset(seed uint64) []float64 {
 		} else {
 			rjd.LowerAngle, rjd.UpperAngle = -0.9, -0.9+0.5
 		}
-		e.joints[k] = e.world.CreateJoint(&rjd).(*box2d.B2RevoluteJoint)
+		e.joints[k] = e.world.CreateJoint(rjd).(*box2d.B2RevoluteJoint)
 		e.legs[k] = leg
 	}
 	noop := []float64{0}
