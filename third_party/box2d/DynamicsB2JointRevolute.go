@@ -337,132 +337,127 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 
 func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
 	one := [1]*B2RevoluteJoint{joint}
-	solveRevoluteVelocities(one[:], data)
+	solveRevoluteIterations(one[:], data, nil, 1)
 }
 
-// solveRevoluteIterations runs the island's velocity iterations when all
-// its joints are revolute: in each, the joints in order, then the
-// contacts (skipped when there are none), as Island.Solve does.
+// solveRevoluteIterations runs an island's velocity iterations when all
+// its joints are revolute, as the lunar lander's are: in each iteration
+// SolveVelocityConstraints for each joint in order, then the contact
+// solver's (skipped when there are no contacts, or contacts is nil), as
+// Island.Solve does (fedirl fork: one call for all the iterations instead
+// of an interface call per joint and iteration).
 func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, contacts *B2ContactSolver, iterations int) {
-	for i := 0; i < iterations; i++ {
-		solveRevoluteVelocities(joints, data)
-		if contacts.M_count > 0 {
+	vels := data.Velocities
+	for iter := 0; iter < iterations; iter++ {
+		for _, joint := range joints {
+			// fedirl fork: one bounds check per body instead of one per access.
+			velA, velB := &vels[joint.M_indexA], &vels[joint.M_indexB]
+			vA := velA.V
+			wA := velA.W
+			vB := velB.V
+			wB := velB.W
+
+			// (The masses are read where used: shorter lifetimes, fewer spills.)
+
+			// Solve motor constraint.
+			if joint.solveMotor { // M_enableMotor && M_limitState != E_equalLimits && !fixedRotation
+				Cdot := wB - wA - joint.M_motorSpeed
+				impulse := joint.negMotorMass * Cdot // -M_motorMass * Cdot
+				oldImpulse := joint.M_motorImpulse
+				maxImpulse := joint.maxMotorImpulse // data.Step.Dt * M_maxMotorTorque
+				// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse)
+				// with its ordered cases inlined, so that no call spills the
+				// registers in the common case (fedirl fork).
+				sum := joint.M_motorImpulse + impulse
+				if v, ok := clampOrdered(sum, -maxImpulse, maxImpulse); ok {
+					joint.M_motorImpulse = v
+				} else {
+					joint.M_motorImpulse = clampSlow(sum, -maxImpulse, maxImpulse)
+				}
+				impulse = joint.M_motorImpulse - oldImpulse
+
+				wA -= joint.M_invIA * impulse
+				wB += joint.M_invIB * impulse
+			}
+
+			// Solve limit constraint.
+			if joint.solveLimit { // M_enableLimit && M_limitState != E_inactiveLimit && !fixedRotation
+				Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
+				Cdot2 := wB - wA
+				Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
+
+				// joint.solve33(Cdot).OperatorNegate(), written out so that it is
+				// inlined (fedirl fork).
+				mat := &joint.M_mass
+				det := joint.invDet33
+				impulse := MakeB2Vec3(
+					-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
+					-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
+					-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
+				)
+
+				if joint.M_limitState == limitEqual {
+					joint.M_impulse.OperatorPlusInplace(impulse)
+				} else if joint.M_limitState == limitAtLower {
+					newImpulse := joint.M_impulse.Z + impulse.Z
+					if newImpulse < 0.0 {
+						rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
+						reduced := joint.solve22(rhs)
+						impulse.X = reduced.X
+						impulse.Y = reduced.Y
+						impulse.Z = -joint.M_impulse.Z
+						joint.M_impulse.X += reduced.X
+						joint.M_impulse.Y += reduced.Y
+						joint.M_impulse.Z = 0.0
+					} else {
+						joint.M_impulse.OperatorPlusInplace(impulse)
+					}
+				} else if joint.M_limitState == limitAtUpper {
+					newImpulse := joint.M_impulse.Z + impulse.Z
+					if newImpulse > 0.0 {
+						rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
+						reduced := joint.solve22(rhs)
+						impulse.X = reduced.X
+						impulse.Y = reduced.Y
+						impulse.Z = -joint.M_impulse.Z
+						joint.M_impulse.X += reduced.X
+						joint.M_impulse.Y += reduced.Y
+						joint.M_impulse.Z = 0.0
+					} else {
+						joint.M_impulse.OperatorPlusInplace(impulse)
+					}
+				}
+
+				P := MakeB2Vec2(impulse.X, impulse.Y)
+
+				vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, P))
+				wA -= joint.M_invIA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
+
+				vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, P))
+				wB += joint.M_invIB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
+			} else {
+				// Solve point-to-point constraint
+				Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
+				impulse := joint.solve22(Cdot.OperatorNegate())
+
+				joint.M_impulse.X += impulse.X
+				joint.M_impulse.Y += impulse.Y
+
+				vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, impulse))
+				wA -= joint.M_invIA * B2Vec2Cross(joint.M_rA, impulse)
+
+				vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, impulse))
+				wB += joint.M_invIB * B2Vec2Cross(joint.M_rB, impulse)
+			}
+
+			velA.V = vA
+			velA.W = wA
+			velB.V = vB
+			velB.W = wB
+		}
+		if contacts != nil && contacts.M_count > 0 {
 			contacts.SolveVelocityConstraints()
 		}
-	}
-}
-
-// solveRevoluteVelocities is SolveVelocityConstraints for each joint in
-// turn, in one call (fedirl fork: the island calls it once per velocity
-// iteration when all its joints are revolute, as the lunar lander's are,
-// saving an interface call, a frame and the register spills per joint).
-func solveRevoluteVelocities(joints []*B2RevoluteJoint, data *B2SolverData) {
-	vels := data.Velocities
-	for _, joint := range joints {
-		// fedirl fork: one bounds check per body instead of one per access.
-		velA, velB := &vels[joint.M_indexA], &vels[joint.M_indexB]
-		vA := velA.V
-		wA := velA.W
-		vB := velB.V
-		wB := velB.W
-
-		// (The masses are read where used: shorter lifetimes, fewer spills.)
-
-		// Solve motor constraint.
-		if joint.solveMotor { // M_enableMotor && M_limitState != E_equalLimits && !fixedRotation
-			Cdot := wB - wA - joint.M_motorSpeed
-			impulse := joint.negMotorMass * Cdot // -M_motorMass * Cdot
-			oldImpulse := joint.M_motorImpulse
-			maxImpulse := joint.maxMotorImpulse // data.Step.Dt * M_maxMotorTorque
-			// B2FloatClamp(joint.M_motorImpulse+impulse, -maxImpulse, maxImpulse)
-			// with its ordered cases inlined, so that no call spills the
-			// registers in the common case (fedirl fork).
-			sum := joint.M_motorImpulse + impulse
-			if v, ok := clampOrdered(sum, -maxImpulse, maxImpulse); ok {
-				joint.M_motorImpulse = v
-			} else {
-				joint.M_motorImpulse = clampSlow(sum, -maxImpulse, maxImpulse)
-			}
-			impulse = joint.M_motorImpulse - oldImpulse
-
-			wA -= joint.M_invIA * impulse
-			wB += joint.M_invIB * impulse
-		}
-
-		// Solve limit constraint.
-		if joint.solveLimit { // M_enableLimit && M_limitState != E_inactiveLimit && !fixedRotation
-			Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-			Cdot2 := wB - wA
-			Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
-
-			// joint.solve33(Cdot).OperatorNegate(), written out so that it is
-			// inlined (fedirl fork).
-			mat := &joint.M_mass
-			det := joint.invDet33
-			impulse := MakeB2Vec3(
-				-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
-				-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
-				-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
-			)
-
-			if joint.M_limitState == limitEqual {
-				joint.M_impulse.OperatorPlusInplace(impulse)
-			} else if joint.M_limitState == limitAtLower {
-				newImpulse := joint.M_impulse.Z + impulse.Z
-				if newImpulse < 0.0 {
-					rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-					reduced := joint.solve22(rhs)
-					impulse.X = reduced.X
-					impulse.Y = reduced.Y
-					impulse.Z = -joint.M_impulse.Z
-					joint.M_impulse.X += reduced.X
-					joint.M_impulse.Y += reduced.Y
-					joint.M_impulse.Z = 0.0
-				} else {
-					joint.M_impulse.OperatorPlusInplace(impulse)
-				}
-			} else if joint.M_limitState == limitAtUpper {
-				newImpulse := joint.M_impulse.Z + impulse.Z
-				if newImpulse > 0.0 {
-					rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-					reduced := joint.solve22(rhs)
-					impulse.X = reduced.X
-					impulse.Y = reduced.Y
-					impulse.Z = -joint.M_impulse.Z
-					joint.M_impulse.X += reduced.X
-					joint.M_impulse.Y += reduced.Y
-					joint.M_impulse.Z = 0.0
-				} else {
-					joint.M_impulse.OperatorPlusInplace(impulse)
-				}
-			}
-
-			P := MakeB2Vec2(impulse.X, impulse.Y)
-
-			vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, P))
-			wA -= joint.M_invIA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
-
-			vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, P))
-			wB += joint.M_invIB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
-		} else {
-			// Solve point-to-point constraint
-			Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-			impulse := joint.solve22(Cdot.OperatorNegate())
-
-			joint.M_impulse.X += impulse.X
-			joint.M_impulse.Y += impulse.Y
-
-			vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, impulse))
-			wA -= joint.M_invIA * B2Vec2Cross(joint.M_rA, impulse)
-
-			vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, impulse))
-			wB += joint.M_invIB * B2Vec2Cross(joint.M_rB, impulse)
-		}
-
-		velA.V = vA
-		velA.W = wA
-		velB.V = vB
-		velB.W = wB
 	}
 }
 
