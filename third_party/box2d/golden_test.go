@@ -303,7 +303,7 @@ var goldenScenes = []struct {
 // pair, most joint types, continuous collision, islands and sleeping, and
 // requires every step's state to be bit-identical to the upstream code's.
 func TestGoldenScenes(t *testing.T) {
-	if fusesMulAdd() && !*updateGolden {
+	if box2d.FusesMulAdd() && !*updateGolden {
 		t.Skip("this build fuses multiply-adds; the golden pins unfused amd64 arithmetic")
 	}
 	var got []string
@@ -343,15 +343,3 @@ func TestGoldenScenes(t *testing.T) {
 		}
 	}
 }
-
-// fusesMulAdd reports whether this build fuses x*y + z into one rounding
-// (Go does on arm64, ppc64le, s390x and riscv64, and on amd64 with
-// GOAMD64=v3 or later): then floating-point results legitimately differ in
-// the last bits from the unfused amd64 arithmetic the goldens pin.
-func fusesMulAdd() bool {
-	a, b := 1+0x1p-30, 1-0x1p-30
-	return mulAdd(a, b, -1) != 0 // unfused: a·b rounds to 1
-}
-
-//go:noinline
-func mulAdd(x, y, z float64) float64 { return x*y + z }
