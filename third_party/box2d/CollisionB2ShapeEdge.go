@@ -125,7 +125,8 @@ func (edge B2EdgeShape) RayCast(output *B2RayCastOutput, input B2RayCastInput, x
 	return true
 }
 
-func (edge B2EdgeShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex int) {
+// ComputeAABB (fedirl fork: a pointer receiver, as for polygons.)
+func (edge *B2EdgeShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex int) {
 
 	v1 := B2TransformVec2Mul(xf, edge.M_vertex1)
 	v2 := B2TransformVec2Mul(xf, edge.M_vertex2)

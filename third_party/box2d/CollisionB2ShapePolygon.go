@@ -332,7 +332,10 @@ func (poly B2PolygonShape) RayCast(output *B2RayCastOutput, input B2RayCastInput
 	return false
 }
 
-func (poly B2PolygonShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex int) {
+// ComputeAABB (fedirl fork: a pointer receiver; through the interface the
+// value receiver copied the whole polygon, 300 bytes, on every call. Values
+// do not implement B2ShapeInterface anyway: Destroy has a pointer receiver.)
+func (poly *B2PolygonShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex int) {
 
 	lower := B2TransformVec2Mul(xf, poly.M_vertices[0])
 	upper := lower
