@@ -65,34 +65,34 @@ func B2PairLessThan(pair1 B2Pair, pair2 B2Pair) bool {
 	return false
 }
 
-func (bp B2BroadPhase) GetUserData(proxyId int) interface{} {
+func (bp *B2BroadPhase) GetUserData(proxyId int) interface{} {
 	return bp.M_tree.GetUserData(proxyId)
 }
 
-func (bp B2BroadPhase) TestOverlap(proxyIdA int, proxyIdB int) bool {
+func (bp *B2BroadPhase) TestOverlap(proxyIdA int, proxyIdB int) bool {
 	return B2TestOverlapBoundingBoxes(
 		bp.M_tree.GetFatAABB(proxyIdA),
 		bp.M_tree.GetFatAABB(proxyIdB),
 	)
 }
 
-func (bp B2BroadPhase) GetFatAABB(proxyId int) B2AABB {
+func (bp *B2BroadPhase) GetFatAABB(proxyId int) B2AABB {
 	return bp.M_tree.GetFatAABB(proxyId)
 }
 
-func (bp B2BroadPhase) GetProxyCount() int {
+func (bp *B2BroadPhase) GetProxyCount() int {
 	return bp.M_proxyCount
 }
 
-func (bp B2BroadPhase) GetTreeHeight() int {
+func (bp *B2BroadPhase) GetTreeHeight() int {
 	return bp.M_tree.GetHeight()
 }
 
-func (bp B2BroadPhase) GetTreeBalance() int {
+func (bp *B2BroadPhase) GetTreeBalance() int {
 	return bp.M_tree.GetMaxBalance()
 }
 
-func (bp B2BroadPhase) GetTreeQuality() float64 {
+func (bp *B2BroadPhase) GetTreeQuality() float64 {
 	return bp.M_tree.GetAreaRatio()
 }
 

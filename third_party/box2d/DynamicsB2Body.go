@@ -161,27 +161,27 @@ type B2Body struct {
 	M_userData interface{}
 }
 
-func (body B2Body) GetType() uint8 {
+func (body *B2Body) GetType() uint8 {
 	return body.M_type
 }
 
-func (body B2Body) GetTransform() B2Transform {
+func (body *B2Body) GetTransform() B2Transform {
 	return body.M_xf
 }
 
-func (body B2Body) GetPosition() B2Vec2 {
+func (body *B2Body) GetPosition() B2Vec2 {
 	return body.M_xf.P
 }
 
-func (body B2Body) GetAngle() float64 {
+func (body *B2Body) GetAngle() float64 {
 	return body.M_sweep.A
 }
 
-func (body B2Body) GetWorldCenter() B2Vec2 {
+func (body *B2Body) GetWorldCenter() B2Vec2 {
 	return body.M_sweep.C
 }
 
-func (body B2Body) GetLocalCenter() B2Vec2 {
+func (body *B2Body) GetLocalCenter() B2Vec2 {
 	return body.M_sweep.LocalCenter
 }
 
@@ -197,7 +197,7 @@ func (body *B2Body) SetLinearVelocity(v B2Vec2) {
 	body.M_linearVelocity = v
 }
 
-func (body B2Body) GetLinearVelocity() B2Vec2 {
+func (body *B2Body) GetLinearVelocity() B2Vec2 {
 	return body.M_linearVelocity
 }
 
@@ -213,49 +213,49 @@ func (body *B2Body) SetAngularVelocity(w float64) {
 	body.M_angularVelocity = w
 }
 
-func (body B2Body) GetAngularVelocity() float64 {
+func (body *B2Body) GetAngularVelocity() float64 {
 	return body.M_angularVelocity
 }
 
-func (body B2Body) GetMass() float64 {
+func (body *B2Body) GetMass() float64 {
 	return body.M_mass
 }
 
-func (body B2Body) GetInertia() float64 {
+func (body *B2Body) GetInertia() float64 {
 	return body.M_I + body.M_mass*B2Vec2Dot(body.M_sweep.LocalCenter, body.M_sweep.LocalCenter)
 }
 
-func (body B2Body) GetMassData(data *B2MassData) {
+func (body *B2Body) GetMassData(data *B2MassData) {
 	data.Mass = body.M_mass
 	data.I = body.M_I + body.M_mass*B2Vec2Dot(body.M_sweep.LocalCenter, body.M_sweep.LocalCenter)
 	data.Center = body.M_sweep.LocalCenter
 }
 
-func (body B2Body) GetWorldPoint(localPoint B2Vec2) B2Vec2 {
+func (body *B2Body) GetWorldPoint(localPoint B2Vec2) B2Vec2 {
 	return B2TransformVec2Mul(body.M_xf, localPoint)
 }
 
-func (body B2Body) GetWorldVector(localVector B2Vec2) B2Vec2 {
+func (body *B2Body) GetWorldVector(localVector B2Vec2) B2Vec2 {
 	return B2RotVec2Mul(body.M_xf.Q, localVector)
 }
 
-func (body B2Body) GetLocalPoint(worldPoint B2Vec2) B2Vec2 {
+func (body *B2Body) GetLocalPoint(worldPoint B2Vec2) B2Vec2 {
 	return B2TransformVec2MulT(body.M_xf, worldPoint)
 }
 
-func (body B2Body) GetLocalVector(worldVector B2Vec2) B2Vec2 {
+func (body *B2Body) GetLocalVector(worldVector B2Vec2) B2Vec2 {
 	return B2RotVec2MulT(body.M_xf.Q, worldVector)
 }
 
-func (body B2Body) GetLinearVelocityFromWorldPoint(worldPoint B2Vec2) B2Vec2 {
+func (body *B2Body) GetLinearVelocityFromWorldPoint(worldPoint B2Vec2) B2Vec2 {
 	return B2Vec2Add(body.M_linearVelocity, B2Vec2CrossScalarVector(body.M_angularVelocity, B2Vec2Sub(worldPoint, body.M_sweep.C)))
 }
 
-func (body B2Body) GetLinearVelocityFromLocalPoint(localPoint B2Vec2) B2Vec2 {
+func (body *B2Body) GetLinearVelocityFromLocalPoint(localPoint B2Vec2) B2Vec2 {
 	return body.GetLinearVelocityFromWorldPoint(body.GetWorldPoint(localPoint))
 }
 
-func (body B2Body) GetLinearDamping() float64 {
+func (body *B2Body) GetLinearDamping() float64 {
 	return body.M_linearDamping
 }
 
@@ -263,7 +263,7 @@ func (body *B2Body) SetLinearDamping(linearDamping float64) {
 	body.M_linearDamping = linearDamping
 }
 
-func (body B2Body) GetAngularDamping() float64 {
+func (body *B2Body) GetAngularDamping() float64 {
 	return body.M_angularDamping
 }
 
@@ -271,7 +271,7 @@ func (body *B2Body) SetAngularDamping(angularDamping float64) {
 	body.M_angularDamping = angularDamping
 }
 
-func (body B2Body) GetGravityScale() float64 {
+func (body *B2Body) GetGravityScale() float64 {
 	return body.M_gravityScale
 }
 
@@ -287,7 +287,7 @@ func (body *B2Body) SetBullet(flag bool) {
 	}
 }
 
-func (body B2Body) IsBullet() bool {
+func (body *B2Body) IsBullet() bool {
 	return (body.M_flags & B2Body_Flags.E_bulletFlag) == B2Body_Flags.E_bulletFlag
 }
 
@@ -305,15 +305,15 @@ func (body *B2Body) SetAwake(flag bool) {
 	}
 }
 
-func (body B2Body) IsAwake() bool {
+func (body *B2Body) IsAwake() bool {
 	return (body.M_flags & B2Body_Flags.E_awakeFlag) == B2Body_Flags.E_awakeFlag
 }
 
-func (body B2Body) IsActive() bool {
+func (body *B2Body) IsActive() bool {
 	return (body.M_flags & B2Body_Flags.E_activeFlag) == B2Body_Flags.E_activeFlag
 }
 
-func (body B2Body) IsFixedRotation() bool {
+func (body *B2Body) IsFixedRotation() bool {
 	return (body.M_flags & B2Body_Flags.E_fixedRotationFlag) == B2Body_Flags.E_fixedRotationFlag
 }
 
@@ -326,23 +326,23 @@ func (body *B2Body) SetSleepingAllowed(flag bool) {
 	}
 }
 
-func (body B2Body) IsSleepingAllowed() bool {
+func (body *B2Body) IsSleepingAllowed() bool {
 	return (body.M_flags & B2Body_Flags.E_autoSleepFlag) == B2Body_Flags.E_autoSleepFlag
 }
 
-func (body B2Body) GetFixtureList() *B2Fixture {
+func (body *B2Body) GetFixtureList() *B2Fixture {
 	return body.M_fixtureList
 }
 
-func (body B2Body) GetJointList() *B2JointEdge {
+func (body *B2Body) GetJointList() *B2JointEdge {
 	return body.M_jointList
 }
 
-func (body B2Body) GetContactList() *B2ContactEdge {
+func (body *B2Body) GetContactList() *B2ContactEdge {
 	return body.M_contactList
 }
 
-func (body B2Body) GetNext() *B2Body {
+func (body *B2Body) GetNext() *B2Body {
 	return body.M_next
 }
 
@@ -350,7 +350,7 @@ func (body *B2Body) SetUserData(data interface{}) {
 	body.M_userData = data
 }
 
-func (body B2Body) GetUserData() interface{} {
+func (body *B2Body) GetUserData() interface{} {
 	return body.M_userData
 }
 
@@ -466,7 +466,7 @@ func (body *B2Body) Advance(alpha float64) {
 	body.M_xf.P = B2Vec2Sub(body.M_sweep.C, B2RotVec2Mul(body.M_xf.Q, body.M_sweep.LocalCenter))
 }
 
-func (body B2Body) GetWorld() *B2World {
+func (body *B2Body) GetWorld() *B2World {
 	return body.M_world
 }
 
@@ -821,7 +821,7 @@ func (body *B2Body) SetMassData(massData *B2MassData) {
 	)
 }
 
-func (body B2Body) ShouldCollide(other *B2Body) bool {
+func (body *B2Body) ShouldCollide(other *B2Body) bool {
 
 	// At least one body should be dynamic.
 	if body.M_type != B2BodyType.B2_dynamicBody && other.M_type != B2BodyType.B2_dynamicBody {

@@ -165,7 +165,7 @@ type B2Contact struct {
 	M_tangentSpeed float64
 }
 
-func (contact B2Contact) GetFlags() uint32 {
+func (contact *B2Contact) GetFlags() uint32 {
 	return contact.M_flags
 }
 
@@ -173,7 +173,7 @@ func (contact *B2Contact) SetFlags(flags uint32) {
 	contact.M_flags = flags
 }
 
-func (contact B2Contact) GetPrev() B2ContactInterface {
+func (contact *B2Contact) GetPrev() B2ContactInterface {
 	return contact.M_prev
 }
 
@@ -181,7 +181,7 @@ func (contact *B2Contact) SetPrev(prev B2ContactInterface) {
 	contact.M_prev = prev
 }
 
-func (contact B2Contact) GetNext() B2ContactInterface {
+func (contact *B2Contact) GetNext() B2ContactInterface {
 	return contact.M_next
 }
 
@@ -189,7 +189,7 @@ func (contact *B2Contact) SetNext(next B2ContactInterface) {
 	contact.M_next = next
 }
 
-func (contact B2Contact) GetNodeA() *B2ContactEdge {
+func (contact *B2Contact) GetNodeA() *B2ContactEdge {
 	return contact.M_nodeA
 }
 
@@ -197,7 +197,7 @@ func (contact *B2Contact) SetNodeA(node *B2ContactEdge) {
 	contact.M_nodeA = node
 }
 
-func (contact B2Contact) GetNodeB() *B2ContactEdge {
+func (contact *B2Contact) GetNodeB() *B2ContactEdge {
 	return contact.M_nodeB
 }
 
@@ -205,7 +205,7 @@ func (contact *B2Contact) SetNodeB(node *B2ContactEdge) {
 	contact.M_nodeB = node
 }
 
-func (contact B2Contact) GetFixtureA() *B2Fixture {
+func (contact *B2Contact) GetFixtureA() *B2Fixture {
 	return contact.M_fixtureA
 }
 
@@ -213,7 +213,7 @@ func (contact *B2Contact) SetFixtureA(fixture *B2Fixture) {
 	contact.M_fixtureA = fixture
 }
 
-func (contact B2Contact) GetFixtureB() *B2Fixture {
+func (contact *B2Contact) GetFixtureB() *B2Fixture {
 	return contact.M_fixtureB
 }
 
@@ -221,7 +221,7 @@ func (contact *B2Contact) SetFixtureB(fixture *B2Fixture) {
 	contact.M_fixtureB = fixture
 }
 
-func (contact B2Contact) GetChildIndexA() int {
+func (contact *B2Contact) GetChildIndexA() int {
 	return contact.M_indexA
 }
 
@@ -229,7 +229,7 @@ func (contact *B2Contact) SetChildIndexA(index int) {
 	contact.M_indexA = index
 }
 
-func (contact B2Contact) GetChildIndexB() int {
+func (contact *B2Contact) GetChildIndexB() int {
 	return contact.M_indexB
 }
 
@@ -237,7 +237,7 @@ func (contact *B2Contact) SetChildIndexB(index int) {
 	contact.M_indexB = index
 }
 
-func (contact B2Contact) GetManifold() *B2Manifold {
+func (contact *B2Contact) GetManifold() *B2Manifold {
 	return contact.M_manifold
 }
 
@@ -245,7 +245,7 @@ func (contact *B2Contact) SetManifold(manifold *B2Manifold) {
 	contact.M_manifold = manifold
 }
 
-func (contact B2Contact) GetTOICount() int {
+func (contact *B2Contact) GetTOICount() int {
 	return contact.M_toiCount
 }
 
@@ -253,7 +253,7 @@ func (contact *B2Contact) SetTOICount(toiCount int) {
 	contact.M_toiCount = toiCount
 }
 
-func (contact B2Contact) GetTOI() float64 {
+func (contact *B2Contact) GetTOI() float64 {
 	return contact.M_toi
 }
 
@@ -261,7 +261,7 @@ func (contact *B2Contact) SetTOI(toi float64) {
 	contact.M_toi = toi
 }
 
-func (contact B2Contact) GetFriction() float64 {
+func (contact *B2Contact) GetFriction() float64 {
 	return contact.M_friction
 }
 
@@ -273,7 +273,7 @@ func (contact *B2Contact) ResetFriction() {
 	contact.M_friction = B2MixFriction(contact.M_fixtureA.M_friction, contact.M_fixtureB.M_friction)
 }
 
-func (contact B2Contact) GetRestitution() float64 {
+func (contact *B2Contact) GetRestitution() float64 {
 	return contact.M_restitution
 }
 
@@ -285,7 +285,7 @@ func (contact *B2Contact) ResetRestitution() {
 	contact.M_restitution = B2MixRestitution(contact.M_fixtureA.M_restitution, contact.M_fixtureB.M_restitution)
 }
 
-func (contact B2Contact) GetTangentSpeed() float64 {
+func (contact *B2Contact) GetTangentSpeed() float64 {
 	return contact.M_tangentSpeed
 }
 
@@ -293,7 +293,7 @@ func (contact *B2Contact) SetTangentSpeed(speed float64) {
 	contact.M_tangentSpeed = speed
 }
 
-func (contact B2Contact) GetWorldManifold(worldManifold *B2WorldManifold) {
+func (contact *B2Contact) GetWorldManifold(worldManifold *B2WorldManifold) {
 	bodyA := contact.M_fixtureA.GetBody()
 	bodyB := contact.M_fixtureB.GetBody()
 	shapeA := contact.M_fixtureA.GetShape()
@@ -310,11 +310,11 @@ func (contact *B2Contact) SetEnabled(flag bool) {
 	}
 }
 
-func (contact B2Contact) IsEnabled() bool {
+func (contact *B2Contact) IsEnabled() bool {
 	return (contact.M_flags & B2Contact_Flag.E_enabledFlag) == B2Contact_Flag.E_enabledFlag
 }
 
-func (contact B2Contact) IsTouching() bool {
+func (contact *B2Contact) IsTouching() bool {
 	return (contact.M_flags & B2Contact_Flag.E_touchingFlag) == B2Contact_Flag.E_touchingFlag
 }
 

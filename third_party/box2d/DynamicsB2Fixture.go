@@ -112,23 +112,23 @@ func NewB2Fixture() *B2Fixture {
 	}
 }
 
-func (fix B2Fixture) GetType() uint8 {
+func (fix *B2Fixture) GetType() uint8 {
 	return fix.M_shape.GetType()
 }
 
-func (fix B2Fixture) GetShape() B2ShapeInterface {
+func (fix *B2Fixture) GetShape() B2ShapeInterface {
 	return fix.M_shape
 }
 
-func (fix B2Fixture) IsSensor() bool {
+func (fix *B2Fixture) IsSensor() bool {
 	return fix.M_isSensor
 }
 
-func (fix B2Fixture) GetFilterData() B2Filter {
+func (fix *B2Fixture) GetFilterData() B2Filter {
 	return fix.M_filter
 }
 
-func (fix B2Fixture) GetUserData() interface{} {
+func (fix *B2Fixture) GetUserData() interface{} {
 	return fix.M_userData
 }
 
@@ -136,11 +136,11 @@ func (fix *B2Fixture) SetUserData(data interface{}) {
 	fix.M_userData = data
 }
 
-func (fix B2Fixture) GetBody() *B2Body {
+func (fix *B2Fixture) GetBody() *B2Body {
 	return fix.M_body
 }
 
-func (fix B2Fixture) GetNext() *B2Fixture {
+func (fix *B2Fixture) GetNext() *B2Fixture {
 	return fix.M_next
 }
 
@@ -149,11 +149,11 @@ func (fix *B2Fixture) SetDensity(density float64) {
 	fix.M_density = density
 }
 
-func (fix B2Fixture) GetDensity() float64 {
+func (fix *B2Fixture) GetDensity() float64 {
 	return fix.M_density
 }
 
-func (fix B2Fixture) GetFriction() float64 {
+func (fix *B2Fixture) GetFriction() float64 {
 	return fix.M_friction
 }
 
@@ -161,7 +161,7 @@ func (fix *B2Fixture) SetFriction(friction float64) {
 	fix.M_friction = friction
 }
 
-func (fix B2Fixture) GetRestitution() float64 {
+func (fix *B2Fixture) GetRestitution() float64 {
 	return fix.M_restitution
 }
 
@@ -169,19 +169,19 @@ func (fix *B2Fixture) SetRestitution(restitution float64) {
 	fix.M_restitution = restitution
 }
 
-func (fix B2Fixture) TestPoint(p B2Vec2) bool {
+func (fix *B2Fixture) TestPoint(p B2Vec2) bool {
 	return fix.M_shape.TestPoint(fix.M_body.GetTransform(), p)
 }
 
-func (fix B2Fixture) RayCast(output *B2RayCastOutput, input B2RayCastInput, childIndex int) bool {
+func (fix *B2Fixture) RayCast(output *B2RayCastOutput, input B2RayCastInput, childIndex int) bool {
 	return fix.M_shape.RayCast(output, input, fix.M_body.GetTransform(), childIndex)
 }
 
-func (fix B2Fixture) GetMassData(massData *B2MassData) {
+func (fix *B2Fixture) GetMassData(massData *B2MassData) {
 	fix.M_shape.ComputeMass(massData, fix.M_density)
 }
 
-func (fix B2Fixture) GetAABB(childIndex int) B2AABB {
+func (fix *B2Fixture) GetAABB(childIndex int) B2AABB {
 	B2Assert(0 <= childIndex && childIndex < fix.M_proxyCount)
 	return fix.M_proxies[childIndex].Aabb
 }

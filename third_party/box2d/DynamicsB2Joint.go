@@ -168,12 +168,12 @@ type B2Joint struct {
 }
 
 // / Dump this joint to the log file.
-func (j B2Joint) Dump() {}
+func (j *B2Joint) Dump() {}
 
 // / Shift the origin for any points stored in world coordinates.
-func (j B2Joint) ShiftOrigin(newOrigin B2Vec2) {}
+func (j *B2Joint) ShiftOrigin(newOrigin B2Vec2) {}
 
-func (j B2Joint) GetType() uint8 {
+func (j *B2Joint) GetType() uint8 {
 	return j.M_type
 }
 
@@ -182,7 +182,7 @@ func (j *B2Joint) SetType(t uint8) {
 	j.M_type = t
 }
 
-func (j B2Joint) GetBodyA() *B2Body {
+func (j *B2Joint) GetBodyA() *B2Body {
 	return j.M_bodyA
 }
 
@@ -191,7 +191,7 @@ func (j *B2Joint) SetBodyA(body *B2Body) {
 	j.M_bodyA = body
 }
 
-func (j B2Joint) GetBodyB() *B2Body {
+func (j *B2Joint) GetBodyB() *B2Body {
 	return j.M_bodyB
 }
 
@@ -200,7 +200,7 @@ func (j *B2Joint) SetBodyB(body *B2Body) {
 	j.M_bodyB = body
 }
 
-func (j B2Joint) GetNext() B2JointInterface { // returns pointer
+func (j *B2Joint) GetNext() B2JointInterface { // returns pointer
 	return j.M_next
 }
 
@@ -209,7 +209,7 @@ func (j *B2Joint) SetNext(next B2JointInterface) { // has to be backed by pointe
 	j.M_next = next
 }
 
-func (j B2Joint) GetPrev() B2JointInterface { // returns pointer
+func (j *B2Joint) GetPrev() B2JointInterface { // returns pointer
 	return j.M_prev
 }
 
@@ -218,7 +218,7 @@ func (j *B2Joint) SetPrev(prev B2JointInterface) { // prev has to be backed by p
 	j.M_prev = prev
 }
 
-func (j B2Joint) GetUserData() interface{} {
+func (j *B2Joint) GetUserData() interface{} {
 	return j.M_userData
 }
 
@@ -226,7 +226,7 @@ func (j *B2Joint) SetUserData(data interface{}) {
 	j.M_userData = data
 }
 
-func (j B2Joint) IsCollideConnected() bool {
+func (j *B2Joint) IsCollideConnected() bool {
 	return j.M_collideConnected
 }
 
@@ -236,7 +236,7 @@ func (j *B2Joint) SetCollideConnected(flag bool) {
 }
 
 // @goadd
-func (j B2Joint) GetEdgeA() *B2JointEdge {
+func (j *B2Joint) GetEdgeA() *B2JointEdge {
 	return j.M_edgeA
 }
 
@@ -246,7 +246,7 @@ func (j *B2Joint) SetEdgeA(edge *B2JointEdge) {
 }
 
 // @goadd
-func (j B2Joint) GetEdgeB() *B2JointEdge {
+func (j *B2Joint) GetEdgeB() *B2JointEdge {
 	return j.M_edgeB
 }
 
@@ -392,7 +392,7 @@ func MakeB2Joint(def B2JointDefInterface) *B2Joint { // def has to be backed by 
 	return &res
 }
 
-func (j B2Joint) IsActive() bool {
+func (j *B2Joint) IsActive() bool {
 	return j.M_bodyA.IsActive() && j.M_bodyB.IsActive()
 }
 
@@ -402,7 +402,7 @@ func (j *B2Joint) Destroy() {
 }
 
 // @goadd
-func (j B2Joint) GetIndex() int {
+func (j *B2Joint) GetIndex() int {
 	return j.M_index
 }
 
@@ -418,7 +418,7 @@ func (j *B2Joint) SolvePositionConstraints(data *B2SolverData) bool {
 	return false
 }
 
-func (j B2Joint) GetIslandFlag() bool {
+func (j *B2Joint) GetIslandFlag() bool {
 	return j.M_islandFlag
 }
 

@@ -79,12 +79,12 @@ type B2DistanceJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2DistanceJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2DistanceJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2DistanceJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2DistanceJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
@@ -92,7 +92,7 @@ func (joint *B2DistanceJoint) SetLength(length float64) {
 	joint.M_length = length
 }
 
-func (joint B2DistanceJoint) GetLength() float64 {
+func (joint *B2DistanceJoint) GetLength() float64 {
 	return joint.M_length
 }
 
@@ -100,7 +100,7 @@ func (joint *B2DistanceJoint) SetFrequency(hz float64) {
 	joint.M_frequencyHz = hz
 }
 
-func (joint B2DistanceJoint) GetFrequency() float64 {
+func (joint *B2DistanceJoint) GetFrequency() float64 {
 	return joint.M_frequencyHz
 }
 
@@ -108,7 +108,7 @@ func (joint *B2DistanceJoint) SetDampingRatio(ratio float64) {
 	joint.M_dampingRatio = ratio
 }
 
-func (joint B2DistanceJoint) GetDampingRatio() float64 {
+func (joint *B2DistanceJoint) GetDampingRatio() float64 {
 	return joint.M_dampingRatio
 }
 
@@ -318,23 +318,23 @@ func (joint *B2DistanceJoint) SolvePositionConstraints(data *B2SolverData) bool 
 	return math.Abs(C) < B2_linearSlop
 }
 
-func (joint B2DistanceJoint) GetAnchorA() B2Vec2 {
+func (joint *B2DistanceJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2DistanceJoint) GetAnchorB() B2Vec2 {
+func (joint *B2DistanceJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2DistanceJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2DistanceJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar((inv_dt * joint.M_impulse), joint.M_u)
 }
 
-func (joint B2DistanceJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2DistanceJoint) GetReactionTorque(inv_dt float64) float64 {
 	return 0.0
 }
 
-func (joint B2DistanceJoint) Dump() {
+func (joint *B2DistanceJoint) Dump() {
 	indexA := joint.M_bodyA.M_islandIndex
 	indexB := joint.M_bodyB.M_islandIndex
 

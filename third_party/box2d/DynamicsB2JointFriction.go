@@ -65,12 +65,12 @@ type B2FrictionJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2FrictionJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2FrictionJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2FrictionJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2FrictionJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
@@ -245,19 +245,19 @@ func (joint *B2FrictionJoint) SolvePositionConstraints(data *B2SolverData) bool 
 	return true
 }
 
-func (joint B2FrictionJoint) GetAnchorA() B2Vec2 {
+func (joint *B2FrictionJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2FrictionJoint) GetAnchorB() B2Vec2 {
+func (joint *B2FrictionJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2FrictionJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2FrictionJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar(inv_dt, joint.M_linearImpulse)
 }
 
-func (joint B2FrictionJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2FrictionJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_angularImpulse
 }
 
@@ -266,7 +266,7 @@ func (joint *B2FrictionJoint) SetMaxForce(force float64) {
 	joint.M_maxForce = force
 }
 
-func (joint B2FrictionJoint) GetMaxForce() float64 {
+func (joint *B2FrictionJoint) GetMaxForce() float64 {
 	return joint.M_maxForce
 }
 
@@ -275,7 +275,7 @@ func (joint *B2FrictionJoint) SetMaxTorque(torque float64) {
 	joint.M_maxTorque = torque
 }
 
-func (joint B2FrictionJoint) GetMaxTorque() float64 {
+func (joint *B2FrictionJoint) GetMaxTorque() float64 {
 	return joint.M_maxTorque
 }
 

@@ -84,12 +84,12 @@ type B2GearJoint struct {
 }
 
 // / Get the first joint.
-func (joint B2GearJoint) GetJoint1() B2JointInterface { // returns a pointer
+func (joint *B2GearJoint) GetJoint1() B2JointInterface { // returns a pointer
 	return joint.M_joint1
 }
 
 // / Get the second joint.
-func (joint B2GearJoint) GetJoint2() B2JointInterface { // returns a pointer
+func (joint *B2GearJoint) GetJoint2() B2JointInterface { // returns a pointer
 	return joint.M_joint2
 }
 
@@ -430,20 +430,20 @@ func (joint *B2GearJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return linearError < B2_linearSlop
 }
 
-func (joint B2GearJoint) GetAnchorA() B2Vec2 {
+func (joint *B2GearJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2GearJoint) GetAnchorB() B2Vec2 {
+func (joint *B2GearJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2GearJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2GearJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	P := B2Vec2MulScalar(joint.M_impulse, joint.M_JvAC)
 	return B2Vec2MulScalar(inv_dt, P)
 }
 
-func (joint B2GearJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2GearJoint) GetReactionTorque(inv_dt float64) float64 {
 	L := joint.M_impulse * joint.M_JwA
 	return inv_dt * L
 }
@@ -453,7 +453,7 @@ func (joint *B2GearJoint) SetRatio(ratio float64) {
 	joint.M_ratio = ratio
 }
 
-func (joint B2GearJoint) GetRatio() float64 {
+func (joint *B2GearJoint) GetRatio() float64 {
 	return joint.M_ratio
 }
 

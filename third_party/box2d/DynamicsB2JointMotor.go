@@ -252,19 +252,19 @@ func (joint *B2MotorJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return true
 }
 
-func (joint B2MotorJoint) GetAnchorA() B2Vec2 {
+func (joint *B2MotorJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetPosition()
 }
 
-func (joint B2MotorJoint) GetAnchorB() B2Vec2 {
+func (joint *B2MotorJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetPosition()
 }
 
-func (joint B2MotorJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2MotorJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar(inv_dt, joint.M_linearImpulse)
 }
 
-func (joint B2MotorJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2MotorJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_angularImpulse
 }
 
@@ -273,7 +273,7 @@ func (joint *B2MotorJoint) SetMaxForce(force float64) {
 	joint.M_maxForce = force
 }
 
-func (joint B2MotorJoint) GetMaxForce() float64 {
+func (joint *B2MotorJoint) GetMaxForce() float64 {
 	return joint.M_maxForce
 }
 
@@ -282,7 +282,7 @@ func (joint *B2MotorJoint) SetMaxTorque(torque float64) {
 	joint.M_maxTorque = torque
 }
 
-func (joint B2MotorJoint) GetMaxTorque() float64 {
+func (joint *B2MotorJoint) GetMaxTorque() float64 {
 	return joint.M_maxTorque
 }
 
@@ -291,7 +291,7 @@ func (joint *B2MotorJoint) SetCorrectionFactor(factor float64) {
 	joint.M_correctionFactor = factor
 }
 
-func (joint B2MotorJoint) GetCorrectionFactor() float64 {
+func (joint *B2MotorJoint) GetCorrectionFactor() float64 {
 	return joint.M_correctionFactor
 }
 
@@ -303,7 +303,7 @@ func (joint *B2MotorJoint) SetLinearOffset(linearOffset B2Vec2) {
 	}
 }
 
-func (joint B2MotorJoint) GetLinearOffset() B2Vec2 {
+func (joint *B2MotorJoint) GetLinearOffset() B2Vec2 {
 	return joint.M_linearOffset
 }
 
@@ -315,7 +315,7 @@ func (joint *B2MotorJoint) SetAngularOffset(angularOffset float64) {
 	}
 }
 
-func (joint B2MotorJoint) GetAngularOffset() float64 {
+func (joint *B2MotorJoint) GetAngularOffset() float64 {
 	return joint.M_angularOffset
 }
 

@@ -116,7 +116,7 @@ func (joint *B2MouseJoint) SetTarget(target B2Vec2) {
 	}
 }
 
-func (joint B2MouseJoint) GetTarget() B2Vec2 {
+func (joint *B2MouseJoint) GetTarget() B2Vec2 {
 	return joint.M_targetA
 }
 
@@ -124,7 +124,7 @@ func (joint *B2MouseJoint) SetMaxForce(force float64) {
 	joint.M_maxForce = force
 }
 
-func (joint B2MouseJoint) GetMaxForce() float64 {
+func (joint *B2MouseJoint) GetMaxForce() float64 {
 	return joint.M_maxForce
 }
 
@@ -132,7 +132,7 @@ func (joint *B2MouseJoint) SetFrequency(hz float64) {
 	joint.M_frequencyHz = hz
 }
 
-func (joint B2MouseJoint) GetFrequency() float64 {
+func (joint *B2MouseJoint) GetFrequency() float64 {
 	return joint.M_frequencyHz
 }
 
@@ -140,7 +140,7 @@ func (joint *B2MouseJoint) SetDampingRatio(ratio float64) {
 	joint.M_dampingRatio = ratio
 }
 
-func (joint B2MouseJoint) GetDampingRatio() float64 {
+func (joint *B2MouseJoint) GetDampingRatio() float64 {
 	return joint.M_dampingRatio
 }
 
@@ -239,19 +239,19 @@ func (joint *B2MouseJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return true
 }
 
-func (joint B2MouseJoint) GetAnchorA() B2Vec2 {
+func (joint *B2MouseJoint) GetAnchorA() B2Vec2 {
 	return joint.M_targetA
 }
 
-func (joint B2MouseJoint) GetAnchorB() B2Vec2 {
+func (joint *B2MouseJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2MouseJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2MouseJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar(inv_dt, joint.M_impulse)
 }
 
-func (joint B2MouseJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2MouseJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * 0.0
 }
 

@@ -105,30 +105,30 @@ type B2PrismaticJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2PrismaticJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2PrismaticJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2PrismaticJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2PrismaticJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
 // / The local joint axis relative to bodyA.
-func (joint B2PrismaticJoint) GetLocalAxisA() B2Vec2 {
+func (joint *B2PrismaticJoint) GetLocalAxisA() B2Vec2 {
 	return joint.M_localXAxisA
 }
 
 // / Get the reference angle.
-func (joint B2PrismaticJoint) GetReferenceAngle() float64 {
+func (joint *B2PrismaticJoint) GetReferenceAngle() float64 {
 	return joint.M_referenceAngle
 }
 
-func (joint B2PrismaticJoint) GetMaxMotorForce() float64 {
+func (joint *B2PrismaticJoint) GetMaxMotorForce() float64 {
 	return joint.M_maxMotorForce
 }
 
-func (joint B2PrismaticJoint) GetMotorSpeed() float64 {
+func (joint *B2PrismaticJoint) GetMotorSpeed() float64 {
 	return joint.M_motorSpeed
 }
 
@@ -571,23 +571,23 @@ func (joint *B2PrismaticJoint) SolvePositionConstraints(data *B2SolverData) bool
 	return linearError <= B2_linearSlop && angularError <= B2_angularSlop
 }
 
-func (joint B2PrismaticJoint) GetAnchorA() B2Vec2 {
+func (joint *B2PrismaticJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2PrismaticJoint) GetAnchorB() B2Vec2 {
+func (joint *B2PrismaticJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2PrismaticJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2PrismaticJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar(inv_dt, B2Vec2Add(B2Vec2MulScalar(joint.M_impulse.X, joint.M_perp), B2Vec2MulScalar(joint.M_motorImpulse+joint.M_impulse.Z, joint.M_axis)))
 }
 
-func (joint B2PrismaticJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2PrismaticJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_impulse.Y
 }
 
-func (joint B2PrismaticJoint) GetJointTranslation() float64 {
+func (joint *B2PrismaticJoint) GetJointTranslation() float64 {
 	pA := joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 	pB := joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 	d := B2Vec2Sub(pB, pA)
@@ -597,7 +597,7 @@ func (joint B2PrismaticJoint) GetJointTranslation() float64 {
 	return translation
 }
 
-func (joint B2PrismaticJoint) GetJointSpeed() float64 {
+func (joint *B2PrismaticJoint) GetJointSpeed() float64 {
 	bA := joint.M_bodyA
 	bB := joint.M_bodyB
 
@@ -618,7 +618,7 @@ func (joint B2PrismaticJoint) GetJointSpeed() float64 {
 	return speed
 }
 
-func (joint B2PrismaticJoint) IsLimitEnabled() bool {
+func (joint *B2PrismaticJoint) IsLimitEnabled() bool {
 	return joint.M_enableLimit
 }
 
@@ -631,11 +631,11 @@ func (joint *B2PrismaticJoint) EnableLimit(flag bool) {
 	}
 }
 
-func (joint B2PrismaticJoint) GetLowerLimit() float64 {
+func (joint *B2PrismaticJoint) GetLowerLimit() float64 {
 	return joint.M_lowerTranslation
 }
 
-func (joint B2PrismaticJoint) GetUpperLimit() float64 {
+func (joint *B2PrismaticJoint) GetUpperLimit() float64 {
 	return joint.M_upperTranslation
 }
 
@@ -650,7 +650,7 @@ func (joint *B2PrismaticJoint) SetLimits(lower float64, upper float64) {
 	}
 }
 
-func (joint B2PrismaticJoint) IsMotorEnabled() bool {
+func (joint *B2PrismaticJoint) IsMotorEnabled() bool {
 	return joint.M_enableMotor
 }
 
@@ -678,7 +678,7 @@ func (joint *B2PrismaticJoint) SetMaxMotorForce(force float64) {
 	}
 }
 
-func (joint B2PrismaticJoint) GetMotorForce(inv_dt float64) float64 {
+func (joint *B2PrismaticJoint) GetMotorForce(inv_dt float64) float64 {
 	return inv_dt * joint.M_motorImpulse
 }
 

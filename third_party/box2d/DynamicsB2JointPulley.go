@@ -312,51 +312,51 @@ func (joint *B2PulleyJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return linearError < B2_linearSlop
 }
 
-func (joint B2PulleyJoint) GetAnchorA() B2Vec2 {
+func (joint *B2PulleyJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2PulleyJoint) GetAnchorB() B2Vec2 {
+func (joint *B2PulleyJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2PulleyJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2PulleyJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	P := B2Vec2MulScalar(joint.M_impulse, joint.M_uB)
 	return B2Vec2MulScalar(inv_dt, P)
 }
 
-func (joint B2PulleyJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2PulleyJoint) GetReactionTorque(inv_dt float64) float64 {
 	return 0.0
 }
 
-func (joint B2PulleyJoint) GetGroundAnchorA() B2Vec2 {
+func (joint *B2PulleyJoint) GetGroundAnchorA() B2Vec2 {
 	return joint.M_groundAnchorA
 }
 
-func (joint B2PulleyJoint) GetGroundAnchorB() B2Vec2 {
+func (joint *B2PulleyJoint) GetGroundAnchorB() B2Vec2 {
 	return joint.M_groundAnchorB
 }
 
-func (joint B2PulleyJoint) GetLengthA() float64 {
+func (joint *B2PulleyJoint) GetLengthA() float64 {
 	return joint.M_lengthA
 }
 
-func (joint B2PulleyJoint) GetLengthB() float64 {
+func (joint *B2PulleyJoint) GetLengthB() float64 {
 	return joint.M_lengthB
 }
 
-func (joint B2PulleyJoint) GetRatio() float64 {
+func (joint *B2PulleyJoint) GetRatio() float64 {
 	return joint.M_ratio
 }
 
-func (joint B2PulleyJoint) GetCurrentLengthA() float64 {
+func (joint *B2PulleyJoint) GetCurrentLengthA() float64 {
 	p := joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 	s := joint.M_groundAnchorA
 	d := B2Vec2Sub(p, s)
 	return d.Length()
 }
 
-func (joint B2PulleyJoint) GetCurrentLengthB() float64 {
+func (joint *B2PulleyJoint) GetCurrentLengthB() float64 {
 	p := joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 	s := joint.M_groundAnchorB
 	d := B2Vec2Sub(p, s)

@@ -156,25 +156,25 @@ func (joint *B2RevoluteJoint) solve22(b B2Vec2) B2Vec2 {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2RevoluteJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2RevoluteJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2RevoluteJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2RevoluteJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
 // / Get the reference angle.
-func (joint B2RevoluteJoint) GetReferenceAngle() float64 {
+func (joint *B2RevoluteJoint) GetReferenceAngle() float64 {
 	return joint.M_referenceAngle
 }
 
-func (joint B2RevoluteJoint) GetMaxMotorTorque() float64 {
+func (joint *B2RevoluteJoint) GetMaxMotorTorque() float64 {
 	return joint.M_maxMotorTorque
 }
 
-func (joint B2RevoluteJoint) GetMotorSpeed() float64 {
+func (joint *B2RevoluteJoint) GetMotorSpeed() float64 {
 	return joint.M_motorSpeed
 }
 
@@ -543,24 +543,24 @@ func (joint *B2RevoluteJoint) SolvePositionConstraints(data *B2SolverData) bool 
 	return positionError <= B2_linearSlop && angularError <= B2_angularSlop
 }
 
-func (joint B2RevoluteJoint) GetAnchorA() B2Vec2 {
+func (joint *B2RevoluteJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2RevoluteJoint) GetAnchorB() B2Vec2 {
+func (joint *B2RevoluteJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2RevoluteJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2RevoluteJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	P := MakeB2Vec2(joint.M_impulse.X, joint.M_impulse.Y)
 	return B2Vec2MulScalar(inv_dt, P)
 }
 
-func (joint B2RevoluteJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2RevoluteJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_impulse.Z
 }
 
-func (joint B2RevoluteJoint) GetJointAngle() float64 {
+func (joint *B2RevoluteJoint) GetJointAngle() float64 {
 	bA := joint.M_bodyA
 	bB := joint.M_bodyB
 	return bB.M_sweep.A - bA.M_sweep.A - joint.M_referenceAngle
@@ -572,7 +572,7 @@ func (joint *B2RevoluteJoint) GetJointSpeed() float64 {
 	return bB.M_angularVelocity - bA.M_angularVelocity
 }
 
-func (joint B2RevoluteJoint) IsMotorEnabled() bool {
+func (joint *B2RevoluteJoint) IsMotorEnabled() bool {
 	return joint.M_enableMotor
 }
 
@@ -584,7 +584,7 @@ func (joint *B2RevoluteJoint) EnableMotor(flag bool) {
 	}
 }
 
-func (joint B2RevoluteJoint) GetMotorTorque(inv_dt float64) float64 {
+func (joint *B2RevoluteJoint) GetMotorTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_motorImpulse
 }
 
@@ -604,7 +604,7 @@ func (joint *B2RevoluteJoint) SetMaxMotorTorque(torque float64) {
 	}
 }
 
-func (joint B2RevoluteJoint) IsLimitEnabled() bool {
+func (joint *B2RevoluteJoint) IsLimitEnabled() bool {
 	return joint.M_enableLimit
 }
 
@@ -617,11 +617,11 @@ func (joint *B2RevoluteJoint) EnableLimit(flag bool) {
 	}
 }
 
-func (joint B2RevoluteJoint) GetLowerLimit() float64 {
+func (joint *B2RevoluteJoint) GetLowerLimit() float64 {
 	return joint.M_lowerAngle
 }
 
-func (joint B2RevoluteJoint) GetUpperLimit() float64 {
+func (joint *B2RevoluteJoint) GetUpperLimit() float64 {
 	return joint.M_upperAngle
 }
 

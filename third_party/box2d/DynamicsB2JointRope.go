@@ -69,12 +69,12 @@ type B2RopeJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2RopeJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2RopeJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2RopeJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2RopeJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
@@ -253,28 +253,28 @@ func (joint *B2RopeJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return length-joint.M_maxLength < B2_linearSlop
 }
 
-func (joint B2RopeJoint) GetAnchorA() B2Vec2 {
+func (joint *B2RopeJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2RopeJoint) GetAnchorB() B2Vec2 {
+func (joint *B2RopeJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2RopeJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2RopeJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	F := B2Vec2MulScalar((inv_dt * joint.M_impulse), joint.M_u)
 	return F
 }
 
-func (joint B2RopeJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2RopeJoint) GetReactionTorque(inv_dt float64) float64 {
 	return 0.0
 }
 
-func (joint B2RopeJoint) GetMaxLength() float64 {
+func (joint *B2RopeJoint) GetMaxLength() float64 {
 	return joint.M_maxLength
 }
 
-func (joint B2RopeJoint) GetLimitState() uint8 {
+func (joint *B2RopeJoint) GetLimitState() uint8 {
 	return joint.M_state
 }
 

@@ -74,17 +74,17 @@ type B2WeldJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2WeldJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2WeldJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2WeldJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2WeldJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
 // / Get the reference angle.
-func (joint B2WeldJoint) GetReferenceAngle() float64 {
+func (joint *B2WeldJoint) GetReferenceAngle() float64 {
 	return joint.M_referenceAngle
 }
 
@@ -93,7 +93,7 @@ func (joint *B2WeldJoint) SetFrequency(hz float64) {
 	joint.M_frequencyHz = hz
 }
 
-func (joint B2WeldJoint) GetFrequency() float64 {
+func (joint *B2WeldJoint) GetFrequency() float64 {
 	return joint.M_frequencyHz
 }
 
@@ -102,7 +102,7 @@ func (joint *B2WeldJoint) SetDampingRatio(ratio float64) {
 	joint.M_dampingRatio = ratio
 }
 
-func (joint B2WeldJoint) GetDampingRatio() float64 {
+func (joint *B2WeldJoint) GetDampingRatio() float64 {
 	return joint.M_dampingRatio
 }
 
@@ -394,20 +394,20 @@ func (joint *B2WeldJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return positionError <= B2_linearSlop && angularError <= B2_angularSlop
 }
 
-func (joint B2WeldJoint) GetAnchorA() B2Vec2 {
+func (joint *B2WeldJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2WeldJoint) GetAnchorB() B2Vec2 {
+func (joint *B2WeldJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2WeldJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2WeldJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	P := MakeB2Vec2(joint.M_impulse.X, joint.M_impulse.Y)
 	return B2Vec2MulScalar(inv_dt, P)
 }
 
-func (joint B2WeldJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2WeldJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_impulse.Z
 }
 

@@ -107,25 +107,25 @@ type B2WheelJoint struct {
 }
 
 // / The local anchor point relative to bodyA's origin.
-func (joint B2WheelJoint) GetLocalAnchorA() B2Vec2 {
+func (joint *B2WheelJoint) GetLocalAnchorA() B2Vec2 {
 	return joint.M_localAnchorA
 }
 
 // / The local anchor point relative to bodyB's origin.
-func (joint B2WheelJoint) GetLocalAnchorB() B2Vec2 {
+func (joint *B2WheelJoint) GetLocalAnchorB() B2Vec2 {
 	return joint.M_localAnchorB
 }
 
 // / The local joint axis relative to bodyA.
-func (joint B2WheelJoint) GetLocalAxisA() B2Vec2 {
+func (joint *B2WheelJoint) GetLocalAxisA() B2Vec2 {
 	return joint.M_localXAxisA
 }
 
-func (joint B2WheelJoint) GetMotorSpeed() float64 {
+func (joint *B2WheelJoint) GetMotorSpeed() float64 {
 	return joint.M_motorSpeed
 }
 
-func (joint B2WheelJoint) GetMaxMotorTorque() float64 {
+func (joint *B2WheelJoint) GetMaxMotorTorque() float64 {
 	return joint.M_maxMotorTorque
 }
 
@@ -133,7 +133,7 @@ func (joint *B2WheelJoint) SetSpringFrequencyHz(hz float64) {
 	joint.M_frequencyHz = hz
 }
 
-func (joint B2WheelJoint) GetSpringFrequencyHz() float64 {
+func (joint *B2WheelJoint) GetSpringFrequencyHz() float64 {
 	return joint.M_frequencyHz
 }
 
@@ -141,7 +141,7 @@ func (joint *B2WheelJoint) SetSpringDampingRatio(ratio float64) {
 	joint.M_dampingRatio = ratio
 }
 
-func (joint B2WheelJoint) GetSpringDampingRatio() float64 {
+func (joint *B2WheelJoint) GetSpringDampingRatio() float64 {
 	return joint.M_dampingRatio
 }
 
@@ -441,23 +441,23 @@ func (joint *B2WheelJoint) SolvePositionConstraints(data *B2SolverData) bool {
 	return math.Abs(C) <= B2_linearSlop
 }
 
-func (joint B2WheelJoint) GetAnchorA() B2Vec2 {
+func (joint *B2WheelJoint) GetAnchorA() B2Vec2 {
 	return joint.M_bodyA.GetWorldPoint(joint.M_localAnchorA)
 }
 
-func (joint B2WheelJoint) GetAnchorB() B2Vec2 {
+func (joint *B2WheelJoint) GetAnchorB() B2Vec2 {
 	return joint.M_bodyB.GetWorldPoint(joint.M_localAnchorB)
 }
 
-func (joint B2WheelJoint) GetReactionForce(inv_dt float64) B2Vec2 {
+func (joint *B2WheelJoint) GetReactionForce(inv_dt float64) B2Vec2 {
 	return B2Vec2MulScalar(inv_dt, B2Vec2Add(B2Vec2MulScalar(joint.M_impulse, joint.M_ay), B2Vec2MulScalar(joint.M_springImpulse, joint.M_ax)))
 }
 
-func (joint B2WheelJoint) GetReactionTorque(inv_dt float64) float64 {
+func (joint *B2WheelJoint) GetReactionTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_motorImpulse
 }
 
-func (joint B2WheelJoint) GetJointTranslation() float64 {
+func (joint *B2WheelJoint) GetJointTranslation() float64 {
 	bA := joint.M_bodyA
 	bB := joint.M_bodyB
 
@@ -470,7 +470,7 @@ func (joint B2WheelJoint) GetJointTranslation() float64 {
 	return translation
 }
 
-func (joint B2WheelJoint) GetJointLinearSpeed() float64 {
+func (joint *B2WheelJoint) GetJointLinearSpeed() float64 {
 	bA := joint.M_bodyA
 	bB := joint.M_bodyB
 
@@ -490,19 +490,19 @@ func (joint B2WheelJoint) GetJointLinearSpeed() float64 {
 	return speed
 }
 
-func (joint B2WheelJoint) GetJointAngle() float64 {
+func (joint *B2WheelJoint) GetJointAngle() float64 {
 	bA := joint.M_bodyA
 	bB := joint.M_bodyB
 	return bB.M_sweep.A - bA.M_sweep.A
 }
 
-func (joint B2WheelJoint) GetJointAngularSpeed() float64 {
+func (joint *B2WheelJoint) GetJointAngularSpeed() float64 {
 	wA := joint.M_bodyA.M_angularVelocity
 	wB := joint.M_bodyB.M_angularVelocity
 	return wB - wA
 }
 
-func (joint B2WheelJoint) IsMotorEnabled() bool {
+func (joint *B2WheelJoint) IsMotorEnabled() bool {
 	return joint.M_enableMotor
 }
 
@@ -530,7 +530,7 @@ func (joint *B2WheelJoint) SetMaxMotorTorque(torque float64) {
 	}
 }
 
-func (joint B2WheelJoint) GetMotorTorque(inv_dt float64) float64 {
+func (joint *B2WheelJoint) GetMotorTorque(inv_dt float64) float64 {
 	return inv_dt * joint.M_motorImpulse
 }
 

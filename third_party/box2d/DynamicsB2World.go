@@ -82,27 +82,27 @@ func (world *B2World) elapsed(timer B2Timer) float64 {
 	return 0
 }
 
-func (world B2World) GetBodyList() *B2Body {
+func (world *B2World) GetBodyList() *B2Body {
 	return world.M_bodyList
 }
 
-func (world B2World) GetJointList() B2JointInterface { // returns a pointer
+func (world *B2World) GetJointList() B2JointInterface { // returns a pointer
 	return world.M_jointList
 }
 
-func (world B2World) GetContactList() B2ContactInterface { // returns a pointer
+func (world *B2World) GetContactList() B2ContactInterface { // returns a pointer
 	return world.M_contactManager.M_contactList
 }
 
-func (world B2World) GetBodyCount() int {
+func (world *B2World) GetBodyCount() int {
 	return world.M_bodyCount
 }
 
-func (world B2World) GetJointCount() int {
+func (world *B2World) GetJointCount() int {
 	return world.M_jointCount
 }
 
-func (world B2World) GetContactCount() int {
+func (world *B2World) GetContactCount() int {
 	return world.M_contactManager.M_contactCount
 }
 
@@ -110,11 +110,11 @@ func (world *B2World) SetGravity(gravity B2Vec2) {
 	world.M_gravity = gravity
 }
 
-func (world B2World) GetGravity() B2Vec2 {
+func (world *B2World) GetGravity() B2Vec2 {
 	return world.M_gravity
 }
 
-func (world B2World) IsLocked() bool {
+func (world *B2World) IsLocked() bool {
 	return (world.M_flags & B2World_Flags.E_locked) == B2World_Flags.E_locked
 }
 
@@ -127,15 +127,15 @@ func (world *B2World) SetAutoClearForces(flag bool) {
 }
 
 // / Get the flag that controls automatic clearing of forces after each time step.
-func (world B2World) GetAutoClearForces() bool {
+func (world *B2World) GetAutoClearForces() bool {
 	return (world.M_flags & B2World_Flags.E_clearForces) == B2World_Flags.E_clearForces
 }
 
-func (world B2World) GetContactManager() B2ContactManager {
+func (world *B2World) GetContactManager() B2ContactManager {
 	return world.M_contactManager
 }
 
-func (world B2World) GetProfile() B2Profile {
+func (world *B2World) GetProfile() B2Profile {
 	return world.M_profile
 }
 
@@ -1269,19 +1269,19 @@ func (world *B2World) RayCast(callback B2RaycastCallback, point1 B2Vec2, point2 
 // 	}
 // }
 
-func (world B2World) GetProxyCount() int {
+func (world *B2World) GetProxyCount() int {
 	return world.M_contactManager.M_broadPhase.GetProxyCount()
 }
 
-func (world B2World) GetTreeHeight() int {
+func (world *B2World) GetTreeHeight() int {
 	return world.M_contactManager.M_broadPhase.GetTreeHeight()
 }
 
-func (world B2World) GetTreeBalance() int {
+func (world *B2World) GetTreeBalance() int {
 	return world.M_contactManager.M_broadPhase.GetTreeBalance()
 }
 
-func (world B2World) GetTreeQuality() float64 {
+func (world *B2World) GetTreeQuality() float64 {
 	return world.M_contactManager.M_broadPhase.GetTreeQuality()
 }
 
