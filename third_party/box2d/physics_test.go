@@ -3,6 +3,7 @@ package box2d_test
 import (
 	"math"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/fedirl/fedirl/third_party/box2d"
@@ -147,5 +148,30 @@ func TestContactsArePooled(t *testing.T) {
 	}
 	if n := m1.Mallocs - m0.Mallocs; n != 0 {
 		t.Errorf("%d allocations over 5 jumps (5 contacts destroyed and made again), want 0", n)
+	}
+}
+
+// TestWorldsStepConcurrently: worlds stepped on several goroutines at once
+// give the trajectories they give alone (upstream's global counters and
+// lazily filled contact registers were data races; run with -race).
+func TestWorldsStepConcurrently(t *testing.T) {
+	want := make([]string, len(goldenScenes))
+	for i, sc := range goldenScenes {
+		want[i], _ = sc.make().run()
+	}
+	got := make([]string, len(goldenScenes))
+	var wg sync.WaitGroup
+	for i, sc := range goldenScenes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = sc.make().run()
+		}()
+	}
+	wg.Wait()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: stepped concurrently, the trajectory differs", goldenScenes[i].name)
+		}
 	}
 }
