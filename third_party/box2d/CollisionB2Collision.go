@@ -209,14 +209,16 @@ func (bb B2AABB) GetPerimeter() float64 {
 
 // / Combine an AABB into this one.
 func (bb *B2AABB) CombineInPlace(aabb B2AABB) {
-	bb.LowerBound = B2Vec2Min(bb.LowerBound, aabb.LowerBound)
-	bb.UpperBound = B2Vec2Max(bb.UpperBound, aabb.UpperBound)
+	// B2Vec2Min and B2Vec2Max by component, inlined (fedirl fork).
+	bb.LowerBound = B2Vec2{minf(bb.LowerBound.X, aabb.LowerBound.X), minf(bb.LowerBound.Y, aabb.LowerBound.Y)}
+	bb.UpperBound = B2Vec2{maxf(bb.UpperBound.X, aabb.UpperBound.X), maxf(bb.UpperBound.Y, aabb.UpperBound.Y)}
 }
 
 // / Combine two AABBs into this one.
 func (bb *B2AABB) CombineTwoInPlace(aabb1, aabb2 B2AABB) {
-	bb.LowerBound = B2Vec2Min(aabb1.LowerBound, aabb2.LowerBound)
-	bb.UpperBound = B2Vec2Max(aabb1.UpperBound, aabb2.UpperBound)
+	// B2Vec2Min and B2Vec2Max by component, inlined (fedirl fork).
+	bb.LowerBound = B2Vec2{minf(aabb1.LowerBound.X, aabb2.LowerBound.X), minf(aabb1.LowerBound.Y, aabb2.LowerBound.Y)}
+	bb.UpperBound = B2Vec2{maxf(aabb1.UpperBound.X, aabb2.UpperBound.X), maxf(aabb1.UpperBound.Y, aabb2.UpperBound.Y)}
 }
 
 // / Does this aabb contain the provided AABB.

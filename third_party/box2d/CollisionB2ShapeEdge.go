@@ -131,8 +131,9 @@ func (edge *B2EdgeShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex in
 	v1 := B2TransformVec2Mul(xf, edge.M_vertex1)
 	v2 := B2TransformVec2Mul(xf, edge.M_vertex2)
 
-	lower := B2Vec2Min(v1, v2)
-	upper := B2Vec2Max(v1, v2)
+	// B2Vec2Min and B2Vec2Max by component, inlined (fedirl fork).
+	lower := B2Vec2{minf(v1.X, v2.X), minf(v1.Y, v2.Y)}
+	upper := B2Vec2{maxf(v1.X, v2.X), maxf(v1.Y, v2.Y)}
 
 	r := MakeB2Vec2(edge.M_radius, edge.M_radius)
 	aabb.LowerBound = B2Vec2Sub(lower, r)

@@ -342,8 +342,9 @@ func (poly *B2PolygonShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex
 
 	for i := 1; i < poly.M_count; i++ {
 		v := B2TransformVec2Mul(xf, poly.M_vertices[i])
-		lower = B2Vec2Min(lower, v)
-		upper = B2Vec2Max(upper, v)
+		// B2Vec2Min and B2Vec2Max by component, inlined (fedirl fork).
+		lower = B2Vec2{minf(lower.X, v.X), minf(lower.Y, v.Y)}
+		upper = B2Vec2{maxf(upper.X, v.X), maxf(upper.Y, v.Y)}
 	}
 
 	r := MakeB2Vec2(poly.M_radius, poly.M_radius)
