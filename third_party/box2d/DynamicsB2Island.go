@@ -354,8 +354,9 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 		timer.Reset()
 	}
 	// fedirl fork: when every joint is revolute (the lunar lander's legs),
-	// the joints are solved by one direct call per iteration instead of
-	// one interface call each; same joints, same order.
+	// all the iterations run in one call (solveRevoluteIterations) instead
+	// of an interface call per joint and iteration; same joints, same
+	// order, contacts after joints in each iteration.
 	revolutes := island.revolutes[:0]
 	for j := 0; j < island.M_jointCount; j++ {
 		rj, ok := island.M_joints[j].(*B2RevoluteJoint)
@@ -367,8 +368,6 @@ func (island *B2Island) Solve(profile *B2Profile, step B2TimeStep, gravity B2Vec
 	}
 	if revolutes != nil {
 		island.revolutes = revolutes
-	}
-	if revolutes != nil {
 		solveRevoluteIterations(revolutes, solverData, &contactSolver, step.VelocityIterations)
 	} else {
 		for i := 0; i < step.VelocityIterations; i++ {

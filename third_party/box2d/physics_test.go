@@ -175,3 +175,18 @@ func TestWorldsStepConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilingIsOptIn: GetProfile reports zeros unless SetProfiling(true)
+// turned the timings on, and then the step's time.
+func TestProfilingIsOptIn(t *testing.T) {
+	s := pyramid()
+	s.world.Step(s.dt, s.vel, s.pos)
+	if p := s.world.GetProfile(); p.Step != 0 || p.Solve != 0 {
+		t.Fatalf("profiling off: profile %+v, want zeros", p)
+	}
+	s.world.SetProfiling(true)
+	s.world.Step(s.dt, s.vel, s.pos)
+	if p := s.world.GetProfile(); !(p.Step > 0 && p.Solve > 0 && p.Step >= p.Solve) {
+		t.Fatalf("profiling on: profile %+v, want positive step and solve times", p)
+	}
+}
