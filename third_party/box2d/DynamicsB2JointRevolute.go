@@ -340,6 +340,23 @@ func (joint *B2RevoluteJoint) SolveVelocityConstraints(data *B2SolverData) {
 	solveRevoluteIterations(one[:], data, nil, 1)
 }
 
+// limitReduced is the velocity solve's reduced case at a lower or upper
+// limit, when the accumulated limit impulse would change sign: it updates
+// the accumulated impulse as upstream does and returns the impulse to
+// apply.
+func (joint *B2RevoluteJoint) limitReduced(Cdot1 B2Vec2) B2Vec3 {
+	rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
+	reduced := joint.solve22(rhs)
+	var impulse B2Vec3
+	impulse.X = reduced.X
+	impulse.Y = reduced.Y
+	impulse.Z = -joint.M_impulse.Z
+	joint.M_impulse.X += reduced.X
+	joint.M_impulse.Y += reduced.Y
+	joint.M_impulse.Z = 0.0
+	return impulse
+}
+
 // solveRevoluteIterations runs an island's velocity iterations when all
 // its joints are revolute, as the lunar lander's are: in each iteration
 // SolveVelocityConstraints for each joint in order, then the contact
@@ -382,59 +399,55 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 
 			// Solve limit constraint.
 			if joint.solveLimit { // M_enableLimit && M_limitState != E_inactiveLimit && !fixedRotation
-				Cdot1 := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
+				// Upstream's arithmetic with its negations folded away
+				// (fedirl fork), by identities that hold bit for bit in
+				// IEEE arithmetic: x + (−y) = x − y, x − (−y) = x + y,
+				// (−x)·y = −(x·y), x + y = y + x.
+				//
+				// Cdot1 = vB + B2Vec2CrossScalarVector(wB, rB) − vA −
+				// B2Vec2CrossScalarVector(wA, rA), the cross being (−w·r.Y, w·r.X).
+				Cdot1 := B2Vec2{
+					((vB.X - wB*joint.M_rB.Y) - vA.X) + wA*joint.M_rA.Y,
+					((vB.Y + wB*joint.M_rB.X) - vA.Y) - wA*joint.M_rA.X,
+				}
 				Cdot2 := wB - wA
 				Cdot := MakeB2Vec3(Cdot1.X, Cdot1.Y, Cdot2)
 
-				// joint.solve33(Cdot).OperatorNegate(), written out so that it is
-				// inlined (fedirl fork).
+				// q = joint.solve33(Cdot), written out so that it is inlined;
+				// upstream's impulse is −q.
 				mat := &joint.M_mass
 				det := joint.invDet33
-				impulse := MakeB2Vec3(
-					-(det * B2Vec3Dot(Cdot, joint.eyCrossEz)),
-					-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez))),
-					-(det * B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot))),
+				q := MakeB2Vec3(
+					det*B2Vec3Dot(Cdot, joint.eyCrossEz),
+					det*B2Vec3Dot(mat.Ex, B2Vec3Cross(Cdot, mat.Ez)),
+					det*B2Vec3Dot(mat.Ex, B2Vec3Cross(mat.Ey, Cdot)),
 				)
 
-				if joint.M_limitState == limitEqual {
-					joint.M_impulse.OperatorPlusInplace(impulse)
-				} else if joint.M_limitState == limitAtLower {
-					newImpulse := joint.M_impulse.Z + impulse.Z
-					if newImpulse < 0.0 {
-						rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-						reduced := joint.solve22(rhs)
-						impulse.X = reduced.X
-						impulse.Y = reduced.Y
-						impulse.Z = -joint.M_impulse.Z
-						joint.M_impulse.X += reduced.X
-						joint.M_impulse.Y += reduced.Y
-						joint.M_impulse.Z = 0.0
-					} else {
-						joint.M_impulse.OperatorPlusInplace(impulse)
-					}
-				} else if joint.M_limitState == limitAtUpper {
-					newImpulse := joint.M_impulse.Z + impulse.Z
-					if newImpulse > 0.0 {
-						rhs := B2Vec2Add(Cdot1.OperatorNegate(), B2Vec2MulScalar(joint.M_impulse.Z, MakeB2Vec2(joint.M_mass.Ez.X, joint.M_mass.Ez.Y)))
-						reduced := joint.solve22(rhs)
-						impulse.X = reduced.X
-						impulse.Y = reduced.Y
-						impulse.Z = -joint.M_impulse.Z
-						joint.M_impulse.X += reduced.X
-						joint.M_impulse.Y += reduced.Y
-						joint.M_impulse.Z = 0.0
-					} else {
-						joint.M_impulse.OperatorPlusInplace(impulse)
-					}
+				// M_impulse += impulse, unless the lower or upper limit's
+				// accumulated impulse M_impulse.Z + impulse.Z would change
+				// sign: then the reduced solve (limitReduced), whose impulse
+				// is taken as −q below.
+				if joint.M_limitState == limitEqual ||
+					joint.M_limitState == limitAtLower && !(joint.M_impulse.Z-q.Z < 0.0) ||
+					joint.M_limitState == limitAtUpper && !(joint.M_impulse.Z-q.Z > 0.0) {
+					joint.M_impulse.X -= q.X
+					joint.M_impulse.Y -= q.Y
+					joint.M_impulse.Z -= q.Z
+				} else if joint.M_limitState == limitAtLower || joint.M_limitState == limitAtUpper {
+					q = joint.limitReduced(Cdot1).OperatorNegate()
 				}
 
-				P := MakeB2Vec2(impulse.X, impulse.Y)
+				// Upstream, with P = (impulse.X, impulse.Y) = −(q.X, q.Y):
+				// vA −= mA·P; wA −= iA·(rA × P + impulse.Z);
+				// vB += mB·P; wB += iB·(rB × P + impulse.Z),
+				// where rA × P = rA.X·P.Y − rA.Y·P.X = rA.Y·q.X − rA.X·q.Y.
+				vA.X += joint.M_invMassA * q.X
+				vA.Y += joint.M_invMassA * q.Y
+				wA -= joint.M_invIA * ((joint.M_rA.Y*q.X - joint.M_rA.X*q.Y) - q.Z)
 
-				vA.OperatorMinusInplace(B2Vec2MulScalar(joint.M_invMassA, P))
-				wA -= joint.M_invIA * (B2Vec2Cross(joint.M_rA, P) + impulse.Z)
-
-				vB.OperatorPlusInplace(B2Vec2MulScalar(joint.M_invMassB, P))
-				wB += joint.M_invIB * (B2Vec2Cross(joint.M_rB, P) + impulse.Z)
+				vB.X -= joint.M_invMassB * q.X
+				vB.Y -= joint.M_invMassB * q.Y
+				wB += joint.M_invIB * ((joint.M_rB.Y*q.X - joint.M_rB.X*q.Y) - q.Z)
 			} else {
 				// Solve point-to-point constraint
 				Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
