@@ -450,8 +450,20 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 				wB += joint.M_invIB * ((joint.M_rB.Y*q.X - joint.M_rB.X*q.Y) - q.Z)
 			} else {
 				// Solve point-to-point constraint
-				Cdot := B2Vec2Sub(B2Vec2Sub(B2Vec2Add(vB, B2Vec2CrossScalarVector(wB, joint.M_rB)), vA), B2Vec2CrossScalarVector(wA, joint.M_rA))
-				impulse := joint.solve22(Cdot.OperatorNegate())
+				// (fedirl fork: Cdot as Cdot1 above, and joint.solve22(−Cdot)
+				// with the negations folded: det·(a22·(−x) − a12·(−y)) =
+				// det·(a12·y − a22·x), det·(a11·(−y) − a21·(−x)) =
+				// det·(a21·x − a11·y), a11 = Ex.X, a12 = Ey.X, a21 = Ex.Y,
+				// a22 = Ey.Y.)
+				Cdot := B2Vec2{
+					((vB.X - wB*joint.M_rB.Y) - vA.X) + wA*joint.M_rA.Y,
+					((vB.Y + wB*joint.M_rB.X) - vA.Y) - wA*joint.M_rA.X,
+				}
+				mat := &joint.M_mass
+				impulse := B2Vec2{
+					joint.invDet22 * (mat.Ey.X*Cdot.Y - mat.Ey.Y*Cdot.X),
+					joint.invDet22 * (mat.Ex.Y*Cdot.X - mat.Ex.X*Cdot.Y),
+				}
 
 				joint.M_impulse.X += impulse.X
 				joint.M_impulse.Y += impulse.Y

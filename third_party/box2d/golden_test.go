@@ -294,10 +294,41 @@ func (s *scene) run() (sum string, asleep int) {
 	return hex.EncodeToString(h.Sum(nil)), asleep
 }
 
+// revolutes: an island whose joints are all revolute, in every limit
+// state (equal limits with a motor, lower and upper limits pushed both
+// ways, no limit with a motor, neither), kicked now and then, its end
+// hitting the ground, at the lander's 1/50 s and 180/60 iterations.
+func revolutes() *scene {
+	s := newScene(-10)
+	ground := s.body(0, 0, 0, 0)
+	s.fixture(ground, edge(-40, 0, 40, 0), 0, 0.6, 0)
+	anchor := s.body(0, 0, 6, 0)
+	prev := anchor
+	for i := 0; i < 4; i++ {
+		b := s.body(dyn, 0.6+1.2*float64(i), 6, 0)
+		s.fixture(b, box(0.6, 0.1), 3, 0.4, 0)
+		jd := box2d.MakeB2RevoluteJointDef()
+		jd.Initialize(prev, b, box2d.MakeB2Vec2(1.2*float64(i), 6))
+		switch i {
+		case 0: // equal limits and a motor
+			jd.EnableLimit, jd.LowerAngle, jd.UpperAngle = true, -0.3, -0.3
+			jd.EnableMotor, jd.MaxMotorTorque, jd.MotorSpeed = true, 50, 1
+		case 1: // limits both ways, no motor
+			jd.EnableLimit, jd.LowerAngle, jd.UpperAngle = true, -0.25, 0.2
+		case 2: // a motor, no limit
+			jd.EnableMotor, jd.MaxMotorTorque, jd.MotorSpeed = true, 5, -2
+		}
+		s.world.CreateJoint(&jd)
+		prev = b
+	}
+	s.dt, s.vel, s.pos, s.steps, s.perturbEvery = 1.0/50, 180, 60, 300, 37
+	return s
+}
+
 var goldenScenes = []struct {
 	name string
 	make func() *scene
-}{{"pyramid", pyramid}, {"shapes", shapes}, {"joints", joints}, {"lander", lander}}
+}{{"pyramid", pyramid}, {"shapes", shapes}, {"joints", joints}, {"lander", lander}, {"revolutes", revolutes}}
 
 // TestGoldenScenes steps four scenes that between them use every shape
 // pair, most joint types, continuous collision, islands and sleeping, and
