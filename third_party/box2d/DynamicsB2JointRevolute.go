@@ -117,6 +117,7 @@ type B2RevoluteJoint struct {
 	// fedirl fork: set by InitVelocityConstraints for the velocity
 	// iterations (see there).
 	solveMotor, solveLimit        bool
+	atLower, atUpper              bool // M_limitState is E_atLowerLimit, E_atUpperLimit
 	negMotorMass, maxMotorImpulse float64
 }
 
@@ -309,6 +310,8 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 	// constants of the step, once.
 	joint.solveMotor = joint.M_enableMotor && joint.M_limitState != limitEqual && fixedRotation == false
 	joint.solveLimit = joint.M_enableLimit && joint.M_limitState != limitInactive && fixedRotation == false
+	joint.atLower = joint.M_limitState == limitAtLower
+	joint.atUpper = joint.M_limitState == limitAtUpper
 	joint.negMotorMass = -joint.M_motorMass
 	joint.maxMotorImpulse = data.Step.Dt * joint.M_maxMotorTorque
 
@@ -427,14 +430,12 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 				// accumulated impulse M_impulse.Z + impulse.Z would change
 				// sign: then the reduced solve (limitReduced), whose impulse
 				// is taken as −q below.
-				if joint.M_limitState == limitEqual ||
-					joint.M_limitState == limitAtLower && !(joint.M_impulse.Z-q.Z < 0.0) ||
-					joint.M_limitState == limitAtUpper && !(joint.M_impulse.Z-q.Z > 0.0) {
+				if nz := joint.M_impulse.Z - q.Z; joint.atLower && nz < 0.0 || joint.atUpper && nz > 0.0 {
+					q = joint.limitReduced(Cdot1).OperatorNegate()
+				} else { // equal limits, or no change of sign
 					joint.M_impulse.X -= q.X
 					joint.M_impulse.Y -= q.Y
 					joint.M_impulse.Z -= q.Z
-				} else if joint.M_limitState == limitAtLower || joint.M_limitState == limitAtUpper {
-					q = joint.limitReduced(Cdot1).OperatorNegate()
 				}
 
 				// Upstream, with P = (impulse.X, impulse.Y) = −(q.X, q.Y):
