@@ -380,16 +380,20 @@ func (solver *B2ContactSolver) SolveVelocityConstraints() {
 
 			// Compute tangent force
 			vt := B2Vec2Dot(dv, tangent) - vc.TangentSpeed
-			lambda := vcp.TangentMass * (-vt)
+			// lambda := vcp.TangentMass * (-vt), and the accumulated
+			// TangentImpulse + lambda written TangentImpulse −
+			// TangentMass·vt: the same bits, (−x)·y = −(x·y) and
+			// x + (−y) = x − y being exact (fedirl fork: no negation).
+			sum := vcp.TangentImpulse - vcp.TangentMass*vt
 
 			// b2Clamp the accumulated force
 			maxFriction := friction * vcp.NormalImpulse
 			// B2FloatClamp, its ordered cases inlined (fedirl fork).
-			newImpulse, ok := clampOrdered(vcp.TangentImpulse+lambda, -maxFriction, maxFriction)
+			newImpulse, ok := clampOrdered(sum, -maxFriction, maxFriction)
 			if !ok {
-				newImpulse = clampSlow(vcp.TangentImpulse+lambda, -maxFriction, maxFriction)
+				newImpulse = clampSlow(sum, -maxFriction, maxFriction)
 			}
-			lambda = newImpulse - vcp.TangentImpulse
+			lambda := newImpulse - vcp.TangentImpulse
 			vcp.TangentImpulse = newImpulse
 
 			// Apply contact impulse
@@ -421,11 +425,12 @@ func (solver *B2ContactSolver) SolveVelocityConstraints() {
 
 				// Compute normal impulse
 				vn := B2Vec2Dot(dv, normal)
-				lambda := -vcp.NormalMass * (vn - vcp.VelocityBias)
+				// lambda := -vcp.NormalMass * (vn - vcp.VelocityBias) and
+				// NormalImpulse + lambda, without the negation (as above).
 
 				// b2Clamp the accumulated impulse
-				newImpulse := maxf(vcp.NormalImpulse+lambda, 0.0)
-				lambda = newImpulse - vcp.NormalImpulse
+				newImpulse := maxf(vcp.NormalImpulse-vcp.NormalMass*(vn-vcp.VelocityBias), 0.0)
+				lambda := newImpulse - vcp.NormalImpulse
 				vcp.NormalImpulse = newImpulse
 
 				// Apply contact impulse
