@@ -119,6 +119,7 @@ type B2RevoluteJoint struct {
 	solveMotor, solveLimit        bool
 	atLower, atUpper              bool // M_limitState is E_atLowerLimit, E_atUpperLimit
 	negMotorMass, maxMotorImpulse float64
+	velA, velB                    *B2Velocity // during solveRevoluteIterations
 }
 
 // cacheMassSolve computes the parts of Solve33 and Solve22 that depend
@@ -367,11 +368,18 @@ func (joint *B2RevoluteJoint) limitReduced(Cdot1 B2Vec2) B2Vec3 {
 // Island.Solve does (fedirl fork: one call for all the iterations instead
 // of an interface call per joint and iteration).
 func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, contacts *B2ContactSolver, iterations int) {
-	vels := data.Velocities
+	// The joints' bodies' velocities, looked up once for all iterations.
+	for _, joint := range joints {
+		joint.velA, joint.velB = &data.Velocities[joint.M_indexA], &data.Velocities[joint.M_indexB]
+	}
+	defer func() {
+		for _, joint := range joints {
+			joint.velA, joint.velB = nil, nil
+		}
+	}()
 	for iter := 0; iter < iterations; iter++ {
 		for _, joint := range joints {
-			// fedirl fork: one bounds check per body instead of one per access.
-			velA, velB := &vels[joint.M_indexA], &vels[joint.M_indexB]
+			velA, velB := joint.velA, joint.velB
 			vA := velA.V
 			wA := velA.W
 			vB := velB.V
