@@ -119,6 +119,7 @@ type B2RevoluteJoint struct {
 	solveMotor, solveLimit        bool
 	atLower, atUpper              bool // M_limitState is E_atLowerLimit, E_atUpperLimit
 	negMotorMass, maxMotorImpulse float64
+	minMotorImpulse               float64     // −maxMotorImpulse
 	velA, velB                    *B2Velocity // during solveRevoluteIterations
 }
 
@@ -315,6 +316,7 @@ func (joint *B2RevoluteJoint) InitVelocityConstraints(data *B2SolverData) {
 	joint.atUpper = joint.M_limitState == limitAtUpper
 	joint.negMotorMass = -joint.M_motorMass
 	joint.maxMotorImpulse = data.Step.Dt * joint.M_maxMotorTorque
+	joint.minMotorImpulse = -joint.maxMotorImpulse
 
 	if data.Step.WarmStarting {
 		// Scale impulses to support a variable time step.
@@ -377,6 +379,7 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 			joint.velA, joint.velB = nil, nil
 		}
 	}()
+	hasContacts := contacts != nil && contacts.M_count > 0 // fixed during the iterations
 	for iter := 0; iter < iterations; iter++ {
 		for _, joint := range joints {
 			velA, velB := joint.velA, joint.velB
@@ -397,10 +400,10 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 				// with its ordered cases inlined, so that no call spills the
 				// registers in the common case (fedirl fork).
 				sum := joint.M_motorImpulse + impulse
-				if v, ok := clampOrdered(sum, -maxImpulse, maxImpulse); ok {
+				if v, ok := clampOrdered(sum, joint.minMotorImpulse, maxImpulse); ok {
 					joint.M_motorImpulse = v
 				} else {
-					joint.M_motorImpulse = clampSlow(sum, -maxImpulse, maxImpulse)
+					joint.M_motorImpulse = clampSlow(sum, joint.minMotorImpulse, maxImpulse)
 				}
 				impulse = joint.M_motorImpulse - oldImpulse
 
@@ -489,7 +492,7 @@ func solveRevoluteIterations(joints []*B2RevoluteJoint, data *B2SolverData, cont
 			velB.V = vB
 			velB.W = wB
 		}
-		if contacts != nil && contacts.M_count > 0 {
+		if hasContacts {
 			contacts.SolveVelocityConstraints()
 		}
 	}
