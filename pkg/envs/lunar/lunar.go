@@ -37,8 +37,8 @@
 // Speed (BenchmarkStep, one core, resets included; see the fork's README):
 // no allocation per step (one per step on average under random actions,
 // from the world that each Reset builds), and under half the CPU time per
-// step of the unmodified port: 6.6–6.8 µs under random actions, 7.9 µs
-// under the heuristic controller, against 13.7–13.8 and 17.1–17.3. Nearly all the time is Box2D's solver at
+// step of the unmodified port: 6.6–6.9 µs under random actions, 7.8–7.9 µs
+// under the heuristic controller, against 13.7–14.2 and 17.1–18.0. Nearly all the time is Box2D's solver at
 // Gymnasium's 180 velocity and 60 position iterations per step, 70 % of it
 // the legs' two revolute joints. TestGoldenTrajectories pins 192 episodes
 // bit for bit to what the unmodified port computed.
