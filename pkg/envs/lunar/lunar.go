@@ -1,7 +1,9 @@
 // Package lunar is Gymnasium's LunarLander-v3 and LunarLanderContinuous-v3
 // (gymnasium/envs/box2d/lunar_lander.py, Gymnasium 1.x) on
-// github.com/ByteArena/box2d, a pure-Go port of Box2D 2.3, the generation
-// that pybox2d wraps, with the paper's per-client wind.
+// third_party/box2d, a fork of github.com/ByteArena/box2d (a pure-Go port of
+// Box2D 2.3, the generation that pybox2d wraps) that computes bit for bit
+// what the port computes without its per-step allocations and avoidable
+// work, with the paper's per-client wind.
 //
 // The transcription keeps every detail that changes trajectories: a fresh
 // world per reset; the terrain of 11 chunks with the helipad flattened and
@@ -32,12 +34,14 @@
 //     Gymnasium's own recorded draws instead (Replay).
 //   - No particles: Gymnasium creates them only when rendering.
 //
-// Speed (BenchmarkStep, one core, resets included): 51–59k steps/s under
-// random actions, 36–41k under the heuristic controller, 27 allocations
-// (5 KB) per step, all inside box2d's World.Step, which builds a new island
-// and contact solver each step. Nearly all the time is Box2D's solver at
-// Gymnasium's 180 velocity and 60 position iterations per step; the legs'
-// revolute joints take about half.
+// Speed (BenchmarkStep, one core, resets included; see the fork's README):
+// no allocation per step (one per step on average under random actions,
+// from the world that each Reset builds), and under half the CPU time per
+// step of the unmodified port: 6.6–6.9 µs under random actions, 7.8–7.9 µs
+// under the heuristic controller, against 13.7–14.2 and 17.1–18.0. Nearly all the time is Box2D's solver at
+// Gymnasium's 180 velocity and 60 position iterations per step, 70 % of it
+// the legs' two revolute joints. TestGoldenTrajectories pins 192 episodes
+// bit for bit to what the unmodified port computed.
 package lunar
 
 import (
@@ -45,7 +49,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ByteArena/box2d"
+	"github.com/fedirl/fedirl/third_party/box2d"
 
 	"github.com/fedirl/fedirl/pkg/envs"
 )
@@ -134,6 +138,9 @@ type Env struct {
 	p        Params
 	injected Draws
 	draws    Draws
+	pcg      *rand.PCG // the default source, reseeded at each Reset
+	rng      *rand.Rand
+	rjd      box2d.B2RevoluteJointDef
 
 	world    *box2d.B2World
 	lander   *box2d.B2Body
@@ -230,7 +237,14 @@ func vec(x, y float64) box2d.B2Vec2 { return box2d.MakeB2Vec2(x, y) }
 func (e *Env) Reset(seed uint64) []float64 {
 	e.draws = e.injected
 	if e.draws == nil {
-		e.draws = pcgDraws{rand.New(rand.NewPCG(seed, 0x4c756e61724c616e))} // "LunarLan"
+		// Reseeding one PCG gives the stream of a new NewPCG(seed, …),
+		// without allocating a generator per episode.
+		if e.pcg == nil {
+			e.pcg = rand.NewPCG(seed, 0)
+			e.rng = rand.New(e.pcg)
+		}
+		e.pcg.Seed(seed, 0x4c756e61724c616e) // "LunarLan"
+		e.draws = pcgDraws{e.rng}
 	}
 	w := box2d.MakeB2World(vec(0, e.p.Gravity))
 	e.world = &w
@@ -311,7 +325,10 @@ func (e *Env) Reset(seed uint64) []float64 {
 		fd.Filter = box2d.MakeB2Filter()
 		fd.Filter.CategoryBits, fd.Filter.MaskBits = 0x0020, 0x001
 		leg.CreateFixtureFromDef(&fd)
-		rjd := box2d.MakeB2RevoluteJointDef()
+		// The definition lives in the Env: CreateJoint takes an interface,
+		// through which a local would escape to the heap.
+		e.rjd = box2d.MakeB2RevoluteJointDef()
+		rjd := &e.rjd
 		rjd.BodyA, rjd.BodyB = e.lander, leg
 		rjd.LocalAnchorA = vec(0, 0)
 		rjd.LocalAnchorB = vec(i*legAway/scale, legDown/scale)
@@ -326,7 +343,7 @@ func (e *Env) Reset(seed uint64) []float64 {
 		} else {
 			rjd.LowerAngle, rjd.UpperAngle = -0.9, -0.9+0.5
 		}
-		e.joints[k] = e.world.CreateJoint(&rjd).(*box2d.B2RevoluteJoint)
+		e.joints[k] = e.world.CreateJoint(rjd).(*box2d.B2RevoluteJoint)
 		e.legs[k] = leg
 	}
 	noop := []float64{0}

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ByteArena/box2d"
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+	"github.com/fedirl/fedirl/third_party/box2d"
 )
 
 // TestFreeFallFollowsGravity: with the engines off, no wind and no initial
@@ -122,9 +123,6 @@ func TestBadInput(t *testing.T) {
 }
 
 // BenchmarkStep measures environment steps per second on one goroutine,
-// resets included (uniform random actions, so episodes are short and
-// resets frequent).
-// BenchmarkStep measures environment steps per second on one goroutine,
 // resets included, for client 2's wind under two policies: uniform random
 // actions (short episodes, so resets weigh most) and Gymnasium's heuristic
 // controller (long episodes that end at rest, so contacts weigh most).
@@ -137,6 +135,7 @@ func BenchmarkStep(b *testing.B) {
 			obs := e.Reset(0)
 			ep := uint64(1)
 			b.ReportAllocs()
+			cpu0 := cpuclock.ProcessCPU()
 			for b.Loop() {
 				if policy == "random" {
 					act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
@@ -149,6 +148,9 @@ func BenchmarkStep(b *testing.B) {
 					ep++
 				}
 			}
+			// CPU time per step beside the wall time: other processes on a
+			// shared machine inflate the latter.
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/step")
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
 			b.ReportMetric(float64(b.N)/float64(ep), "steps/episode")
 		})
