@@ -29,6 +29,16 @@ func fmt2(x float64) string {
 	return strconv.FormatFloat(x, 'f', 2, 64)
 }
 
+func fmt3(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	if math.Abs(x) < 0.0005 {
+		x = 0
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
 func fmtPtr(x *float64) string {
 	if x == nil {
 		return "n/a"
@@ -67,7 +77,7 @@ func (s *Summary) Markdown() string {
 		}
 		ep := "–"
 		if r.EPICToTrue != nil {
-			ep = fmt2(r.EPICToTrue.Mean) + " ± " + fmt2(r.EPICToTrue.Std)
+			ep = fmt3(r.EPICToTrue.Mean) + " ± " + fmt3(r.EPICToTrue.Std)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s ± %s | %s | %s ± %s | %d |\n", r.Env, r.Lattice, pairs, r.Method, r.Group,
 			fmt2(r.NormalizedReturn.Mean), fmt2(r.NormalizedReturn.Std), ep, fmtNum(r.Final.Mean), fmtNum(r.Final.Std), r.Final.N)
@@ -76,8 +86,11 @@ func (s *Summary) Markdown() string {
 	b.WriteString("| env | lattice | clients | metric | difference | mean | 95% CI | seeds |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range s.Comparisons {
 		f := fmt2
-		if c.Metric == "final_true_return" {
+		switch c.Metric {
+		case "final_true_return":
 			f = fmtNum
+		case "epic_to_true":
+			f = fmt3
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s − %s | %s | [%s, %s] | %d |\n", c.Env, c.Lattice, c.Group, c.Metric, c.A, c.B, f(c.Diff.Mean), f(c.Diff.Lo), f(c.Diff.Hi), c.Diff.N)
 	}
