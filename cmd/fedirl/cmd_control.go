@@ -195,7 +195,7 @@ present), resolution.png, log.txt.`,
 			if err != nil {
 				return err
 			}
-			st.Progress, st.SmokeTest = true, quick
+			st.Progress = true
 			if err := st.WriteConfig(); err != nil {
 				return err
 			}

@@ -85,6 +85,9 @@ type EnvConfig struct {
 type Config struct {
 	// Study must be "control".
 	Study string `yaml:"study"`
+	// Preset names the scale the config started from ("quick", "default",
+	// "full"); a quick study's figures are titled as a smoke test.
+	Preset string `yaml:"preset"`
 	// Protocol labels the method the settings follow: "well-posed" (the
 	// default: horizon-matched, absorbing-state local IRL solved by L-BFGS,
 	// lattices that pass the ladder, the same reward normalisation for every

@@ -43,7 +43,7 @@ func dodge(i, n int) float64 { return 0.05 * (float64(i) - float64(n-1)/2) }
 
 // title returns t, marked as a smoke test when the study is one.
 func (s *Study) title(t string) string {
-	if s.SmokeTest {
+	if s.cfg.Preset == "quick" {
 		return "SMOKE TEST (--quick): budgets too small to mean anything\n" + t
 	}
 	return t

@@ -42,7 +42,7 @@ var defaultLadder = LadderConfig{Episodes: 10, PlannerMin: 0.5, ProjectedMin: 0.
 // evaluation budgets at which PPO on the true reward reaches expert level.
 func FullConfig() Config {
 	c := Config{
-		Study: StudyName, Protocol: ProtocolWellPosed,
+		Study: StudyName, Preset: "full", Protocol: ProtocolWellPosed,
 		Envs:            []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1", "LunarLanderContinuous-v3"},
 		Lattices:        map[string][]string{},
 		Env:             map[string]EnvConfig{},
@@ -89,6 +89,7 @@ func wellPosedEnv(irlIters int) map[string]EnvConfig {
 // alone exceeds the default run's.
 func DefaultConfig() Config {
 	c := FullConfig()
+	c.Preset = "default"
 	c.Envs = []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1"}
 	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 4, 1, 3
 	c.EpisodesPerClient = 20
@@ -104,6 +105,7 @@ func DefaultConfig() Config {
 // test the plumbing, not the method.
 func QuickConfig() Config {
 	c := FullConfig()
+	c.Preset = "quick"
 	c.Envs = []string{"Pendulum-v1", "CartPole-v1", "Acrobot-v1"}
 	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 2, 1, 2
 	c.EpisodesPerClient = 5

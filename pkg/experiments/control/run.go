@@ -43,8 +43,6 @@ type Study struct {
 	log  io.Writer
 	// Progress, when true, draws a progress bar per phase on a terminal.
 	Progress bool
-	// SmokeTest marks the figures' titles as a smoke test (--quick).
-	SmokeTest bool
 	// Computed counts the units computed (not found on disk) by kind.
 	Computed map[string]int
 	mu       sync.Mutex
