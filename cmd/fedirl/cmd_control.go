@@ -47,8 +47,8 @@ func countsText(m map[string]int) string {
 func newReproduceControlCmd() *cobra.Command {
 	var (
 		envList, lattice, configPath, out, shard, protocol string
-		quick, full                                        bool
-		seeds, jobs                                        int
+		quick, full, plan                                  bool
+		seeds, jobs, planShards                            int
 	)
 	bins := map[string]*int{}
 	cmd := &cobra.Command{
@@ -175,6 +175,23 @@ present), resolution.png, log.txt.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
+			if plan {
+				st, err := control.New(cfg, out, jobs, nil)
+				if err != nil {
+					return err
+				}
+				p, err := st.PlanCosts(planShards)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "fedirl reproduce control (%s, protocol %s): %s, %d seeds, %d+%d clients — modelled cost per unit on this machine\n\n",
+					name, cfg.Protocol, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients)
+				p.Write(cmd.OutOrStdout(), jobs)
+				return nil
+			}
+			if cmd.Flags().Changed("plan-shards") {
+				return fmt.Errorf("--plan-shards goes with --plan")
+			}
 			if out == "" {
 				out = filepath.Join("runs", "control-"+name)
 			}
@@ -231,6 +248,8 @@ present), resolution.png, log.txt.`,
 	f.BoolVar(&full, "full", false, "the paper's scale: 6+2 clients, 10 seeds, all four environments")
 	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by L-BFGS on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")
 	f.IntVar(&seeds, "seeds", 0, "number of seeds (default: the preset's)")
+	f.BoolVar(&plan, "plan", false, "print every unit's modelled cost and the wall-time estimate, and run nothing")
+	f.IntVar(&planShards, "plan-shards", 0, "with --plan: also estimate a split into this many shards (--shard i/n)")
 	f.IntVar(&jobs, "jobs", 2, "units run in parallel (results do not depend on it)")
 	for _, a := range controlAxisNames() {
 		bins[a] = new(int)

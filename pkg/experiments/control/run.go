@@ -98,6 +98,8 @@ type task struct {
 	u   unit
 	run func(ctx context.Context, workers int) error
 	env string
+	// lattice is the unit's lattice preset ("" for units without one).
+	lattice string
 }
 
 // plan returns, phase by phase, the units the selected evaluation runs need.
@@ -129,9 +131,9 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		if err != nil {
 			return err
 		}
-		add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env})
+		add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env, ""})
 		bu, bsp := s.baselineUnit(env, client, seed)
-		add(0, task{bu, func(ctx context.Context, _ int) error { return s.runBaseline(ctx, bu, bsp) }, env})
+		add(0, task{bu, func(ctx context.Context, _ int) error { return s.runBaseline(ctx, bu, bsp) }, env, ""})
 		if lattice == "-" {
 			return nil
 		}
@@ -139,7 +141,7 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		if err != nil {
 			return err
 		}
-		add(2, task{lu, func(ctx context.Context, w int) error { return s.runLadder(ctx, lu, lsp, lattice, w) }, env})
+		add(2, task{lu, func(ctx context.Context, w int) error { return s.runLadder(ctx, lu, lsp, lattice, w) }, env, lattice})
 		return nil
 	}
 	addClient := func(env, lattice string, client int, seed uint64) error {
@@ -150,7 +152,7 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		if err != nil {
 			return err
 		}
-		add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, env})
+		add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, env, ""})
 		if lattice == "-" {
 			return nil
 		}
@@ -158,7 +160,7 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		if err != nil {
 			return err
 		}
-		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env})
+		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env, lattice})
 		return nil
 	}
 	addFusion := func(env, lattice, method string, seed uint64) error {
@@ -173,7 +175,7 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		}
 		add(3, task{fu, func(ctx context.Context, _ int) error {
 			return s.runFusion(ctx, fu, fsp, locals, env, lattice, method, seed)
-		}, env})
+		}, env, lattice})
 		return nil
 	}
 	for _, j := range mine {
@@ -211,14 +213,14 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 				return nil, nil, err
 			}
 			lattice := j.Lattice
-			add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env})
+			add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env, lattice})
 		}
 		eu, esp, err := s.evalUnit(j)
 		if err != nil {
 			return nil, nil, err
 		}
 		j := j
-		add(4, task{eu, func(ctx context.Context, _ int) error { return s.runEval(ctx, eu, esp, j) }, j.Env})
+		add(4, task{eu, func(ctx context.Context, _ int) error { return s.runEval(ctx, eu, esp, j) }, j.Env, j.Lattice})
 	}
 	return phases, mine, nil
 }

@@ -1,0 +1,179 @@
+package control
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// The cost model prices every unit of a study before it runs, from costs
+// measured per unit on this machine (2 vCPUs sharing one core's FMA units,
+// 2 units at a time, float32 PPO), so that a user knows what a preset or a
+// config costs — on this machine, and as N shards × C cores — before
+// starting it. A unit's cost is
+//
+//	expert, eval        steps · perStep[kind][env]
+//	irl                 pairs · iterations · perPairIter[env]
+//	ladder, fidelity    pairs · perPair[kind][env]
+//	fusion              pairs · perPair[fusion][env]
+//	baseline, demos     a constant (they are milliseconds)
+//
+// with the constants below. They come from the run folders' logs (each
+// computed unit's wall time, 2 at a time on 2 cores): the default run and a
+// LunarLander run (see README-control, "Cost"). A unit's own time depends
+// on the machine's load; the model is as good as its calibration, and
+// PlanCosts says which environments fall back on another's constants.
+
+// perStep is seconds per PPO step, study evaluation overhead included.
+var perStep = map[string]map[string]float64{
+	"expert": {"Pendulum-v1": 11.5e-6, "CartPole-v1": 19.4e-6, "Acrobot-v1": 4.3e-6, "LunarLanderContinuous-v3": 30e-6},
+	"eval":   {"Pendulum-v1": 6.9e-6, "CartPole-v1": 12.8e-6, "Acrobot-v1": 4.6e-6, "LunarLanderContinuous-v3": 30e-6},
+}
+
+// perPairIter is seconds per state–action pair and L-BFGS iteration of a
+// local IRL fit (model build included).
+var perPairIter = map[string]float64{
+	"Pendulum-v1": 1.2e-7, "CartPole-v1": 9.1e-7, "Acrobot-v1": 2.8e-6, "LunarLanderContinuous-v3": 1.0e-6,
+}
+
+// perPair is seconds per state–action pair of a ladder, fidelity or fusion unit.
+var perPair = map[string]map[string]float64{
+	"ladder":   {"Pendulum-v1": 3e-6, "CartPole-v1": 18e-6, "Acrobot-v1": 25e-6, "LunarLanderContinuous-v3": 1e-6},
+	"fidelity": {"Pendulum-v1": 3e-6, "CartPole-v1": 3.4e-6, "Acrobot-v1": 5.3e-6, "LunarLanderContinuous-v3": 1e-6},
+	"fusion":   {"Pendulum-v1": 6e-6, "CartPole-v1": 7.1e-6, "Acrobot-v1": 6.6e-6, "LunarLanderContinuous-v3": 7e-6},
+}
+
+// fixedCost is the cost of a baseline or demonstrations unit.
+const fixedCost = 0.05
+
+// UnitCost is the modelled cost of one kind of unit of one environment.
+type UnitCost struct {
+	Env, Kind, Lattice string
+	Units              int
+	// PerUnit is the modelled seconds of one unit on one core.
+	PerUnit float64
+}
+
+// Plan is the priced plan of a study.
+type Plan struct {
+	Rows []UnitCost
+	// Total is the modelled sum over units, in core-seconds.
+	Total float64
+	// Shards holds, per shard of a Count-way split, its modelled core-seconds.
+	Shards []float64
+}
+
+// unitCost returns the modelled seconds of task t.
+func (s *Study) unitCost(t task) (float64, error) {
+	ec := s.cfg.Env[t.env]
+	pairs := 0
+	if t.lattice != "" && t.lattice != "-" {
+		p, err := s.probe(t.env, t.lattice)
+		if err != nil {
+			return 0, err
+		}
+		pairs = 1
+		for _, a := range append(slices.Clone(p.Grid.State), p.Grid.Action...) {
+			pairs *= a.N
+		}
+	}
+	switch t.u.kind {
+	case "expert":
+		return float64(ec.TotalExpertSteps) * perStep["expert"][t.env], nil
+	case "eval":
+		return float64(ec.EvaluationSteps) * perStep["eval"][t.env], nil
+	case "irl":
+		return float64(pairs) * float64(ec.IRLIterations) * perPairIter[t.env], nil
+	case "ladder", "fidelity", "fusion":
+		return float64(pairs) * perPair[t.u.kind][t.env], nil
+	}
+	return fixedCost, nil
+}
+
+// PlanCosts prices every unit of the study (all shards) and the split into
+// shards ways (shards ≤ 1: none).
+func (s *Study) PlanCosts(shards int) (*Plan, error) {
+	phases, _, err := s.plan(Shard{})
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ env, kind, lattice string }
+	rows := map[key]*UnitCost{}
+	p := &Plan{}
+	for _, ts := range phases {
+		for _, t := range ts {
+			c, err := s.unitCost(t)
+			if err != nil {
+				return nil, err
+			}
+			k := key{t.env, t.u.kind, t.lattice}
+			if rows[k] == nil {
+				rows[k] = &UnitCost{Env: t.env, Kind: t.u.kind, Lattice: t.lattice, PerUnit: c}
+			}
+			rows[k].Units++
+			p.Total += c
+		}
+	}
+	for _, r := range rows {
+		p.Rows = append(p.Rows, *r)
+	}
+	sort.Slice(p.Rows, func(i, j int) bool {
+		a, b := p.Rows[i], p.Rows[j]
+		if a.Env != b.Env {
+			return slices.Index(s.cfg.Envs, a.Env) < slices.Index(s.cfg.Envs, b.Env)
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Lattice < b.Lattice
+	})
+	for i := 0; shards > 1 && i < shards; i++ {
+		phases, _, err := s.plan(Shard{i, shards})
+		if err != nil {
+			return nil, err
+		}
+		t := 0.0
+		for _, ts := range phases {
+			for _, u := range ts {
+				c, _ := s.unitCost(u)
+				t += c
+			}
+		}
+		p.Shards = append(p.Shards, t)
+	}
+	return p, nil
+}
+
+// Write prints the plan as a table with the wall-time estimates for cores
+// cores per run (units run cores at a time).
+func (p *Plan) Write(w io.Writer, cores int) {
+	fmt.Fprintf(w, "| env | unit | lattice | units | s per unit | core-hours |\n|---|---|---|---|---|---|\n")
+	for _, r := range p.Rows {
+		l := r.Lattice
+		if l == "" || l == "-" {
+			l = "–"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.3g | %.3f |\n", r.Env, r.Kind, l, r.Units, r.PerUnit, float64(r.Units)*r.PerUnit/3600)
+	}
+	fmt.Fprintf(w, "\nTotal %.2f core-hours: about %s on this machine with --jobs %d.\n", p.Total/3600, hours(p.Total/float64(cores)), cores)
+	if len(p.Shards) > 0 {
+		longest := slices.Max(p.Shards)
+		var parts []string
+		for _, t := range p.Shards {
+			parts = append(parts, fmt.Sprintf("%.2f", t/3600))
+		}
+		fmt.Fprintf(w, "%d shards × %d cores: the longest shard takes about %s (core-hours per shard: %s).\n",
+			len(p.Shards), cores, hours(longest/float64(cores)), strings.Join(parts, ", "))
+	}
+}
+
+// hours formats seconds as "2 h 5 min" or "7 min".
+func hours(sec float64) string {
+	m := int(sec/60 + 0.5)
+	if m < 60 {
+		return fmt.Sprintf("%d min", m)
+	}
+	return fmt.Sprintf("%d h %d min", m/60, m%60)
+}
