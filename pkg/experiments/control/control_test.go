@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -331,5 +332,61 @@ func TestConfigMergesPartialBlocks(t *testing.T) {
 	os.WriteFile(p, []byte("env:\n  CartPole-v1:\n    evaluaton_steps: 6000\n"), 0o644)
 	if _, err := LoadConfig(p, base); err == nil || !strings.Contains(err.Error(), "env.CartPole-v1.evaluaton_steps") {
 		t.Errorf("unknown key in an env block: %v", err)
+	}
+}
+
+// TestShardsPartitionUnits: for 2, 3 and 7 shards of the quick and default
+// studies, every unit of the whole study is planned by exactly one shard,
+// so the shards together compute what one run computes; the cost model's
+// shard totals add up to its total.
+func TestShardsPartitionUnits(t *testing.T) {
+	for name, cfg := range map[string]Config{"quick": QuickConfig(), "default": DefaultConfig()} {
+		st, err := New(cfg, t.TempDir(), 2, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := map[string]bool{}
+		phases, _, err := st.plan(Shard{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range phases {
+			for _, u := range ts {
+				all[u.u.kind+"/"+u.u.name+"-"+u.u.key] = true
+			}
+		}
+		for _, n := range []int{2, 3, 7} {
+			seen := map[string]int{}
+			for i := range n {
+				phases, _, err := st.plan(Shard{i, n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ts := range phases {
+					for _, u := range ts {
+						seen[u.u.kind+"/"+u.u.name+"-"+u.u.key]++
+					}
+				}
+			}
+			for k := range all {
+				if seen[k] != 1 {
+					t.Errorf("%s, %d shards: unit %s planned by %d shards", name, n, k, seen[k])
+				}
+			}
+			if len(seen) != len(all) {
+				t.Errorf("%s, %d shards: %d units planned, the whole study has %d", name, n, len(seen), len(all))
+			}
+			p, err := st.PlanCosts(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := 0.0
+			for _, c := range p.Shards {
+				sum += c
+			}
+			if math.Abs(sum-p.Total) > 1e-9*p.Total {
+				t.Errorf("%s, %d shards: shard costs add up to %g, the total is %g", name, n, sum, p.Total)
+			}
+		}
 	}
 }

@@ -86,6 +86,23 @@ func (s *Study) horizon(env string) (int, error) {
 	if s.cfg.IRL.Horizon == "infinite" {
 		return 0, nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.horizons[env]; ok {
+		return h, nil
+	}
+	h, err := s.timeLimitHorizon(env)
+	if err == nil {
+		if s.horizons == nil {
+			s.horizons = map[string]int{}
+		}
+		s.horizons[env] = h
+	}
+	return h, err
+}
+
+// timeLimitHorizon applies irl.horizon to env's time limit.
+func (s *Study) timeLimitHorizon(env string) (int, error) {
 	e, err := registry.Make(env, 0, nil, 0)
 	if err != nil {
 		return 0, err

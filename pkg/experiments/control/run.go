@@ -46,6 +46,8 @@ type Study struct {
 	// Computed counts the units computed (not found on disk) by kind.
 	Computed map[string]int
 	mu       sync.Mutex
+	// horizons caches the lattice MDP's horizon per environment.
+	horizons map[string]int
 }
 
 // New returns a study of cfg writing into dir with jobs parallel units;
