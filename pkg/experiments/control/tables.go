@@ -9,35 +9,21 @@ import (
 	"strings"
 )
 
-func fmtNum(x float64) string {
+// fixed formats x with d decimals, "–" for NaN, and without a negative zero
+// (values that round to 0 print as 0).
+func fixed(x float64, d int) string {
 	if math.IsNaN(x) {
 		return "–"
 	}
-	if x == 0 {
-		x = 0 // no negative zero
-	}
-	return strconv.FormatFloat(x, 'f', 1, 64)
-}
-
-func fmt2(x float64) string {
-	if math.IsNaN(x) {
-		return "–"
-	}
-	if math.Abs(x) < 0.005 {
+	if math.Abs(x) < 0.5*math.Pow(10, -float64(d)) {
 		x = 0
 	}
-	return strconv.FormatFloat(x, 'f', 2, 64)
+	return strconv.FormatFloat(x, 'f', d, 64)
 }
 
-func fmt3(x float64) string {
-	if math.IsNaN(x) {
-		return "–"
-	}
-	if math.Abs(x) < 0.0005 {
-		x = 0
-	}
-	return strconv.FormatFloat(x, 'f', 3, 64)
-}
+func fmtNum(x float64) string { return fixed(x, 1) }
+func fmt2(x float64) string   { return fixed(x, 2) }
+func fmt3(x float64) string   { return fixed(x, 3) }
 
 func fmtPtr(x *float64) string {
 	if x == nil {
