@@ -235,7 +235,7 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 		p := plot.New()
 		p.Title.Text = s.title(env + ": normalized return vs lattice size\n(training clients)")
 		p.X.Label.Text = "state–action pairs (log scale)"
-		p.Y.Label.Text = "normalized return (0 random, 1 expert), mean ± std over seeds"
+		p.Y.Label.Text = "normalized return, mean ± std over seeds"
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		lo, hi := math.Inf(1), math.Inf(-1)
