@@ -243,3 +243,41 @@ func TestLBFGSMatchesGradientAscent(t *testing.T) {
 		t.Error("θ = 0: the test problem has no signal")
 	}
 }
+
+// TestLBFGSWarmStart: L-BFGS started at its own optimum (Config.Theta0, as
+// the federation warm-starts a round) stops at once with that θ and its
+// log-likelihood, instead of restarting from zero.
+func TestLBFGSWarmStart(t *testing.T) {
+	m := mdptest.RandomMDP(4, 6, 2, 2, 1, 0.9, 0)
+	rng := rand.New(rand.NewPCG(2, 2))
+	phi := mat.NewDense(12, 3, nil)
+	for i := range 12 {
+		for j := range 3 {
+			phi.Set(i, j, rng.Float64())
+		}
+	}
+	pi := mdp.NewPolicy(m)
+	var demos []Trajectory
+	for range 20 {
+		st, ac := m.Rollout(rng, pi, 30)
+		if len(ac) > 0 {
+			demos = append(demos, Trajectory{States: st[:len(ac)], Actions: ac})
+		}
+	}
+	cfg := Config{Temperature: 1, L2: 0.5, Optimizer: OptimizerLBFGS, MaxIter: 200, GradTol: 1e-8}
+	first, err := MaxEnt(context.Background(), m, phi, demos, cfg)
+	if err != nil || !first.Converged {
+		t.Fatalf("cold start: converged %v, err %v", first.Converged, err)
+	}
+	cfg.Theta0 = first.Theta
+	warm, err := MaxEnt(context.Background(), m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !warm.Converged || warm.Iterations != 0 {
+		t.Fatalf("warm start at the optimum: converged %v after %d iterations, want 0", warm.Converged, warm.Iterations)
+	}
+	approx.Slices(t, "θ", warm.Theta, first.Theta, 0, 0)
+	// Equal to the value solver's tolerance (the first run's values were warm-started).
+	approx.Equal(t, "log-likelihood at θ0", warm.LogLik[0], first.LogLik[len(first.LogLik)-1], 1e-8, 1e-8)
+}

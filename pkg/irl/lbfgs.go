@@ -46,9 +46,23 @@ func maxEntLBFGS(ctx context.Context, o *Objective, theta []float64, cfg Config,
 			}
 		},
 	}
-	it := 0
+	// The starting point is recorded here: gonum's InitIteration reports a
+	// zero location, not initX.
+	eval(theta)
+	gn0 := floats.Norm(lastGrad, 2)
+	record(0, lastObj, lastLL, gn0)
+	switch {
+	case evalErr != nil:
+		return evalErr
+	case gn0 <= cfg.GradTol:
+		res.Converged = true
+		return nil
+	case cfg.MaxIter == 0:
+		return nil
+	}
+	it := 1
 	rec := recorder(func(loc *optimize.Location, op optimize.Operation) error {
-		if op != optimize.MajorIteration && op != optimize.InitIteration {
+		if op != optimize.MajorIteration {
 			return nil
 		}
 		eval(loc.X)
