@@ -30,6 +30,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -76,8 +77,22 @@ type EnvConfig struct {
 	// Bins overrides lattice axis sizes by axis name (the appendix's --n-* flags), for every lattice preset.
 	Bins map[string]int `yaml:"bins,omitempty"`
 	// Features names the feature set: "paper" (64 RBF + bias) or
-	// "quadratic" (paper plus analytic columns, where the environment has them).
+	// "quadratic" (a set that spans the reward, where the environment has one).
 	Features string `yaml:"features"`
+	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
+	// when privacy.epsilon > 0; θ's scale differs by environment).
+	DPClip float64 `yaml:"dp_clip,omitempty"`
+}
+
+// PrivacyConfig is client-level local differential privacy of the θ_i the
+// clients send to the fusion (pkg/privacy, the same mechanism as
+// `fedirl client --dp-*`): θ_i is clipped to env.<id>.dp_clip and Gaussian
+// noise calibrated to (Epsilon, Delta) for one release is added, from the
+// client's own seeded stream, so the mean, barycentric and debiased fusions
+// of a seed receive the same noisy θ_i. Epsilon 0 is no privacy.
+type PrivacyConfig struct {
+	Epsilon float64 `yaml:"epsilon"`
+	Delta   float64 `yaml:"delta"`
 }
 
 // Config is the study's configuration; YAML keys follow the paper's
@@ -129,6 +144,8 @@ type Config struct {
 	NormalizeReward bool `yaml:"normalize_reward"`
 	// Ladder configures the validation ladder.
 	Ladder LadderConfig `yaml:"ladder"`
+	// Privacy adds client-level differential privacy to the θ_i sent for fusion.
+	Privacy PrivacyConfig `yaml:"privacy,omitempty"`
 	// LogEvery is the PPO evaluation curve's spacing in environment steps.
 	LogEvery int `yaml:"log_every"`
 	// MemoryLimitGB refuses a lattice whose model would need more.
@@ -275,6 +292,9 @@ func (c Config) Validate() error {
 	if c.Study != StudyName {
 		return fmt.Errorf("study: %q, want %q", c.Study, StudyName)
 	}
+	if c.Privacy.Epsilon == 0 && c.Privacy.Delta != 0 {
+		return fmt.Errorf("privacy.delta = %v needs privacy.epsilon > 0 (epsilon 0 means no privacy)", c.Privacy.Delta)
+	}
 	if c.Protocol != ProtocolWellPosed && c.Protocol != ProtocolPaper {
 		return fmt.Errorf("protocol: %q, want %q or %q", c.Protocol, ProtocolWellPosed, ProtocolPaper)
 	}
@@ -300,6 +320,14 @@ func (c Config) Validate() error {
 		}
 		if _, err := ce.Features(ec.Features); err != nil {
 			return fmt.Errorf("env.%s.features: %w", e, err)
+		}
+		switch {
+		case c.Privacy.Epsilon == 0 && ec.DPClip != 0:
+			return fmt.Errorf("env.%s.dp_clip = %v needs privacy.epsilon > 0", e, ec.DPClip)
+		case c.Privacy.Epsilon != 0:
+			if err := (privacy.Params{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta, Clip: ec.DPClip}).Validate(); err != nil {
+				return fmt.Errorf("privacy (env.%s.dp_clip): %w", e, err)
+			}
 		}
 		for _, p := range []string{ec.ExpertPreset, ec.EvaluationPreset} {
 			if p != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/longtest"
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // runStudy runs cfg into dir with the given GOMAXPROCS and writes the outputs.
@@ -388,5 +391,75 @@ func TestShardsPartitionUnits(t *testing.T) {
 				t.Errorf("%s, %d shards: shard costs add up to %g, the total is %g", name, n, sum, p.Total)
 			}
 		}
+	}
+}
+
+// TestPrivacyNoisesTheFusedThetas: with privacy on, the mean fusion is the
+// average of the clients' released θ_i = clip(θ_i) + noise, recomputed here
+// from the local IRL units with the same mechanism and the client's seeded
+// stream (which does not depend on the method, so every fusion of a seed
+// receives the same released θ_i); the private fusion is a unit of its own;
+// privacy without a clipping norm is refused.
+func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
+	cfg := microConfig()
+	cfg.Envs = []string{"Pendulum-v1"}
+	cfg.Methods = []string{MethodMean}
+	cfg.Privacy = PrivacyConfig{Epsilon: 4, Delta: 1e-5}
+	e := cfg.Env["Pendulum-v1"]
+	e.DPClip = 2
+	cfg.Env = cloneEnv(cfg.Env)
+	cfg.Env["Pendulum-v1"] = e
+	dir := t.TempDir()
+	st := runStudy(t, cfg, dir, 2, Shard{})
+	seed := cfg.Seed
+	mech, err := privacy.New(privacy.Params{Epsilon: 4, Delta: 1e-5, Clip: 2, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float64
+	for c := range cfg.NumberOfClients {
+		u, _, err := st.irlUnit("Pendulum-v1", "paper", c, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f IRLFile
+		if err := readJSON(u.path(dir), &f); err != nil {
+			t.Fatal(err)
+		}
+		r := mech.Release(nil, f.Theta, rand.New(rand.NewPCG(seedOf(seed, "dp-noise", c), 0)))
+		if want == nil {
+			want = make([]float64, len(r))
+		}
+		for j := range r {
+			want[j] += r[j] / float64(cfg.NumberOfClients)
+		}
+	}
+	fu, _, _, err := st.fusionUnit("Pendulum-v1", "paper", MethodMean, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got FusionFile
+	if err := readJSON(fu.path(dir), &got); err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "mean of the released θ_i", got.Theta, want, 1e-12, 1e-12)
+
+	// Without privacy the fusion unit is another unit with another θ.
+	cfg.Privacy, e.DPClip = PrivacyConfig{}, 0
+	cfg.Env["Pendulum-v1"] = e
+	plain, err := New(cfg, dir, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, _, _, err := plain.fusionUnit("Pendulum-v1", "paper", MethodMean, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pu.key == fu.key {
+		t.Error("the private and the plain fusion have the same unit key")
+	}
+	cfg.Privacy = PrivacyConfig{Epsilon: 4, Delta: 1e-5}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "dp_clip") {
+		t.Errorf("privacy without env.*.dp_clip: %v", err)
 	}
 }

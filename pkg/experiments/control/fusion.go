@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -19,6 +21,8 @@ type fusionSpec struct {
 	Local   []string           `json:"local"`
 	Probe   tasks.ControlProbe `json:"probe"`
 	Fusion  fusion.Options     `json:"fusion"`
+	// Privacy, when set, is the clients' mechanism (see PrivacyConfig).
+	Privacy *privacy.Params `json:"privacy,omitempty"`
 }
 
 // FusionFile is the content of a fusion unit.
@@ -59,7 +63,11 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 	if err != nil {
 		return unit{}, fusionSpec{}, nil, err
 	}
-	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method)}
+	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil}
+	if s.cfg.Privacy.Epsilon != 0 {
+		sp.Privacy = &privacy.Params{Epsilon: s.cfg.Privacy.Epsilon, Delta: s.cfg.Privacy.Delta, Clip: s.cfg.Env[env].DPClip,
+			Rounds: 1, Conversion: privacy.ConversionAnalytic}
+	}
 	return unit{"fusion", fmt.Sprintf("%s-%s-%s-s%d", env, lattice, method, seed), key(sp), ".json"}, sp, locals, nil
 }
 
@@ -91,7 +99,15 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	if spec.Fusion, err = tasks.EncodeFusion(sp.Fusion); err != nil {
 		return err
 	}
-	fused, _, err := federation.RunInProcess(ctx, spec, clients, federation.InProcessConfig{Fuser: tasks.NewFuser()})
+	run := federation.InProcessConfig{Fuser: tasks.NewFuser()}
+	if sp.Privacy != nil {
+		// One noise stream per client and seed, whatever the method: the
+		// fusions of a seed receive the same noisy θ_i.
+		run.Privacy = func(i int) *federation.ClientPrivacy {
+			return &federation.ClientPrivacy{Params: *sp.Privacy, Noise: rand.New(rand.NewPCG(seedOf(seed, "dp-noise", i), 0))}
+		}
+	}
+	fused, _, err := federation.RunInProcess(ctx, spec, clients, run)
 	if err != nil {
 		return fmt.Errorf("federation %s: %w", u.name, err)
 	}
