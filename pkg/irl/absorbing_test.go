@@ -207,22 +207,7 @@ func TestAbsorbingMatchesExplicitAbsorbingState(t *testing.T) {
 // steps reach the same maximizer of the (strictly concave with L2)
 // objective, where the gradient vanishes.
 func TestLBFGSMatchesGradientAscent(t *testing.T) {
-	m := mdptest.RandomMDP(9, 6, 2, 2, 1, 0.9, 0)
-	rng := rand.New(rand.NewPCG(1, 1))
-	phi := mat.NewDense(12, 3, nil)
-	for i := range 12 {
-		for j := range 3 {
-			phi.Set(i, j, rng.Float64())
-		}
-	}
-	pi := mdp.NewPolicy(m)
-	var demos []Trajectory
-	for range 20 {
-		st, ac := m.Rollout(rng, pi, 30)
-		if len(ac) > 0 {
-			demos = append(demos, Trajectory{States: st[:len(ac)], Actions: ac})
-		}
-	}
+	m, phi, demos := smallProblem(9, 1)
 	ctx := context.Background()
 	lb, err := MaxEnt(ctx, m, phi, demos, Config{Temperature: 1, L2: 0.5, Optimizer: OptimizerLBFGS, MaxIter: 200, GradTol: 1e-9})
 	if err != nil {
@@ -248,22 +233,7 @@ func TestLBFGSMatchesGradientAscent(t *testing.T) {
 // the federation warm-starts a round) stops at once with that θ and its
 // log-likelihood, instead of restarting from zero.
 func TestLBFGSWarmStart(t *testing.T) {
-	m := mdptest.RandomMDP(4, 6, 2, 2, 1, 0.9, 0)
-	rng := rand.New(rand.NewPCG(2, 2))
-	phi := mat.NewDense(12, 3, nil)
-	for i := range 12 {
-		for j := range 3 {
-			phi.Set(i, j, rng.Float64())
-		}
-	}
-	pi := mdp.NewPolicy(m)
-	var demos []Trajectory
-	for range 20 {
-		st, ac := m.Rollout(rng, pi, 30)
-		if len(ac) > 0 {
-			demos = append(demos, Trajectory{States: st[:len(ac)], Actions: ac})
-		}
-	}
+	m, phi, demos := smallProblem(4, 2)
 	cfg := Config{Temperature: 1, L2: 0.5, Optimizer: OptimizerLBFGS, MaxIter: 200, GradTol: 1e-8}
 	first, err := MaxEnt(context.Background(), m, phi, demos, cfg)
 	if err != nil || !first.Converged {
@@ -280,4 +250,26 @@ func TestLBFGSWarmStart(t *testing.T) {
 	approx.Slices(t, "θ", warm.Theta, first.Theta, 0, 0)
 	// Equal to the value solver's tolerance (the first run's values were warm-started).
 	approx.Equal(t, "log-likelihood at θ0", warm.LogLik[0], first.LogLik[len(first.LogLik)-1], 1e-8, 1e-8)
+}
+
+// smallProblem returns a random 6-state, 2-action MDP (one terminal state),
+// 3 random features and 20 uniform-policy demonstrations, from seed.
+func smallProblem(mdpSeed, seed uint64) (*mdp.MDP, *mat.Dense, []Trajectory) {
+	m := mdptest.RandomMDP(mdpSeed, 6, 2, 2, 1, 0.9, 0)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	phi := mat.NewDense(12, 3, nil)
+	for i := range 12 {
+		for j := range 3 {
+			phi.Set(i, j, rng.Float64())
+		}
+	}
+	pi := mdp.NewPolicy(m)
+	var demos []Trajectory
+	for range 20 {
+		st, ac := m.Rollout(rng, pi, 30)
+		if len(ac) > 0 {
+			demos = append(demos, Trajectory{States: st[:len(ac)], Actions: ac})
+		}
+	}
+	return m, phi, demos
 }
