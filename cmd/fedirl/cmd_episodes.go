@@ -83,16 +83,7 @@ were truncated). Episode k resets with seed --seed + k.
 			rng := rand.New(rand.NewPCG(seed, 0x65706973))
 			switch policy {
 			case "random":
-				choose = func([]float64) []float64 {
-					if space.IsDiscrete() {
-						act[0] = float64(rng.IntN(space.N))
-					} else {
-						for j := range act {
-							act[j] = space.Low[j] + (space.High[j]-space.Low[j])*rng.Float64()
-						}
-					}
-					return act
-				}
+				choose = func([]float64) []float64 { return space.Sample(act, rng) }
 			case "zero":
 				choose = func([]float64) []float64 { clear(act); return act }
 			case "heuristic":

@@ -134,6 +134,19 @@ func (s GridSpec) Validate() error {
 	return nil
 }
 
+// NumPairs returns the number of (non-terminal) state–action pairs of a
+// valid spec, the product of every axis's N.
+func (s GridSpec) NumPairs() int {
+	n := 1
+	for _, a := range s.State {
+		n *= a.N
+	}
+	for _, a := range s.Action {
+		n *= a.N
+	}
+	return n
+}
+
 // Grid is a validated GridSpec with its lattices.
 type Grid struct {
 	// Spec is the grid's description.

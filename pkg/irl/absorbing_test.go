@@ -66,6 +66,7 @@ func TestFiniteHorizonRemovesTruncationBias(t *testing.T) {
 	wantGap := -math.Pow(gamma, T) / (1 - gamma)
 	approx.Equal(t, "infinite-horizon bias gap μ_D − μ_π", inf.EmpiricalFeatures[0]-inf.ExpectedFeatures[0], wantGap, 1e-6, 1e-6)
 	approx.Equal(t, "infinite-horizon θ_bias", inf.Theta[0], wantGap/l2, 1e-4, 0)
+	approx.Equal(t, "infinite-horizon bias gradient at θ = 0 (Result.Gradient0)", inf.Gradient0[0], wantGap, 1e-9, 1e-9)
 
 	m, phi, demos = oneStateTask(t, gamma, T, f, T)
 	fin, err := MaxEnt(ctx, m, phi, demos, Config{Temperature: tau, Optimizer: OptimizerLBFGS, MaxIter: 200, GradTol: 1e-8})

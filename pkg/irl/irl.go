@@ -89,6 +89,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -246,6 +247,10 @@ type Result struct {
 	// and AbsorbingExpected.
 	AbsorbingReward                       float64 `json:"absorbing_reward,omitempty"`
 	AbsorbingEmpirical, AbsorbingExpected float64 `json:"-"`
+	// Gradient0 is ∇Objective at the starting θ, before any step (with
+	// Config.Absorbing the absorbing feature's entry is last): at θ = 0 it
+	// is μ_D − μ_π of the uniform soft policy.
+	Gradient0 []float64 `json:"-"`
 }
 
 // Objective evaluates the MaxEnt IRL objective and its gradient for one MDP,
@@ -530,6 +535,9 @@ func maxEntFirstOrder(ctx context.Context, o *Objective, theta []float64, cfg Co
 		obj, ll := o.Eval(grad, theta)
 		res.ValueSweeps += o.vals.Iterations
 		res.VisitSweeps += o.ws.VisitIterations()
+		if it == 0 {
+			res.Gradient0 = slices.Clone(grad)
+		}
 		gn := floats.Norm(grad, 2)
 		record(it, obj, ll, gn)
 		if math.IsNaN(obj) || math.IsNaN(gn) {

@@ -49,6 +49,7 @@ func maxEntLBFGS(ctx context.Context, o *Objective, theta []float64, cfg Config,
 	// The starting point is recorded here: gonum's InitIteration reports a
 	// zero location, not initX.
 	eval(theta)
+	res.Gradient0 = slices.Clone(lastGrad)
 	gn0 := floats.Norm(lastGrad, 2)
 	record(0, lastObj, lastLL, gn0)
 	switch {

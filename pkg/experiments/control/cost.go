@@ -77,10 +77,7 @@ func (s *Study) unitCost(t task) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		pairs = 1
-		for _, a := range append(slices.Clone(p.Grid.State), p.Grid.Action...) {
-			pairs *= a.N
-		}
+		pairs = p.Grid.NumPairs()
 	}
 	switch t.u.kind {
 	case "expert":

@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
-	"github.com/fedirl/fedirl/pkg/envs/classic"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/irl"
@@ -157,11 +156,7 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	if sp.Rollouts != nil {
 		m, err = s.countedModel(ctx, g, sp, seed)
 	} else {
-		var params map[string]float64
-		if params, err = classic.ClientParams(sp.Env, sp.Client); err != nil {
-			return err
-		}
-		m, err = discretize.SampleModel(ctx, g, func() (discretize.Simulator, error) { return classic.MakeWithParams(sp.Env, params) }, sp.Model, workers)
+		m, _, err = trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers) // the ladder's and fidelity's model too
 	}
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
@@ -178,15 +173,6 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	if !sp.Probe.RBF.Bias {
 		bias = -1
 	}
-	// Rung (c) at θ = 0: the gap the bias column starts from (with an
-	// infinite horizon and truncated demonstrations it can never close).
-	o, err := irl.NewObjective(m, phi, demos, cfg)
-	if err != nil {
-		return fmt.Errorf("%s client %d %s: MaxEnt: %w", sp.Env, sp.Client, lattice, err)
-	}
-	grad0 := make([]float64, o.Dim())
-	o.Eval(grad0, make([]float64, o.Dim()))
-	o.Close()
 	res, err := irl.MaxEnt(ctx, m, phi, demos, cfg)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: MaxEnt: %w", sp.Env, sp.Client, lattice, err)
@@ -211,7 +197,10 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		f.FeatureGap = floats.Norm(gap, 2) / n
 	}
 	if bias >= 0 {
-		f.BiasGap, f.BiasGap0 = gap[bias], grad0[bias]
+		// Rung (c) at θ = 0 (the IRL starts there): the gap the bias column
+		// starts from; with an infinite horizon and truncated demonstrations
+		// it can never close.
+		f.BiasGap, f.BiasGap0 = gap[bias], res.Gradient0[bias]
 	}
 	return report.WriteJSON(u.path(s.dir), f)
 }
@@ -255,9 +244,7 @@ func (s *Study) countedModel(ctx context.Context, g *discretize.Grid, sp irlSpec
 		for {
 			ce.StateOf(x, obs)
 			if rng.Float64() < sp.Rollouts.Epsilon {
-				for j := range act {
-					act[j] = space.Low[j] + (space.High[j]-space.Low[j])*rng.Float64()
-				}
+				space.Sample(act, rng)
 			} else {
 				pol.Act(act, obs, nil)
 			}

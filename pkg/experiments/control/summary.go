@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
@@ -294,10 +293,7 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.Pairs = 1
-			for _, a := range append(slices.Clone(p.Grid.State), p.Grid.Action...) {
-				r.Pairs *= a.N
-			}
+			r.Pairs = p.Grid.NumPairs()
 		}
 		sum.Rows = append(sum.Rows, r)
 	}
