@@ -29,22 +29,12 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// pythonWithNumpy returns Debian's python3 if it has numpy, else "".
-func pythonWithNumpy() string {
-	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import numpy").Run() == nil {
-			return py
-		}
-	}
-	return ""
-}
-
 // TestPythonLatticeMatchesGo: python/fedirl computes the same lattice
 // points and the same Φ (within tasks.PhiTolerance) as the Go family for
 // probes with every axis kind and RBF kind, so a Python client's features
 // pass the Go client's check and a Python-built MDP spec is the task's.
 func TestPythonLatticeMatchesGo(t *testing.T) {
-	py := pythonWithNumpy()
+	py := pythonWith("numpy")
 	if py == "" {
 		t.Skip("no python3 with numpy (Debian: python3-numpy)")
 	}
@@ -122,7 +112,7 @@ np.save(sys.argv[3], np.ascontiguousarray(t.pair_points()))`
 // the three local θ, the barycentric one what the server's fuser computes
 // from them, and every client's table row must be there.
 func TestOwnProblemExample(t *testing.T) {
-	if pythonWithGRPC() == "" {
+	if pythonWith("grpc", "grpc_tools", "numpy") == "" {
 		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
 	}
 	bin := fedirlBinary(t)

@@ -14,12 +14,12 @@ import (
 	"github.com/fedirl/fedirl/pkg/approx"
 )
 
-// pythonWithGRPC returns a Python interpreter that has grpc, grpc_tools and
-// numpy, or "" (Debian's /usr/bin/python3 with python3-grpcio,
-// python3-grpc-tools and python3-numpy qualifies; CI installs them).
-func pythonWithGRPC() string {
+// pythonWith returns the first Python interpreter (Debian's /usr/bin/python3,
+// then python3 on the PATH) that imports every one of modules, or "". CI
+// installs python3-grpcio, python3-grpc-tools and python3-numpy.
+func pythonWith(modules ...string) string {
 	for _, py := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(py, "-c", "import grpc, grpc_tools, numpy").Run() == nil {
+		if exec.Command(py, "-c", "import "+strings.Join(modules, ", ")).Run() == nil {
 			return py
 		}
 	}
@@ -31,7 +31,7 @@ func pythonWithGRPC() string {
 // (a θ from a .npy file) in one mean-fused task, and checks both receive
 // the same fused θ, the mean of the two submissions.
 func TestPythonClientFederatesWithGoClient(t *testing.T) {
-	py := pythonWithGRPC()
+	py := pythonWith("grpc", "grpc_tools", "numpy")
 	if py == "" {
 		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
 	}

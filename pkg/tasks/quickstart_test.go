@@ -84,7 +84,7 @@ func TestQuickStartAndPythonExampleWordForWord(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	path := filepath.Join(work, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
-	py := pythonWithGRPC()
+	py := pythonWith("grpc", "grpc_tools", "numpy")
 	if py != "" {
 		path = filepath.Dir(py) + string(os.PathListSeparator) + path
 	}
