@@ -17,11 +17,15 @@ import (
 
 // EPICOptions sets the coverage distribution of EPIC.
 type EPICOptions struct {
+	// Coverage names the coverage (see Coverage); "" is CoverageModel.
+	Coverage Coverage
 	// StateWeights are coverage weights over states (length S, finite,
 	// non-negative, not necessarily normalized). D_S is these weights
 	// restricted to the non-terminal states and normalized: weights on
-	// terminal states are ignored, as no action is taken there. Nil means
-	// uniform over the non-terminal states.
+	// terminal states are ignored, as no action is taken there. Under
+	// CoverageModel nil means uniform over the non-terminal states;
+	// CoverageDemonstrations requires them (the demonstrations' visits, see
+	// StateVisits); CoverageUniform refuses them.
 	StateWeights []float64
 }
 
@@ -95,6 +99,10 @@ type TransitionReward struct {
 // when no terminal state is reachable: with termination it changes the
 // reward of ending an episode relative to continuing it, and EPIC sees that.
 //
+// That is EPIC under CoverageModel, the zero value of EPICOptions.Coverage;
+// CoverageUniform (evaluating-rewards' default) and CoverageDemonstrations
+// change D_S and the Pearson weights as their doc comments say.
+//
 // Distance. ρ is the Pearson correlation of C(R1) and C(R2) over the
 // coverage distribution of transitions: s ∼ D_S, a uniform, s' ∼ P(·|s,a)
 // (the MDP's own successors), computed exactly as a weighted sum over the
@@ -135,7 +143,7 @@ func EPICTransitions(m *mdp.MDP, r1, r2 TransitionReward, o EPICOptions) (EPICRe
 	if err := m.Validate(); err != nil {
 		return EPICResult{}, fmt.Errorf("irl: EPIC: %w", err)
 	}
-	d, err := coverage(m, o.StateWeights)
+	d, err := coverageStates(m, o)
 	if err != nil {
 		return EPICResult{}, err
 	}
@@ -146,6 +154,9 @@ func EPICTransitions(m *mdp.MDP, r1, r2 TransitionReward, o EPICOptions) (EPICRe
 			return EPICResult{}, err
 		}
 		c[j] = canonicalize(m, r, d)
+	}
+	if o.Coverage == CoverageUniform {
+		return uniformPearson(m, &c)
 	}
 	// Weighted moments over the stored transitions, weight D_S(s)·(1/A)·P(s'|s,a).
 	var mean, sd [2]float64
@@ -288,7 +299,8 @@ func canonicalize(m *mdp.MDP, r TransitionReward, d []float64) canonical {
 	mbar := 0.0
 	for s := 0; s < S; s++ {
 		if m.IsTerminal(s) {
-			c.psi[s] = meanNext // R(s,a,s') = NextState[s'] from a terminal s
+			c.psi[s] = meanNext     // R(s,a,s') = NextState[s'] from a terminal s
+			mbar += d[s] * c.psi[s] // d[s] = 0 unless the coverage draws terminal states (CoverageUniform)
 			continue
 		}
 		sum := 0.0
