@@ -214,6 +214,13 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			if fsp.Demos != "" { // the demonstrations coverage, also of a held-out client
+				du, dsp, eu, esp, err := s.demosUnit(j.Env, j.Client, j.Seed)
+				if err != nil {
+					return nil, nil, err
+				}
+				add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, j.Env, ""})
+			}
 			lattice := j.Lattice
 			add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env, lattice})
 		}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/irl"
 )
 
 // Row is one line of the summary: PPO trained on one method's reward, per
@@ -273,7 +274,9 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 						return nil, err
 					}
 					for m, d := range f.EPIC {
-						epic.add(cellKey{env, l, m, group(s.heldOut(c))}, seed, d)
+						if v := d[irl.CoverageModel]; v != nil { // fedirl's coverage; null: undefined
+							epic.add(cellKey{env, l, m, group(s.heldOut(c))}, seed, *v)
+						}
 					}
 				}
 			}
