@@ -51,7 +51,7 @@ func (s *Study) runBaseline(ctx context.Context, u unit, sp baselineSpec) error 
 	if err != nil {
 		return err
 	}
-	return report.WriteJSON(u.path(s.dir), BaselineFile{sp.Env, sp.Client, sp.Seed, sp.Episodes, floats.Sum(ret) / float64(len(ret))})
+	return report.WriteJSON(u.path(s.units), BaselineFile{sp.Env, sp.Client, sp.Seed, sp.Episodes, floats.Sum(ret) / float64(len(ret))})
 }
 
 // episodeReturns runs episodes of policy in env (reset seeds seed, seed+1, …)

@@ -30,6 +30,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -41,10 +42,15 @@ const StudyName = "control"
 // Methods evaluated, in table order: each client's own local reward, the
 // fused rewards, and the true reward as the reference curve.
 const (
-	MethodLocal      = "local"
-	MethodMean       = "mean"
-	MethodBarycenter = "barycenter"
-	MethodDebiased   = "debiased"
+	MethodLocal = "local"
+	MethodMean  = "mean"
+	// MethodNormalizedMean is the control for the barycenter: the
+	// arithmetic mean of the clients' shift-normalized rewards, mapped back
+	// and projected exactly as the barycenter is, so barycenter −
+	// normalized-mean isolates transport from normalization.
+	MethodNormalizedMean = "normalized-mean"
+	MethodBarycenter     = "barycenter"
+	MethodDebiased       = "debiased"
 	// MethodProjected is the least-squares projection of the true lattice
 	// reward onto the features: the best the feature set can do, which the
 	// ladder's rung (b) checks.
@@ -53,7 +59,7 @@ const (
 )
 
 // AllMethods lists the methods in table order.
-var AllMethods = []string{MethodLocal, MethodMean, MethodBarycenter, MethodDebiased, MethodProjected, MethodTrue}
+var AllMethods = []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodProjected, MethodTrue}
 
 // Protocols: the well-posed local IRL (the default) and the paper's as written.
 const (
@@ -82,6 +88,31 @@ type EnvConfig struct {
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
 	DPClip float64 `yaml:"dp_clip,omitempty"`
+	// DemoStart, when set, gives each training client its own region of
+	// start states for its demonstrations (partial coverage): training
+	// client k of K starts every demonstration episode with state
+	// coordinate DemoStart.State uniform in the k-th of K equal intervals of
+	// [Low, High), the other coordinates as the environment's reset draws
+	// them; only the union of the clients' regions covers the task.
+	DemoStart *StartRegion `yaml:"demo_start,omitempty"`
+}
+
+// StartRegion is a range of one simulator state coordinate (by Gymnasium's
+// name, e.g. theta or x) split among the training clients.
+type StartRegion struct {
+	State string  `yaml:"state" json:"state"`
+	Low   float64 `yaml:"low" json:"low"`
+	High  float64 `yaml:"high" json:"high"`
+}
+
+// WeakClientsConfig makes a fraction of the training clients weak learners,
+// the paper's weak-client ablation carried to continuous control: the last
+// ⌈Fraction·K⌉ training clients stop their local IRL after IRLIterations
+// major iterations, whatever env.<id>.irl_iterations says. Fraction 0 is
+// no weak client.
+type WeakClientsConfig struct {
+	Fraction      float64 `yaml:"fraction"`
+	IRLIterations int     `yaml:"irl_iterations"`
 }
 
 // PrivacyConfig is client-level local differential privacy of the θ_i the
@@ -90,9 +121,16 @@ type EnvConfig struct {
 // noise calibrated to (Epsilon, Delta) for one release is added, from the
 // client's own seeded stream, so the mean, barycentric and debiased fusions
 // of a seed receive the same noisy θ_i. Epsilon 0 is no privacy.
+//
+// PilotSeeds, when set, chooses each environment's clipping norm on pilot
+// data the study does not otherwise use: C is the median ‖θ_i‖₂ of the
+// training clients' local fits on those seeds (which must not be study
+// seeds), so no client's C depends on the θ_i it clips; env.<id>.dp_clip
+// must then be 0.
 type PrivacyConfig struct {
-	Epsilon float64 `yaml:"epsilon"`
-	Delta   float64 `yaml:"delta"`
+	Epsilon    float64  `yaml:"epsilon"`
+	Delta      float64  `yaml:"delta"`
+	PilotSeeds []uint64 `yaml:"pilot_seeds,omitempty"`
 }
 
 // Config is the study's configuration; YAML keys follow the paper's
@@ -120,6 +158,17 @@ type Config struct {
 	NumberOfClients int `yaml:"number_of_clients"`
 	// HeldOutClients is the number of held-out clients (indices K…K+H−1): unseen physics of the same family.
 	HeldOutClients int `yaml:"held_out_clients"`
+	// ClientIDs lists the appendix clients (physics 0…10) that take part:
+	// the number_of_clients training clients first, then the
+	// held_out_clients held-out ones. Empty means 0, 1, …, K+H−1.
+	ClientIDs []int `yaml:"client_ids,omitempty"`
+	// WeakClients makes a fraction of the training clients stop their local IRL early.
+	WeakClients WeakClientsConfig `yaml:"weak_clients,omitempty"`
+	// NormalizationAnchor is the upper end of the normalized return:
+	// "expert" (the client's PPO expert) or "best" (the better of the
+	// expert and PPO on the true reward at the evaluation budget, so a weak
+	// expert does not inflate normalized returns; needs method true).
+	NormalizationAnchor string `yaml:"normalization_anchor"`
 	// NumberOfSeeds is the number of independent repetitions of the whole pipeline.
 	NumberOfSeeds int `yaml:"number_of_seeds"`
 	// Seed is the first seed.
@@ -209,6 +258,11 @@ type BarycenterConfig struct {
 	SinkhornIterations int `yaml:"sinkhorn_iterations"`
 	// BarycenterIterations is the number of outer iterations.
 	BarycenterIterations int `yaml:"barycenter_iterations"`
+	// SigmaMode is the shift σ of every reward-space fusion
+	// (normalized-mean, barycenter, debiased): "shared" (one σ from all
+	// clients' rewards) or "per-client" (each client's σ_i from its own
+	// reward, so one client's scale cannot flatten another's measure).
+	SigmaMode string `yaml:"sigma_mode"`
 }
 
 // EnvConfigs maps an environment id to its settings. Decoding YAML into it
@@ -292,6 +346,33 @@ func (c Config) Validate() error {
 	if c.Study != StudyName {
 		return fmt.Errorf("study: %q, want %q", c.Study, StudyName)
 	}
+	if err := c.validateClients(); err != nil {
+		return err
+	}
+	switch c.NormalizationAnchor {
+	case AnchorExpert:
+	case AnchorBest:
+		if !slices.Contains(c.Methods, MethodTrue) {
+			return fmt.Errorf("normalization_anchor %q needs method %q in methods (or use %q)", AnchorBest, MethodTrue, AnchorExpert)
+		}
+	default:
+		return fmt.Errorf("normalization_anchor: %q, want %q or %q", c.NormalizationAnchor, AnchorExpert, AnchorBest)
+	}
+	switch c.Barycenter.SigmaMode {
+	case SigmaShared, SigmaPerClient:
+	default:
+		return fmt.Errorf("barycenter.sigma_mode: %q, want %q or %q", c.Barycenter.SigmaMode, SigmaShared, SigmaPerClient)
+	}
+	if len(c.Privacy.PilotSeeds) > 0 {
+		if c.Privacy.Epsilon == 0 {
+			return fmt.Errorf("privacy.pilot_seeds needs privacy.epsilon > 0")
+		}
+		for _, ps := range c.Privacy.PilotSeeds {
+			if ps >= c.Seed && ps < c.Seed+uint64(c.NumberOfSeeds) {
+				return fmt.Errorf("privacy.pilot_seeds: %d is a study seed (seeds %d…%d): pilot data must not be reused", ps, c.Seed, c.Seed+uint64(c.NumberOfSeeds)-1)
+			}
+		}
+	}
 	if c.Privacy.Epsilon == 0 && c.Privacy.Delta != 0 {
 		return fmt.Errorf("privacy.delta = %v needs privacy.epsilon > 0 (epsilon 0 means no privacy)", c.Privacy.Delta)
 	}
@@ -324,6 +405,9 @@ func (c Config) Validate() error {
 		switch {
 		case c.Privacy.Epsilon == 0 && ec.DPClip != 0:
 			return fmt.Errorf("env.%s.dp_clip = %v needs privacy.epsilon > 0", e, ec.DPClip)
+		case len(c.Privacy.PilotSeeds) > 0 && ec.DPClip != 0:
+			return fmt.Errorf("env.%s.dp_clip = %v: the clipping norm comes from privacy.pilot_seeds; set one or the other", e, ec.DPClip)
+		case len(c.Privacy.PilotSeeds) > 0:
 		case c.Privacy.Epsilon != 0:
 			if err := (privacy.Params{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta, Clip: ec.DPClip}).Validate(); err != nil {
 				return fmt.Errorf("privacy (env.%s.dp_clip): %w", e, err)
@@ -334,6 +418,18 @@ func (c Config) Validate() error {
 				if _, err := ppo.Preset(p); err != nil {
 					return fmt.Errorf("env.%s: %w", e, err)
 				}
+			}
+		}
+		if ds := ec.DemoStart; ds != nil {
+			labels, err := stateLabels(e)
+			if err != nil {
+				return fmt.Errorf("env.%s.demo_start: %w", e, err)
+			}
+			if !slices.Contains(labels, ds.State) {
+				return fmt.Errorf("env.%s.demo_start.state: %q, want one of %s", e, ds.State, strings.Join(labels, ", "))
+			}
+			if !(ds.Low < ds.High) || math.IsInf(ds.Low, 0) || math.IsInf(ds.High, 0) {
+				return fmt.Errorf("env.%s.demo_start: low %v < high %v, both finite, needed", e, ds.Low, ds.High)
 			}
 		}
 		if len(c.Lattices[e]) == 0 {
@@ -395,6 +491,65 @@ func (c Config) Validate() error {
 	for _, m := range c.Methods {
 		if !slices.Contains(AllMethods, m) {
 			return fmt.Errorf("methods: %q unknown (known: %s)", m, strings.Join(AllMethods, ", "))
+		}
+	}
+	return nil
+}
+
+// Normalization anchors (Config.NormalizationAnchor) and σ modes (BarycenterConfig.SigmaMode).
+const (
+	AnchorExpert   = "expert"
+	AnchorBest     = "best"
+	SigmaShared    = "shared"
+	SigmaPerClient = "per-client"
+)
+
+// AllClients returns the appendix indices of every client, training first.
+func (c Config) AllClients() []int {
+	if len(c.ClientIDs) > 0 {
+		return slices.Clone(c.ClientIDs)
+	}
+	out := make([]int, c.NumberOfClients+c.HeldOutClients)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// TrainingClients returns the appendix indices of the training clients.
+func (c Config) TrainingClients() []int { return c.AllClients()[:c.NumberOfClients] }
+
+// weak reports whether training client id stops its local IRL early.
+func (c Config) weak(id int) bool {
+	tr := c.TrainingClients()
+	k := slices.Index(tr, id)
+	nWeak := int(math.Ceil(c.WeakClients.Fraction*float64(len(tr)) - 1e-9))
+	return k >= 0 && k >= len(tr)-nWeak
+}
+
+func (c Config) validateClients() error {
+	if len(c.ClientIDs) == 0 {
+		if n := c.NumberOfClients + c.HeldOutClients; n > envs.MaxClient+1 {
+			return fmt.Errorf("number_of_clients + held_out_clients = %d: the appendix has %d clients (0…%d)", n, envs.MaxClient+1, envs.MaxClient)
+		}
+	} else {
+		if len(c.ClientIDs) != c.NumberOfClients+c.HeldOutClients {
+			return fmt.Errorf("client_ids: %d ids for number_of_clients %d + held_out_clients %d", len(c.ClientIDs), c.NumberOfClients, c.HeldOutClients)
+		}
+		seen := map[int]bool{}
+		for i, id := range c.ClientIDs {
+			if err := envs.CheckClient(id); err != nil || id < 0 {
+				return fmt.Errorf("client_ids[%d] = %d: want an appendix client 0…%d", i, id, envs.MaxClient)
+			}
+			if seen[id] {
+				return fmt.Errorf("client_ids[%d] = %d: listed twice", i, id)
+			}
+			seen[id] = true
+		}
+	}
+	if w := c.WeakClients; w.Fraction != 0 {
+		if !(w.Fraction > 0 && w.Fraction < 1) || w.IRLIterations < 1 {
+			return fmt.Errorf("weak_clients: fraction %g in (0, 1) and irl_iterations %d ≥ 1 needed", w.Fraction, w.IRLIterations)
 		}
 	}
 	return nil

@@ -423,7 +423,7 @@ func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
 			t.Fatal(err)
 		}
 		var f IRLFile
-		if err := readJSON(u.path(dir), &f); err != nil {
+		if err := readJSON(u.path(filepath.Join(dir, "units")), &f); err != nil {
 			t.Fatal(err)
 		}
 		r := mech.Release(nil, f.Theta, rand.New(rand.NewPCG(seedOf(seed, "dp-noise", c), 0)))
@@ -439,7 +439,7 @@ func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got FusionFile
-	if err := readJSON(fu.path(dir), &got); err != nil {
+	if err := readJSON(fu.path(filepath.Join(dir, "units")), &got); err != nil {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "mean of the released θ_i", got.Theta, want, 1e-12, 1e-12)

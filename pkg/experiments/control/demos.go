@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/classic"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/irl"
@@ -26,6 +27,8 @@ type demosSpec struct {
 	Expert        string `json:"expert"`
 	Episodes      int    `json:"episodes"`
 	Deterministic bool   `json:"deterministic"`
+	// Start is this client's region of start states (env.<id>.demo_start).
+	Start *StartRegion `json:"start,omitempty"`
 }
 
 func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec, unit, expertSpec, error) {
@@ -33,7 +36,13 @@ func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec,
 	if err != nil {
 		return unit{}, demosSpec{}, unit{}, expertSpec{}, err
 	}
-	sp := demosSpec{"demos", unitVersion, eu.key, s.cfg.EpisodesPerClient, s.cfg.DeterministicExperts}
+	sp := demosSpec{"demos", unitVersion, eu.key, s.cfg.EpisodesPerClient, s.cfg.DeterministicExperts, nil}
+	if ds := s.cfg.Env[env].DemoStart; ds != nil {
+		if k := slices.Index(s.cfg.TrainingClients(), client); k >= 0 {
+			w := (ds.High - ds.Low) / float64(s.cfg.NumberOfClients)
+			sp.Start = &StartRegion{ds.State, ds.Low + float64(k)*w, ds.Low + float64(k+1)*w}
+		}
+	}
 	return unit{"demos", fmt.Sprintf("%s-c%d-s%d", env, client, seed), key(sp), ".npz"}, sp, eu, es, nil
 }
 
@@ -81,6 +90,11 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 			return err
 		}
 		obs := env.Reset(seedOf(es.Seed, "demo-reset", es.Client, ep))
+		if sp.Start != nil {
+			if obs, err = startIn(env, *sp.Start, seedOf(es.Seed, "demo-start", es.Client, ep)); err != nil {
+				return fmt.Errorf("demonstrations %s: %w", u.name, err)
+			}
+		}
 		d.Obs = append(d.Obs, slices.Clone(obs))
 		d.States = append(d.States, stateOf(obs))
 		n, term := 0, false
@@ -101,7 +115,7 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 		d.Terminal = append(d.Terminal, term)
 		d.Lengths = append(d.Lengths, n)
 	}
-	return writeDemos(u.path(s.dir), &d)
+	return writeDemos(u.path(s.units), &d)
 }
 
 func dense(rows [][]float64) *mat.Dense {
@@ -241,4 +255,38 @@ func (d *Demos) Returns() []float64 {
 		a += n
 	}
 	return out
+}
+
+// stateLabels returns the names of env's settable simulator state, or an
+// error when its state cannot be set.
+func stateLabels(env string) ([]string, error) {
+	e, err := registry.Make(env, 0, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := e.(classic.Stateful)
+	if !ok {
+		return nil, fmt.Errorf("%s's simulator state cannot be set", env)
+	}
+	return st.StateLabels(), nil
+}
+
+// startIn moves a freshly reset env's state coordinate r.State to a uniform
+// draw in [r.Low, r.High) (seeded by seed) and returns the observation of
+// the new start state.
+func startIn(env any, r StartRegion, seed uint64) ([]float64, error) {
+	st, ok := env.(classic.Stateful)
+	if !ok {
+		return nil, fmt.Errorf("demo_start: the simulator's state cannot be set")
+	}
+	i := slices.Index(st.StateLabels(), r.State)
+	if i < 0 {
+		return nil, fmt.Errorf("demo_start.state %q: not a state coordinate (%v)", r.State, st.StateLabels())
+	}
+	x := st.State(nil)
+	x[i] = r.Low + rand.New(rand.NewPCG(seed, 0)).Float64()*(r.High-r.Low)
+	if err := st.SetState(x); err != nil {
+		return nil, fmt.Errorf("demo_start: %w", err)
+	}
+	return st.Observe(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
@@ -51,7 +52,7 @@ type evalJob struct {
 	Client               int
 }
 
-func (s *Study) heldOut(client int) bool { return client >= s.cfg.NumberOfClients }
+func (s *Study) heldOut(client int) bool { return !slices.Contains(s.cfg.TrainingClients(), client) }
 
 // rewardUnit returns the unit whose θ method uses, and its lattice's probe.
 func (s *Study) rewardUnit(j evalJob) (unit, error) {
@@ -101,7 +102,7 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 		var theta struct {
 			Theta []float64 `json:"theta"`
 		}
-		if err := readJSON(ru.path(s.dir), &theta); err != nil {
+		if err := readJSON(ru.path(s.units), &theta); err != nil {
 			return err
 		}
 		p, err := s.probe(j.Env, j.Lattice)
@@ -135,5 +136,5 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 	if math.IsNaN(f.FinalTrue) {
 		return fmt.Errorf("evaluation %s: NaN return", u.name)
 	}
-	return report.WriteJSON(u.path(s.dir), f)
+	return report.WriteJSON(u.path(s.units), f)
 }

@@ -77,17 +77,17 @@ func (s *Study) runExpert(ctx context.Context, u unit, sp expertSpec) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteJSON(u.path(s.dir), ExpertFile{sp.Env, sp.Client, sp.Seed, sp.Steps, floats.Sum(ret) / float64(len(ret)), ck})
+	return report.WriteJSON(u.path(s.units), ExpertFile{sp.Env, sp.Client, sp.Seed, sp.Steps, floats.Sum(ret) / float64(len(ret)), ck})
 }
 
 func (s *Study) readExpert(u unit) (*ExpertFile, *ppo.Policy, error) {
 	var f ExpertFile
-	if err := readJSON(u.path(s.dir), &f); err != nil {
+	if err := readJSON(u.path(s.units), &f); err != nil {
 		return nil, nil, err
 	}
 	p, err := ppo.FromCheckpoint(f.Policy)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", u.path(s.dir), err)
+		return nil, nil, fmt.Errorf("%s: %w", u.path(s.units), err)
 	}
 	return &f, p, nil
 }

@@ -91,7 +91,7 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 		return unit{}, fidelitySpec{}, nil, err
 	}
 	sp := fidelitySpec{Kind: "fidelity", Version: unitVersion, Env: env, Client: client, Seed: seed, Probe: p,
-		Model: s.modelConfig(env, client), Rewards: map[string]string{}, Coverages: irl.Coverages()}
+		Model: s.modelConfig(env, client, seed), Rewards: map[string]string{}, Coverages: irl.Coverages()}
 	if ce, _ := tasks.LookupControl(env); !ce.Counted {
 		du, _, _, _, err := s.demosUnit(env, client, seed)
 		if err != nil {
@@ -113,7 +113,7 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattice string, units map[string]unit, workers int) error {
 	f := FidelityFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, EPIC: map[string]CoverageEPIC{}}
 	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
-		return report.WriteJSON(u.path(s.dir), f) // no true lattice reward: no EPIC
+		return report.WriteJSON(u.path(s.units), f) // no true lattice reward: no EPIC
 	}
 	g, phi, err := sp.Probe.Features()
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 		var th struct {
 			Theta []float64 `json:"theta"`
 		}
-		if err := readJSON(units[meth].path(s.dir), &th); err != nil {
+		if err := readJSON(units[meth].path(s.units), &th); err != nil {
 			return err
 		}
 		var rv mat.VecDense
@@ -173,7 +173,7 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 		}
 		f.EPIC[meth] = byCov
 	}
-	return report.WriteJSON(u.path(s.dir), f)
+	return report.WriteJSON(u.path(s.units), f)
 }
 
 // demoVisits returns the state visits (irl.StateVisits) of the client's
@@ -186,17 +186,17 @@ func (s *Study) demoVisits(sp fidelitySpec, g *discretize.Grid, m *mdp.MDP) ([]f
 	if du.key != sp.Demos {
 		return nil, fmt.Errorf("%s client %d: demonstrations unit key %s, the fidelity unit was planned with %s", sp.Env, sp.Client, du.key, sp.Demos)
 	}
-	d, err := ReadDemos(du.path(s.dir))
+	d, err := ReadDemos(du.path(s.units))
 	if err != nil {
 		return nil, err
 	}
 	demos, err := d.Trajectories(g)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", du.path(s.dir), err)
+		return nil, fmt.Errorf("%s: %w", du.path(s.units), err)
 	}
 	visits, err := irl.StateVisits(m, demos)
 	if err != nil {
-		return nil, fmt.Errorf("%s on the %s lattice model: %w", du.path(s.dir), sp.Env, err)
+		return nil, fmt.Errorf("%s on the %s lattice model: %w", du.path(s.units), sp.Env, err)
 	}
 	return visits, nil
 }

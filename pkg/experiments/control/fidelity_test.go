@@ -127,7 +127,7 @@ func TestFidelityCoverages(t *testing.T) {
 				if !slices.Contains(st.fidelityMethods(0), r.Method) {
 					t.Fatalf("%s: summary row %s has EPIC but is not scored", env, r.Method)
 				}
-				approx.Equal(t, env+" "+r.Method+" summary EPIC (model coverage)", r.PerSeedEPIC[0], modelSum[r.Method]/float64(cfg.NumberOfClients), 1e-12, 0)
+				approx.Equal(t, env+" "+r.Method+" summary EPIC (model coverage)", r.PerSeedEPIC[string(irl.CoverageModel)][0], modelSum[r.Method]/float64(cfg.NumberOfClients), 1e-12, 0)
 			}
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/floats"
+
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -23,6 +25,9 @@ type fusionSpec struct {
 	Fusion  fusion.Options     `json:"fusion"`
 	// Privacy, when set, is the clients' mechanism (see PrivacyConfig).
 	Privacy *privacy.Params `json:"privacy,omitempty"`
+	// Pilot lists the pilot fits (keys of local IRL units on
+	// privacy.pilot_seeds) whose median ‖θ‖₂ is the clipping norm.
+	Pilot []string `json:"pilot,omitempty"`
 }
 
 // FusionFile is the content of a fusion unit.
@@ -34,24 +39,27 @@ type FusionFile struct {
 	Theta         []float64 `json:"theta"`
 	MarginalError float64   `json:"marginal_error"`
 	Iterations    int       `json:"iterations"`
+	// Clip is the clipping norm C the clients used under privacy (0 without).
+	Clip float64 `json:"clip,omitempty"`
 }
 
+// fusionOptions returns the fusion of a study method: the study's method
+// names are the fusion registry's, and every reward-space method shares the
+// barycenter block's σ mode and solver settings.
 func (s *Study) fusionOptions(method string) fusion.Options {
 	if method == MethodMean {
 		return fusion.Options{Method: fusion.MethodMean}
 	}
-	o := fusion.Options{Method: fusion.MethodBarycentric, Solver: ot.IBP, Eps: s.cfg.Barycenter.Epsilon,
-		MaxIter: s.cfg.Barycenter.BarycenterIterations, InnerIter: s.cfg.Barycenter.SinkhornIterations}
-	if method == MethodDebiased {
-		o.Solver = ot.Debiased
+	return fusion.Options{Method: method, Solver: ot.IBP, Eps: s.cfg.Barycenter.Epsilon,
+		MaxIter: s.cfg.Barycenter.BarycenterIterations, InnerIter: s.cfg.Barycenter.SinkhornIterations,
+		SigmaMode: s.cfg.Barycenter.SigmaMode,
 	}
-	return o
 }
 
 func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusionSpec, []unit, error) {
 	var locals []unit
 	var keys []string
-	for c := range s.cfg.NumberOfClients {
+	for _, c := range s.cfg.TrainingClients() {
 		u, _, err := s.irlUnit(env, lattice, c, seed)
 		if err != nil {
 			return unit{}, fusionSpec{}, nil, err
@@ -63,10 +71,17 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 	if err != nil {
 		return unit{}, fusionSpec{}, nil, err
 	}
-	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil}
+	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil, nil}
 	if s.cfg.Privacy.Epsilon != 0 {
 		sp.Privacy = &privacy.Params{Epsilon: s.cfg.Privacy.Epsilon, Delta: s.cfg.Privacy.Delta, Clip: s.cfg.Env[env].DPClip,
 			Rounds: 1, Conversion: privacy.ConversionAnalytic}
+		pilots, err := s.pilotUnits(env, lattice)
+		if err != nil {
+			return unit{}, fusionSpec{}, nil, err
+		}
+		for _, pu := range pilots {
+			sp.Pilot = append(sp.Pilot, pu.key)
+		}
 	}
 	return unit{"fusion", fmt.Sprintf("%s-%s-%s-s%d", env, lattice, method, seed), key(sp), ".json"}, sp, locals, nil
 }
@@ -85,7 +100,7 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	var clients []federation.LocalClient
 	for i, lu := range locals {
 		var f IRLFile
-		if err := readJSON(lu.path(s.dir), &f); err != nil {
+		if err := readJSON(lu.path(s.units), &f); err != nil {
 			return err
 		}
 		clients = append(clients, federation.LocalClient{ID: fmt.Sprintf("client-%06d", i), Learner: fixedLearner{f.Theta, f.DemoSteps}})
@@ -100,11 +115,21 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 		return err
 	}
 	run := federation.InProcessConfig{Fuser: tasks.NewFuser()}
+	clip := 0.0
 	if sp.Privacy != nil {
-		// One noise stream per client and seed, whatever the method: the
-		// fusions of a seed receive the same noisy θ_i.
+		params := *sp.Privacy
+		if len(sp.Pilot) > 0 {
+			if params.Clip, err = s.pilotClip(env, lattice); err != nil {
+				return err
+			}
+		}
+		clip = params.Clip
+		// One noise stream per client, seed, environment and ε, whatever the
+		// method: the fusions of a seed receive the same noisy θ_i, and each
+		// ε (and environment) draws its own noise.
+		stream := fmt.Sprintf("dp-noise/%s/eps=%g", env, params.Epsilon)
 		run.Privacy = func(i int) *federation.ClientPrivacy {
-			return &federation.ClientPrivacy{Params: *sp.Privacy, Noise: rand.New(rand.NewPCG(seedOf(seed, "dp-noise", i), 0))}
+			return &federation.ClientPrivacy{Params: params, Noise: rand.New(rand.NewPCG(seedOf(seed, stream, i), 0))}
 		}
 	}
 	fused, _, err := federation.RunInProcess(ctx, spec, clients, run)
@@ -114,5 +139,48 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	if len(fused) != 1 {
 		return fmt.Errorf("federation %s: %d rounds fused, want 1", u.name, len(fused))
 	}
-	return report.WriteJSON(u.path(s.dir), FusionFile{env, lattice, seed, method, fused[0].Theta, fused[0].MarginalError, fused[0].Iterations})
+	return report.WriteJSON(u.path(s.units), FusionFile{env, lattice, seed, method, fused[0].Theta, fused[0].MarginalError, fused[0].Iterations, clip})
+}
+
+// pilotUnits returns the local IRL units of the training clients on the
+// pilot seeds (privacy.pilot_seeds), in order; none without pilot seeds.
+func (s *Study) pilotUnits(env, lattice string) ([]unit, error) {
+	var out []unit
+	for _, ps := range s.cfg.Privacy.PilotSeeds {
+		for _, c := range s.cfg.TrainingClients() {
+			u, _, err := s.irlUnit(env, lattice, c, ps)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// pilotClip returns the clipping norm chosen on pilot data: the median
+// ‖θ_i‖₂ of the pilot fits.
+func (s *Study) pilotClip(env, lattice string) (float64, error) {
+	us, err := s.pilotUnits(env, lattice)
+	if err != nil {
+		return 0, err
+	}
+	norms := make([]float64, len(us))
+	for i, u := range us {
+		var f IRLFile
+		if err := readJSON(u.path(s.units), &f); err != nil {
+			return 0, fmt.Errorf("pilot fit: %w", err)
+		}
+		norms[i] = floats.Norm(f.Theta, 2)
+	}
+	slices.Sort(norms)
+	n := len(norms)
+	if n == 0 {
+		return 0, fmt.Errorf("privacy.pilot_seeds: no pilot fit for %s", env)
+	}
+	c := (norms[(n-1)/2] + norms[n/2]) / 2
+	if !(c > 0) {
+		return 0, fmt.Errorf("privacy.pilot_seeds: the pilot fits of %s have median ‖θ‖ %v, no clipping norm", env, c)
+	}
+	return c, nil
 }

@@ -111,7 +111,7 @@ func (s *Study) timeLimitHorizon(env string) (int, error) {
 		return 0, nil
 	}
 	T := lim.MaxEpisodeSteps()
-	if s.cfg.IRL.Horizon == "auto" && math.Pow(s.modelConfig(env, 0).Gamma, float64(T)) < 0.01 {
+	if s.cfg.IRL.Horizon == "auto" && math.Pow(s.modelConfig(env, 0, 0).Gamma, float64(T)) < 0.01 {
 		return 0, nil
 	}
 	return T, nil
@@ -130,8 +130,11 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	if err != nil {
 		return unit{}, irlSpec{}, err
 	}
-	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(env, client),
+	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(env, client, seed),
 		IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations, Horizon: h}
+	if s.cfg.weak(client) {
+		sp.Iterations = s.cfg.WeakClients.IRLIterations
+	}
 	if ce, _ := tasks.LookupControl(env); ce.Counted {
 		r := s.cfg.ModelRollouts
 		sp.Rollouts = &r
@@ -144,7 +147,7 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	if err != nil {
 		return err
 	}
-	d, err := ReadDemos(du.path(s.dir))
+	d, err := ReadDemos(du.path(s.units))
 	if err != nil {
 		return err
 	}
@@ -163,7 +166,7 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	}
 	demos, err := d.Trajectories(g)
 	if err != nil {
-		return fmt.Errorf("%s: %w", du.path(s.dir), err)
+		return fmt.Errorf("%s: %w", du.path(s.units), err)
 	}
 	m.Horizon = sp.Horizon
 	cfg := irl.Config{LearningRate: sp.IRL.LearningRate, Temperature: sp.IRL.Temperature, L2: sp.IRL.L2,
@@ -202,7 +205,7 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		// it can never close.
 		f.BiasGap, f.BiasGap0 = gap[bias], res.Gradient0[bias]
 	}
-	return report.WriteJSON(u.path(s.dir), f)
+	return report.WriteJSON(u.path(s.units), f)
 }
 
 // RolloutConfig configures the counted lattice model of a simulator whose

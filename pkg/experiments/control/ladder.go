@@ -70,9 +70,13 @@ type LadderFile struct {
 // modelConfig returns the lattice-model settings of one client of env: its
 // own in-cell sampling stream and, with irl.match_discount, the evaluation
 // PPO preset's γ.
-func (s *Study) modelConfig(env string, client int) discretize.ModelConfig {
+//
+// The model's sampling seed follows the client and the study seed, so seeds
+// repeat the model's sampling too, not only the experts, demonstrations and
+// PPO runs.
+func (s *Study) modelConfig(env string, client int, seed uint64) discretize.ModelConfig {
 	m := s.cfg.Model.WithDefaults()
-	m.Seed = seedOf(m.Seed, "model", client)
+	m.Seed = seedOf(m.Seed, "model", client, int(seed))
 	if s.cfg.IRL.MatchDiscount {
 		if c, err := preset(env, s.cfg.Env[env].EvaluationPreset); err == nil { // Validate checked the preset
 			m.Gamma = c.Gamma
@@ -86,7 +90,7 @@ func (s *Study) ladderUnit(env, lattice string, client int, seed uint64) (unit, 
 	if err != nil {
 		return unit{}, ladderSpec{}, err
 	}
-	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(env, client), s.cfg.Ladder.Episodes}
+	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(env, client, seed), s.cfg.Ladder.Episodes}
 	return unit{"ladder", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
 
@@ -108,7 +112,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	}
 	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes}
 	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
-		return report.WriteJSON(u.path(s.dir), f)
+		return report.WriteJSON(u.path(s.units), f)
 	}
 	f.Available = true
 	m, r, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
@@ -147,7 +151,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
 	}
-	return report.WriteJSON(u.path(s.dir), f)
+	return report.WriteJSON(u.path(s.units), f)
 }
 
 // project returns the minimum-norm argmin_θ ‖Φθ − r‖ over the first n rows

@@ -29,9 +29,13 @@ func (s *Study) WriteOutputs() (*Summary, error) {
 	for _, j := range s.evalJobs() {
 		u, _, _ := s.evalUnit(j)
 		var f EvalFile
-		if err := readJSON(u.path(s.dir), &f); err != nil {
+		if err := readJSON(u.path(s.units), &f); err != nil {
 			return nil, err
 		}
+		// An evaluation does not depend on whether its client is held out
+		// (its unit is shared by studies with other client splits): the
+		// group is this study's.
+		f.HeldOut = s.heldOut(f.Client)
 		evals = append(evals, f)
 	}
 	if err := s.writeCurves(evals); err != nil {

@@ -48,11 +48,12 @@ func FullConfig() Config {
 		Env:             map[string]EnvConfig{},
 		NumberOfClients: 6, HeldOutClients: 2, NumberOfSeeds: 10, Seed: 1,
 		EpisodesPerClient: 50, DeterministicExperts: true,
-		Model:         discretize.ModelConfig{Samples: 8, Successor: discretize.SuccessorNearest, Seed: 1, Gamma: 0.99},
-		ModelRollouts: RolloutConfig{Episodes: 200, Epsilon: 0.3},
-		IRL:           wellPosedIRL,
-		Barycenter:    BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50},
-		Methods:       slices.Clone(AllMethods), LogEvery: 5000, MemoryLimitGB: 4,
+		Model:               discretize.ModelConfig{Samples: 8, Successor: discretize.SuccessorNearest, Seed: 1, Gamma: 0.99},
+		ModelRollouts:       RolloutConfig{Episodes: 200, Epsilon: 0.3},
+		IRL:                 wellPosedIRL,
+		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: SigmaShared},
+		NormalizationAnchor: AnchorBest,
+		Methods:             slices.Clone(AllMethods), LogEvery: 5000, MemoryLimitGB: 4,
 		NormalizeReward: true, Ladder: defaultLadder,
 	}
 	for _, e := range c.Envs {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -37,10 +38,13 @@ func (sh Shard) has(i int) bool { return sh.Count <= 1 || i%sh.Count == sh.Index
 
 // Study runs the control study into a run folder.
 type Study struct {
-	cfg  Config
-	dir  string
-	jobs int
-	log  io.Writer
+	cfg Config
+	dir string
+	// units is the folder of the unit files: dir/units, or a folder shared
+	// by several studies (a sweep's regimes), set by UseUnits.
+	units string
+	jobs  int
+	log   io.Writer
 	// Progress, when true, draws a progress bar per phase on a terminal.
 	Progress bool
 	// Computed counts the units computed (not found on disk) by kind.
@@ -62,8 +66,14 @@ func New(cfg Config, dir string, jobs int, log io.Writer) (*Study, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	return &Study{cfg: cfg, dir: dir, jobs: jobs, log: log, Computed: map[string]int{}}, nil
+	return &Study{cfg: cfg, dir: dir, units: filepath.Join(dir, "units"), jobs: jobs, log: log, Computed: map[string]int{}}, nil
 }
+
+// UseUnits makes the study read and write its unit files under root instead
+// of its run folder's units/: studies that share root (the regimes of a
+// sweep) compute a unit they have in common once, as its file name is the
+// hash of everything it depends on.
+func (s *Study) UseUnits(root string) { s.units = root }
 
 // evalJobs lists every evaluation run of the study in a fixed order.
 func (s *Study) evalJobs() []evalJob {
@@ -81,11 +91,11 @@ func (s *Study) evalJobs() []evalJob {
 					lattices = []string{"-"}
 				}
 				for _, l := range lattices {
-					n := c.NumberOfClients + c.HeldOutClients
+					ids := c.AllClients()
 					if m == MethodLocal {
-						n = c.NumberOfClients
+						ids = c.TrainingClients()
 					}
-					for client := range n {
+					for _, client := range ids {
 						out = append(out, evalJob{env, l, m, seed, client})
 					}
 				}
@@ -165,10 +175,34 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env, lattice})
 		return nil
 	}
+	// addFit adds a local fit with its expert and demonstrations only (a
+	// pilot fit, which no evaluation, ladder or baseline uses).
+	addFit := func(env, lattice string, client int, seed uint64) error {
+		du, dsp, eu, esp, err := s.demosUnit(env, client, seed)
+		if err != nil {
+			return err
+		}
+		add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env, ""})
+		add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, env, ""})
+		iu, isp, err := s.irlUnit(env, lattice, client, seed)
+		if err != nil {
+			return err
+		}
+		add(2, task{iu, func(ctx context.Context, w int) error { return s.runIRL(ctx, iu, isp, lattice, seed, w) }, env, lattice})
+		return nil
+	}
 	addFusion := func(env, lattice, method string, seed uint64) error {
-		for c := range s.cfg.NumberOfClients {
+		for _, c := range s.cfg.TrainingClients() {
 			if err := addClient(env, lattice, c, seed); err != nil {
 				return err
+			}
+			if s.cfg.Privacy.Epsilon == 0 {
+				continue
+			}
+			for _, ps := range s.cfg.Privacy.PilotSeeds {
+				if err := addFit(env, lattice, c, ps); err != nil {
+					return err
+				}
 			}
 		}
 		fu, fsp, locals, err := s.fusionUnit(env, lattice, method, seed)
@@ -246,7 +280,7 @@ func (s *Study) Run(ctx context.Context, sh Shard) error {
 	for p, ts := range phases {
 		var todo []task
 		for _, t := range ts {
-			if !exists(t.u.path(s.dir)) {
+			if !exists(t.u.path(s.units)) {
 				todo = append(todo, t)
 			}
 		}
@@ -355,7 +389,7 @@ func (s *Study) Missing() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !exists(u.path(s.dir)) {
+		if !exists(u.path(s.units)) {
 			out = append(out, u.name)
 		}
 	}

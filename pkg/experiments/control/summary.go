@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
@@ -26,11 +27,32 @@ type Row struct {
 	// client and seed (0 = uniform random policy, 1 = the client's expert).
 	NormalizedReturn  report.Summary `json:"normalized_return"`
 	PerSeedNormalized nullable       `json:"per_seed_normalized"`
-	// EPICToTrue summarizes the EPIC distance to the true lattice reward on
-	// each client's own lattice model (learned and projected rewards only).
-	EPICToTrue  *report.Summary `json:"epic_to_true,omitempty"`
-	PerSeedEPIC []float64       `json:"per_seed_epic,omitempty"`
+	// EPICToTrue summarizes, per coverage (model, uniform, demonstrations:
+	// see irl.Coverage), the EPIC distance to the true lattice reward on
+	// each client's own lattice model (learned and projected rewards only);
+	// a coverage under which EPIC is undefined for every seed is absent.
+	EPICToTrue  map[string]report.Summary `json:"epic_to_true,omitempty"`
+	PerSeedEPIC map[string]nullable       `json:"per_seed_epic,omitempty"`
 }
+
+// Metrics of the comparisons: the normalized and raw final true return, and
+// the EPIC distance to the true reward under each coverage.
+const (
+	MetricNormalizedReturn = "normalized_return"
+	MetricFinalReturn      = "final_true_return"
+	MetricEPICModel        = "epic_model"
+	MetricEPICUniform      = "epic_uniform"
+	MetricEPICDemos        = "epic_demonstrations"
+)
+
+// EPICCoverages maps each EPIC metric to its coverage's name (irl.Coverage).
+var EPICCoverages = map[string]string{MetricEPICModel: string(irl.CoverageModel), MetricEPICUniform: string(irl.CoverageUniform),
+	MetricEPICDemos: string(irl.CoverageDemonstrations)}
+
+// ComparedPairs are the paired differences every summary reports, a − b:
+// the sweep's declared pairs (barycenter − mean, normalized-mean − mean,
+// barycenter − normalized-mean), then debiased − mean and barycenter − local.
+var ComparedPairs = append(append([][2]string(nil), SweepPairs...), [2]string{MethodDebiased, MethodMean}, [2]string{MethodBarycenter, MethodLocal})
 
 // Comparison is a paired difference of two methods across seeds (same
 // experts, demonstrations, local θ and PPO seeds) in one metric:
@@ -43,6 +65,10 @@ type Comparison struct {
 	A       string        `json:"a"`
 	B       string        `json:"b"`
 	Diff    report.Paired `json:"diff"`
+	// Bonferroni is the interval at level 1 − 0.05/m, m the summary's
+	// comparisons of the declared pairs (SweepPairs) in this metric; the
+	// verdict lines count a difference only where it excludes 0.
+	Bonferroni *report.Paired `json:"bonferroni,omitempty"`
 }
 
 // Validation is the ladder's verdict on one environment and lattice,
@@ -113,6 +139,11 @@ type ExpertRow struct {
 	RandomReturn float64 `json:"random_return"`
 	// DemoReturn is the demonstrations' mean return (training clients only).
 	DemoReturn *float64 `json:"demo_mean_return"`
+	// TrueReturn is PPO's final return on the true reward at the evaluation
+	// budget (null when method true is not run) and AnchorReturn the upper
+	// end of the normalized return (normalization_anchor).
+	TrueReturn   *float64 `json:"true_reward_ppo_return"`
+	AnchorReturn float64  `json:"anchor_return"`
 }
 
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
@@ -139,7 +170,7 @@ func (s *Study) ends() (map[clientKey][2]float64, []ExpertRow, error) {
 	for _, env := range s.cfg.Envs {
 		for si := range s.cfg.NumberOfSeeds {
 			seed := s.cfg.Seed + uint64(si)
-			for c := range s.cfg.NumberOfClients + s.cfg.HeldOutClients {
+			for _, c := range s.cfg.AllClients() {
 				eu, _, err := s.expertUnit(env, c, seed)
 				if err != nil {
 					return nil, nil, err
@@ -150,7 +181,7 @@ func (s *Study) ends() (map[clientKey][2]float64, []ExpertRow, error) {
 				}
 				bu, _ := s.baselineUnit(env, c, seed)
 				var bf BaselineFile
-				if err := readJSON(bu.path(s.dir), &bf); err != nil {
+				if err := readJSON(bu.path(s.units), &bf); err != nil {
 					return nil, nil, err
 				}
 				out[clientKey{env, c, seed}] = [2]float64{ef.EvalReturn, bf.RandomReturn}
@@ -160,7 +191,7 @@ func (s *Study) ends() (map[clientKey][2]float64, []ExpertRow, error) {
 					if err != nil {
 						return nil, nil, err
 					}
-					d, err := ReadDemos(du.path(s.dir))
+					d, err := ReadDemos(du.path(s.units))
 					if err != nil {
 						return nil, nil, err
 					}
@@ -249,8 +280,32 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The upper anchor: the expert's return, or the better of it and PPO on
+	// the true reward at the evaluation budget (normalization_anchor best).
+	trueRet := map[clientKey]float64{}
+	for _, f := range evals {
+		if f.Method == MethodTrue {
+			trueRet[clientKey{f.Env, f.Client, f.Seed}] = f.FinalTrue
+		}
+	}
+	for i := range experts {
+		e := &experts[i]
+		k := clientKey{e.Env, e.Client, e.Seed}
+		end := ends[k]
+		if t, ok := trueRet[k]; ok {
+			e.TrueReturn = &t
+			if s.cfg.NormalizationAnchor == AnchorBest && t > end[0] {
+				end[0] = t
+			}
+		}
+		ends[k], e.AnchorReturn = end, end[0]
+	}
 	seeds := s.seeds()
-	final, norm, epic := seedCells{}, seedCells{}, seedCells{}
+	final, norm := seedCells{}, seedCells{}
+	epic := map[string]seedCells{}
+	for _, cov := range irl.Coverages() {
+		epic[string(cov)] = seedCells{}
+	}
 	var order []cellKey
 	for _, f := range evals {
 		k := cellKey{f.Env, f.Lattice, f.Method, group(f.HeldOut)}
@@ -264,18 +319,23 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
 			for _, seed := range seeds {
-				for c := range s.cfg.NumberOfClients + s.cfg.HeldOutClients {
+				for _, c := range s.cfg.AllClients() {
+					if len(s.fidelityMethods(c)) == 0 {
+						continue // no learned reward to score (e.g. a held-out client with only local and true)
+					}
 					u, _, _, err := s.fidelityUnit(env, l, c, seed)
 					if err != nil {
 						return nil, err
 					}
 					var f FidelityFile
-					if err := readJSON(u.path(s.dir), &f); err != nil {
+					if err := readJSON(u.path(s.units), &f); err != nil {
 						return nil, err
 					}
-					for m, d := range f.EPIC {
-						if v := d[irl.CoverageModel]; v != nil { // fedirl's coverage; null: undefined
-							epic.add(cellKey{env, l, m, group(s.heldOut(c))}, seed, *v)
+					for m, byCov := range f.EPIC {
+						for cov, d := range byCov {
+							if cells, ok := epic[string(cov)]; ok && d != nil {
+								cells.add(cellKey{env, l, m, group(s.heldOut(c))}, seed, *d)
+							}
 						}
 					}
 				}
@@ -287,9 +347,16 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 		ps, pn := final.perSeed(k, seeds), norm.perSeed(k, seeds)
 		r := Row{Env: k.env, Lattice: k.lattice, Method: k.method, Group: k.group, PerSeed: ps, Final: report.Summarize(ps),
 			PerSeedNormalized: pn, NormalizedReturn: summarizeFinite(pn)}
-		if pe := epic.perSeed(k, seeds); pe != nil {
-			e := report.Summarize(pe)
-			r.EPICToTrue, r.PerSeedEPIC = &e, pe
+		for _, c := range irl.Coverages() {
+			cov := string(c)
+			pe := epic[cov].perSeed(k, seeds)
+			if pe == nil || math.IsNaN(meanFinite(pe)) {
+				continue
+			}
+			if r.EPICToTrue == nil {
+				r.EPICToTrue, r.PerSeedEPIC = map[string]report.Summary{}, map[string]nullable{}
+			}
+			r.EPICToTrue[cov], r.PerSeedEPIC[cov] = summarizeFinite(pe), pe
 		}
 		if k.lattice != "-" {
 			p, err := s.probe(k.env, k.lattice)
@@ -303,12 +370,13 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	metrics := []struct {
 		name  string
 		cells seedCells
-	}{{"normalized_return", norm}, {"epic_to_true", epic}, {"final_true_return", final}}
+	}{{MetricNormalizedReturn, norm}, {MetricEPICModel, epic[EPICCoverages[MetricEPICModel]]},
+		{MetricEPICUniform, epic[EPICCoverages[MetricEPICUniform]]}, {MetricEPICDemos, epic[EPICCoverages[MetricEPICDemos]]}, {MetricFinalReturn, final}}
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
 			for _, g := range []string{"train", "held-out"} {
 				for _, met := range metrics {
-					for _, cmp := range [][2]string{{MethodBarycenter, MethodMean}, {MethodDebiased, MethodMean}, {MethodBarycenter, MethodLocal}} {
+					for _, cmp := range ComparedPairs {
 						a := met.cells.perSeed(cellKey{env, l, cmp[0], g}, seeds)
 						b := met.cells.perSeed(cellKey{env, l, cmp[1], g}, seeds)
 						if a == nil || b == nil {
@@ -318,11 +386,14 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 						if err != nil {
 							continue // a NaN normalized return (an expert no better than random) leaves the pair out
 						}
-						sum.Comparisons = append(sum.Comparisons, Comparison{env, l, g, met.name, cmp[0], cmp[1], d})
+						sum.Comparisons = append(sum.Comparisons, Comparison{Env: env, Lattice: l, Group: g, Metric: met.name, A: cmp[0], B: cmp[1], Diff: d})
 					}
 				}
 			}
 		}
+	}
+	if err := sum.bonferroni(); err != nil {
+		return nil, err
 	}
 	if sum.IRL, err = s.irlFiles(); err != nil {
 		return nil, err
@@ -349,17 +420,17 @@ func (s *Study) irlFiles() ([]IRLFile, error) {
 	var out []IRLFile
 	for _, env := range s.cfg.Envs {
 		for _, seed := range s.seeds() {
-			for c := range s.cfg.NumberOfClients {
+			for _, c := range s.cfg.TrainingClients() {
 				for _, l := range s.cfg.Lattices[env] {
 					iu, _, err := s.irlUnit(env, l, c, seed)
 					if err != nil {
 						return nil, err
 					}
-					if !exists(iu.path(s.dir)) {
+					if !exists(iu.path(s.units)) {
 						continue // only needed by methods not run
 					}
 					var f IRLFile
-					if err := readJSON(iu.path(s.dir), &f); err != nil {
+					if err := readJSON(iu.path(s.units), &f); err != nil {
 						return nil, err
 					}
 					out = append(out, f)
@@ -380,13 +451,13 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 			var planner, r2 []float64
 			avail := true
 			for _, seed := range s.seeds() {
-				for c := range s.cfg.NumberOfClients + s.cfg.HeldOutClients {
+				for _, c := range s.cfg.AllClients() {
 					u, _, err := s.ladderUnit(env, l, c, seed)
 					if err != nil {
 						return nil, err
 					}
 					var f LadderFile
-					if err := readJSON(u.path(s.dir), &f); err != nil {
+					if err := readJSON(u.path(s.units), &f); err != nil {
 						return nil, err
 					}
 					if !f.Available {
@@ -432,4 +503,27 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 		}
 	}
 	return out, nil
+}
+
+// bonferroni fills the Bonferroni intervals of the declared pairs: per
+// metric the family is the summary's comparisons of those pairs.
+func (s *Summary) bonferroni() error {
+	m := map[string]int{}
+	for _, c := range s.Comparisons {
+		if slices.Contains(SweepPairs, [2]string{c.A, c.B}) {
+			m[c.Metric]++
+		}
+	}
+	for i := range s.Comparisons {
+		c := &s.Comparisons[i]
+		if !slices.Contains(SweepPairs, [2]string{c.A, c.B}) {
+			continue
+		}
+		b, err := report.PairedDiff(c.Diff.Diffs, make([]float64, len(c.Diff.Diffs)), 1-0.05/float64(m[c.Metric]))
+		if err != nil {
+			return err
+		}
+		c.Bonferroni = &b
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 )
 
 // fixed formats x with d decimals, "–" for NaN, and without a negative zero
@@ -44,7 +46,7 @@ func (s *Summary) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Control study (protocol: %s)\n\n", s.Protocol)
 	b.WriteString("## Validation ladder (per environment and lattice, before any fusion verdict)\n\n")
-	b.WriteString("(a) true-reward lattice planner in the real simulator, (b) PPO on the true reward projected onto the features, (c) local IRL fit (reported, not judged); returns normalized as (R − R_random)/(R_expert − R_random). A lattice is valid when (a) and (b) pass their thresholds (config key ladder).\n\n")
+	b.WriteString("(a) true-reward lattice planner in the real simulator, (b) PPO on the true reward projected onto the features, (c) local IRL fit (reported, not judged); returns normalized as (R − R_random)/(R_anchor − R_random). A lattice is valid when (a) and (b) pass their thresholds (config key ladder).\n\n")
 	b.WriteString("| env | lattice | (a) planner, normalized | (b) projected, normalized | projection R² | (c) feature gap | bias μ_D − μ_π (θ = 0 → final) | fits converged | valid |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, v := range s.Validation {
 		valid := "yes"
@@ -54,39 +56,49 @@ func (s *Summary) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s → %s | %d/%d | %s |\n", v.Env, v.Lattice, fmtPtr(v.PlannerTrueNormalized),
 			fmtPtr(v.ProjectedTrueNormalized), fmtPtr(v.ProjectionR2), fmtG(v.FeatureGap), fmtG(v.BiasGap0), fmtG(v.BiasGap), v.FitsConverged, v.Fits, valid)
 	}
+	s.writeVerdicts(&b)
 	b.WriteString("\n## PPO on each reward (mean ± std over seeds; per seed the mean over clients)\n\n")
-	b.WriteString("| env | lattice | pairs | method | clients | normalized return | EPIC to true | final true return | seeds |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Normalized return: (R − R_random)/(R_anchor − R_random) per client and seed, R_anchor the config's normalization_anchor (best: the better of the client's expert and PPO on the true reward). EPIC to the true lattice reward under three coverages (irl.Coverage): model (states uniform over the cells, the model's transitions), uniform (evaluating-rewards' default: uniform over all (s, a, s′)), demonstrations (the client's demonstrations' state visits; held-out clients have none); – where undefined.\n\n")
+	b.WriteString("| env | lattice | pairs | method | clients | normalized return | EPIC model | EPIC uniform | EPIC demonstrations | final true return | seeds |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Rows {
 		pairs := "–"
 		if r.Pairs > 0 {
 			pairs = fmt.Sprint(r.Pairs)
 		}
-		ep := "–"
-		if r.EPICToTrue != nil {
-			ep = fmt3(r.EPICToTrue.Mean) + " ± " + fmt3(r.EPICToTrue.Std)
+		ep := func(cov string) string {
+			if e, ok := r.EPICToTrue[cov]; ok {
+				return fmt3(e.Mean) + " ± " + fmt3(e.Std)
+			}
+			return "–"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s ± %s | %s | %s ± %s | %d |\n", r.Env, r.Lattice, pairs, r.Method, r.Group,
-			fmt2(r.NormalizedReturn.Mean), fmt2(r.NormalizedReturn.Std), ep, fmtNum(r.Final.Mean), fmtNum(r.Final.Std), r.Final.N)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s ± %s | %s | %s | %s | %s ± %s | %d |\n", r.Env, r.Lattice, pairs, r.Method, r.Group,
+			fmt2(r.NormalizedReturn.Mean), fmt2(r.NormalizedReturn.Std), ep(EPICCoverages[MetricEPICModel]), ep(EPICCoverages[MetricEPICUniform]), ep(EPICCoverages[MetricEPICDemos]),
+			fmtNum(r.Final.Mean), fmtNum(r.Final.Std), r.Final.N)
 	}
 	b.WriteString("\n## Paired differences across seeds (95% t-interval)\n\n")
+	b.WriteString("**Bold**: the 95 % interval excludes 0. †: the Bonferroni-corrected interval (declared pairs only; level 1 − 0.05/m, m the summary's comparisons of those pairs in the metric) excludes 0.\n\n")
 	b.WriteString("| env | lattice | clients | metric | difference | mean | 95% CI | seeds |\n|---|---|---|---|---|---|---|---|\n")
 	for _, c := range s.Comparisons {
-		f := fmt2
-		switch c.Metric {
-		case "final_true_return":
-			f = fmtNum
-		case "epic_to_true":
-			f = fmt3
+		f := metricFormat(c.Metric)
+		ci := fmt.Sprintf("[%s, %s]", f(c.Diff.Lo), f(c.Diff.Hi))
+		if c.Diff.Excludes0() {
+			ci = "**" + ci + "**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s − %s | %s | [%s, %s] | %d |\n", c.Env, c.Lattice, c.Group, c.Metric, c.A, c.B, f(c.Diff.Mean), f(c.Diff.Lo), f(c.Diff.Hi), c.Diff.N)
+		if c.Bonferroni != nil && c.Bonferroni.Excludes0() {
+			ci += " †"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s − %s | %s | %s | %d |\n", c.Env, c.Lattice, c.Group, c.Metric, c.A, c.B, f(c.Diff.Mean), ci, c.Diff.N)
 	}
-	b.WriteString("\n## Experts (mode policy, 20 episodes), random policy and demonstrations\n\n| env | seed | client | held out | expert return | random return | demonstration mean return |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n## Experts (mode policy, 20 episodes), random policy, demonstrations and the normalization anchor\n\n| env | seed | client | held out | expert return | true-reward PPO return | anchor | random return | demonstration mean return |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, e := range s.Experts {
-		demo := "–"
+		demo, tr := "–", "–"
 		if e.DemoReturn != nil {
 			demo = fmtNum(*e.DemoReturn)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %v | %s | %s | %s |\n", e.Env, e.Seed, e.Client, e.HeldOut, fmtNum(e.EvalReturn), fmtNum(e.RandomReturn), demo)
+		if e.TrueReturn != nil {
+			tr = fmtNum(*e.TrueReturn)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %v | %s | %s | %s | %s | %s |\n", e.Env, e.Seed, e.Client, e.HeldOut, fmtNum(e.EvalReturn), tr, fmtNum(e.AnchorReturn), fmtNum(e.RandomReturn), demo)
 	}
 	b.WriteString("\n## Local MaxEnt IRL convergence\n\n(log-likelihood in reward units: θᵀμ_D − E V_θ(s₀), see package irl)\n\n")
 	b.WriteString("| env | lattice | seed | client | horizon | iterations | converged | ‖∇‖ at θ=0 | final ‖∇‖ | feature gap | bias gap θ=0 → final | log-lik θ=0 | final log-lik |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -101,23 +113,124 @@ func (s *Summary) Markdown() string {
 	return b.String()
 }
 
-// CSV renders the summary rows and comparisons as one long table.
+// CSV renders the summary as one long table with fixed columns: a "row"
+// line per method and metric (mean, std, n over seeds) and a "difference"
+// line per comparison (a − b: mean, 95 % interval lo/hi, Bonferroni-level
+// interval where declared, n seeds); a column a line kind does not use is
+// empty.
 func (s *Summary) CSV() []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	w.Write([]string{"env", "lattice", "pairs", "method", "clients", "metric", "mean", "std_or_lo", "n_or_hi", "seeds"})
+	w.Write([]string{"kind", "env", "lattice", "pairs", "clients", "metric", "method", "a", "b", "mean", "std", "ci95_lo", "ci95_hi",
+		"bonferroni_lo", "bonferroni_hi", "n"})
 	for _, r := range s.Rows {
-		w.Write([]string{r.Env, r.Lattice, fmt.Sprint(r.Pairs), r.Method, r.Group, "final_true_return", num(r.Final.Mean), num(r.Final.Std), "", fmt.Sprint(r.Final.N)})
-		w.Write([]string{r.Env, r.Lattice, fmt.Sprint(r.Pairs), r.Method, r.Group, "normalized_return", num(r.NormalizedReturn.Mean), num(r.NormalizedReturn.Std), "", fmt.Sprint(r.NormalizedReturn.N)})
-		if r.EPICToTrue != nil {
-			w.Write([]string{r.Env, r.Lattice, fmt.Sprint(r.Pairs), r.Method, r.Group, "epic_to_true", num(r.EPICToTrue.Mean), num(r.EPICToTrue.Std), "", fmt.Sprint(r.EPICToTrue.N)})
+		row := func(metric string, v report.Summary) {
+			w.Write([]string{"row", r.Env, r.Lattice, fmt.Sprint(r.Pairs), r.Group, metric, r.Method, "", "", num(v.Mean), num(v.Std), "", "", "", "", fmt.Sprint(v.N)})
+		}
+		row(MetricFinalReturn, r.Final)
+		row(MetricNormalizedReturn, r.NormalizedReturn)
+		for _, met := range []string{MetricEPICModel, MetricEPICUniform, MetricEPICDemos} {
+			if e, ok := r.EPICToTrue[EPICCoverages[met]]; ok {
+				row(met, e)
+			}
 		}
 	}
 	for _, c := range s.Comparisons {
-		w.Write([]string{c.Env, c.Lattice, "", c.A + "-" + c.B, c.Group, c.Metric, num(c.Diff.Mean), num(c.Diff.Lo), num(c.Diff.Hi), fmt.Sprint(c.Diff.N)})
+		blo, bhi := "", ""
+		if c.Bonferroni != nil {
+			blo, bhi = num(c.Bonferroni.Lo), num(c.Bonferroni.Hi)
+		}
+		w.Write([]string{"difference", c.Env, c.Lattice, "", c.Group, c.Metric, "", c.A, c.B, num(c.Diff.Mean), "", num(c.Diff.Lo), num(c.Diff.Hi), blo, bhi, fmt.Sprint(c.Diff.N)})
 	}
 	w.Flush()
 	return buf.Bytes()
+}
+
+// metricFormat returns the formatter of a metric's values in tables.
+func metricFormat(metric string) func(float64) string {
+	switch metric {
+	case MetricFinalReturn:
+		return fmtNum
+	case MetricNormalizedReturn:
+		return fmt2
+	}
+	return fmt3
+}
+
+// writeVerdicts writes one verdict line per environment and lattice
+// (training clients) by the declared rule: a difference counts only where
+// its Bonferroni-corrected interval excludes 0, and "closer to the true
+// reward" only where the three EPIC coverages agree.
+func (s *Summary) writeVerdicts(b *strings.Builder) {
+	b.WriteString("\n## Verdict (training clients; a difference counts where its Bonferroni-corrected interval excludes 0)\n\n")
+	find := func(env, lattice, metric string, pair [2]string) *Comparison {
+		for i := range s.Comparisons {
+			c := &s.Comparisons[i]
+			if c.Env == env && c.Lattice == lattice && c.Group == "train" && c.Metric == metric && c.A == pair[0] && c.B == pair[1] {
+				return c
+			}
+		}
+		return nil
+	}
+	for _, v := range s.Validation {
+		var parts []string
+		for _, p := range SweepPairs {
+			c := find(v.Env, v.Lattice, MetricNormalizedReturn, p)
+			if c == nil {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s − %s %s", p[0], p[1], verdictWord(c, "return")))
+		}
+		c := find(v.Env, v.Lattice, MetricNormalizedReturn, SweepPairs[0])
+		if c == nil {
+			continue
+		}
+		signs := map[string]int{}
+		var epics []string
+		for _, met := range []string{MetricEPICModel, MetricEPICUniform, MetricEPICDemos} {
+			e := find(v.Env, v.Lattice, met, SweepPairs[0])
+			if e == nil {
+				epics = append(epics, EPICCoverages[met]+" undefined")
+				continue
+			}
+			sgn := 0
+			if e.Bonferroni != nil && e.Bonferroni.Excludes0() {
+				sgn = 1
+				if e.Diff.Mean < 0 {
+					sgn = -1
+				}
+			}
+			signs[met] = sgn
+			epics = append(epics, fmt.Sprintf("%s %s", EPICCoverages[met], fmt3(e.Diff.Mean)))
+		}
+		agree := len(signs) == 3 && signs[MetricEPICModel] == signs[MetricEPICUniform] && signs[MetricEPICUniform] == signs[MetricEPICDemos]
+		closer := "the coverages disagree or do not resolve it: no verdict on closeness"
+		switch {
+		case agree && signs[MetricEPICModel] < 0:
+			closer = "the barycenter's reward is closer to the true one under all three coverages"
+		case agree && signs[MetricEPICModel] > 0:
+			closer = "the barycenter's reward is farther from the true one under all three coverages"
+		}
+		valid := ""
+		if !v.Valid {
+			valid = " (ladder: **not valid**, so no basis for comparing fusions)"
+		}
+		fmt.Fprintf(b, "- **%s %s**%s: normalized return %s. EPIC barycenter − mean (%s): %s.\n", v.Env, v.Lattice, valid,
+			strings.Join(parts, "; "), strings.Join(epics, ", "), closer)
+	}
+}
+
+// verdictWord prints a difference with its verdict.
+func verdictWord(c *Comparison, what string) string {
+	f := metricFormat(c.Metric)
+	s := fmt.Sprintf("%s [%s, %s]", f(c.Diff.Mean), f(c.Diff.Lo), f(c.Diff.Hi))
+	switch {
+	case c.Bonferroni != nil && c.Bonferroni.Excludes0() && c.Diff.Mean > 0:
+		return s + " (higher " + what + ", resolved)"
+	case c.Bonferroni != nil && c.Bonferroni.Excludes0():
+		return s + " (lower " + what + ", resolved)"
+	}
+	return s + " (not resolved)"
 }
 
 func irlCSV(fs []IRLFile) []byte {

@@ -30,8 +30,10 @@ type unit struct {
 	ext  string
 }
 
-func (u unit) path(dir string) string {
-	return filepath.Join(dir, "units", u.kind, u.name+"-"+u.key+u.ext)
+// path is the unit's file under the units folder root (a run folder's
+// units/, or a sweep's shared one).
+func (u unit) path(root string) string {
+	return filepath.Join(root, u.kind, u.name+"-"+u.key+u.ext)
 }
 
 func exists(path string) bool {

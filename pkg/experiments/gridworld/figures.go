@@ -289,7 +289,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			plots[i][j].Draw(c)
 		}
 	}
-	return pngBytes(img)
+	return report.PNGBytes(img)
 }
 
 // SuccessPNG draws the paired comparisons of Table 1 and Table 2 as a
@@ -307,20 +307,20 @@ func (s *Study) SuccessPNG() ([]byte, error) {
 		bmH, dmH = append(bmH, r.HeldBM), append(dmH, r.HeldDM)
 		ml = append(ml, r.MeanLocal)
 	}
-	bSeries := func(v []report.Paired) forestSeries {
-		return forestSeries{Name: "Barycenter − Mean", Color: forestColors[0], Shape: forestShapes[0], Values: v}
+	bSeries := func(v []report.Paired) report.ForestSeries {
+		return report.ForestSeries{Name: "Barycenter − Mean", Color: report.ForestColors[0], Shape: report.ForestShapes[0], Values: v}
 	}
-	dSeries := func(v []report.Paired) forestSeries {
-		return forestSeries{Name: "Debiased − Mean", Color: forestColors[2], Shape: forestShapes[2], Values: v}
+	dSeries := func(v []report.Paired) report.ForestSeries {
+		return report.ForestSeries{Name: "Debiased − Mean", Color: report.ForestColors[2], Shape: report.ForestShapes[2], Values: v}
 	}
-	panels := []forestPanel{
-		{Title: "In-distribution (client environments)", Rows: rows, Series: []forestSeries{bSeries(bm), dSeries(dm)}},
-		{Title: "Held-out (unseen environments)", Rows: rows, Series: []forestSeries{bSeries(bmH), dSeries(dmH)}},
-		{Title: "In-distribution: Mean − Local", Rows: rows, Series: []forestSeries{
-			{Name: "Mean − Local", Color: forestColors[1], Shape: forestShapes[1], Values: ml}}},
+	panels := []report.ForestPanel{
+		{Title: "In-distribution (client environments)", Rows: rows, Series: []report.ForestSeries{bSeries(bm), dSeries(dm)}},
+		{Title: "Held-out (unseen environments)", Rows: rows, Series: []report.ForestSeries{bSeries(bmH), dSeries(dmH)}},
+		{Title: "In-distribution: Mean − Local", Rows: rows, Series: []report.ForestSeries{
+			{Name: "Mean − Local", Color: report.ForestColors[1], Shape: report.ForestShapes[1], Values: ml}}},
 	}
 	header := fmt.Sprintf("Paired success differences, mean and 95 %% t-interval over seeds (Table 1 rows by grid size, Table 2 rows by weak fraction p; * interval excludes 0)")
-	return forestPNG(header, panels, 3, 380, 60+26*float64(len(rows)))
+	return report.ForestPNG(header, panels, 3, 380, 60+26*float64(len(rows)))
 }
 
 func derefPaired(p *report.Paired) report.Paired {
@@ -357,10 +357,10 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		dash  bool
 	}
 	dirs := map[Method]dir{
-		Mean:       {"Mean", forestColors[1], 2.2, false},
-		Barycenter: {"Barycenter", forestColors[0], 2.2, false},
-		Debiased:   {"Debiased", forestColors[2], 1.6, true},
-		Expert:     {"θ* (true)", forestColors[3], 2.2, false},
+		Mean:       {"Mean", report.ForestColors[1], 2.2, false},
+		Barycenter: {"Barycenter", report.ForestColors[0], 2.2, false},
+		Debiased:   {"Debiased", report.ForestColors[2], 1.6, true},
+		Expert:     {"θ* (true)", report.ForestColors[3], 2.2, false},
 	}
 	unit := func(t []float64) plotter.XYs {
 		n := math.Hypot(t[0], t[1])
@@ -416,7 +416,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		return nil, fmt.Errorf("theta plot: no Table-1 cells")
 	}
 	side := 300.0
-	return headedPNG("Directions of θ (unit length): local, fused and true rewards", legend, [][]*plot.Plot{panels},
+	return report.HeadedPNG("Directions of θ (unit length): local, fused and true rewards", legend, [][]*plot.Plot{panels},
 		vg.Points(side*float64(len(panels))), vg.Points(side+60), vg.Points(60),
 		draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(16), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
 }

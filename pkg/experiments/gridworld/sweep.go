@@ -416,7 +416,7 @@ func ffNaN(x float64) string {
 // fraction) an in-distribution and a held-out panel with one row per regime
 // and the Barycenter − Mean and Debiased − Mean intervals.
 func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
-	var panels []forestPanel
+	var panels []report.ForestPanel
 	for _, label := range labels {
 		for split := range 2 {
 			var names []string
@@ -438,9 +438,9 @@ func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
 				continue
 			}
 			title := label + [...]string{": in-distribution", ": held-out"}[split]
-			panels = append(panels, forestPanel{Title: title, Rows: names, Series: []forestSeries{
-				{Name: "Barycenter − Mean", Color: forestColors[0], Shape: forestShapes[0], Values: bm},
-				{Name: "Debiased − Mean", Color: forestColors[2], Shape: forestShapes[2], Values: dm},
+			panels = append(panels, report.ForestPanel{Title: title, Rows: names, Series: []report.ForestSeries{
+				{Name: "Barycenter − Mean", Color: report.ForestColors[0], Shape: report.ForestShapes[0], Values: bm},
+				{Name: "Debiased − Mean", Color: report.ForestColors[2], Shape: report.ForestShapes[2], Values: dm},
 			}})
 		}
 	}
@@ -448,7 +448,7 @@ func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
 		return nil, fmt.Errorf("sweep forest plot: no rows")
 	}
 	n := len(panels[0].Rows)
-	return forestPNG("Regime sweep: paired success differences vs Mean, mean and 95 % t-interval over seeds (* interval excludes 0)",
+	return report.ForestPNG("Regime sweep: paired success differences vs Mean, mean and 95 % t-interval over seeds (* interval excludes 0)",
 		panels, 2, 460, 70+22*float64(n))
 }
 

@@ -1,4 +1,4 @@
-package gridworld
+package report
 
 import (
 	"bytes"
@@ -11,50 +11,55 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
-
-	"github.com/fedirl/fedirl/pkg/experiments/report"
 )
 
-// forestSeries is one comparison drawn in every row of a forest panel.
-type forestSeries struct {
+// ForestSeries is one comparison drawn in every row of a forest panel.
+type ForestSeries struct {
 	Name  string
 	Color color.Color
 	Shape draw.GlyphDrawer
 	// Values holds one paired difference per row (N = 0: not drawn).
-	Values []report.Paired
+	Values []Paired
 }
 
-// forestPanel is one panel of a forest plot: rows from top to bottom, each
+// ForestPanel is one panel of a forest plot: rows from top to bottom, each
 // with one marker and interval per series.
-type forestPanel struct {
+type ForestPanel struct {
 	Title  string
 	Rows   []string
-	Series []forestSeries
+	Series []ForestSeries
+	// XLabel is the x axis label; "" means "paired difference (percentage points)".
+	XLabel string
+	// MinHalfWidth is the least half-width of the x range around 0; 0 means 0.5.
+	MinHalfWidth float64
 }
 
-// forestColors and forestShapes tell up to four series apart in colour and
+// ForestColors and ForestShapes tell up to four series apart in colour and
 // in shape (for readers who print in grey).
 var (
-	forestColors = []color.Color{
+	ForestColors = []color.Color{
 		color.RGBA{214, 39, 40, 255}, color.RGBA{31, 119, 180, 255},
 		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
 	}
-	forestShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}}
+	ForestShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}}
 )
 
-// forestPNG draws panels side by side (cols per row of panels): per row and
+// ForestPNG draws panels side by side (cols per row of panels): per row and
 // series a marker at the mean paired difference and a horizontal bar over
 // its 95 % t-interval, a vertical line at 0, the x axis in percentage points
 // and one legend below the header. Rows whose interval excludes 0 get a star
 // after their label in that panel.
-func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH float64) ([]byte, error) {
+func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH float64) ([]byte, error) {
 	var plots []*plot.Plot
 	legend := plot.NewLegend()
 	inLegend := map[string]bool{}
 	for _, fp := range panels {
 		p := plot.New()
 		p.Title.Text = fp.Title
-		p.X.Label.Text = "paired difference (percentage points)"
+		p.X.Label.Text = fp.XLabel
+		if p.X.Label.Text == "" {
+			p.X.Label.Text = "paired difference (percentage points)"
+		}
 		n := len(fp.Rows)
 		ns := len(fp.Series)
 		xmin, xmax, clipped := forestRange(fp)
@@ -133,15 +138,15 @@ func forestPNG(header string, panels []forestPanel, cols int, panelW, panelH flo
 		grid[rows-1] = append(grid[rows-1], nil)
 	}
 	headH := vg.Points(26 + 12*float64(len(inLegend)))
-	return headedPNG(header, legend, grid, vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows))+headH, headH,
+	return HeadedPNG(header, legend, grid, vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows))+headH, headH,
 		draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(16), PadY: vg.Points(14),
 			PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
 }
 
-// headedPNG renders a w × h PNG: a centred one-line header, legend (top
+// HeadedPNG renders a w × h PNG: a centred one-line header, legend (top
 // left, below the header) and, in the area below headH, the plots of grid
 // aligned by tiles (nil cells stay empty).
-func headedPNG(header string, legend plot.Legend, grid [][]*plot.Plot, w, h, headH vg.Length, tiles draw.Tiles) ([]byte, error) {
+func HeadedPNG(header string, legend plot.Legend, grid [][]*plot.Plot, w, h, headH vg.Length, tiles draw.Tiles) ([]byte, error) {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	hf := plot.DefaultFont
@@ -164,11 +169,11 @@ func headedPNG(header string, legend plot.Legend, grid [][]*plot.Plot, w, h, hea
 			}
 		}
 	}
-	return pngBytes(img)
+	return PNGBytes(img)
 }
 
-// pngBytes encodes a rendered canvas as PNG.
-func pngBytes(img *vgimg.Canvas) ([]byte, error) {
+// PNGBytes encodes a rendered canvas as PNG.
+func PNGBytes(img *vgimg.Canvas) ([]byte, error) {
 	var buf bytes.Buffer
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return nil, err
@@ -181,7 +186,7 @@ func pngBytes(img *vgimg.Canvas) ([]byte, error) {
 // interval ends reach at most max(2 × the median |end|, 1.25 × max |mean|,
 // 0.5) from 0, so that one two-seed interval of ±500 does not flatten the
 // others. clipped reports whether an interval was cut.
-func forestRange(fp forestPanel) (xmin, xmax float64, clipped bool) {
+func forestRange(fp ForestPanel) (xmin, xmax float64, clipped bool) {
 	var ends []float64
 	maxMean := 0.0
 	for _, s := range fp.Series {
@@ -200,7 +205,11 @@ func forestRange(fp forestPanel) (xmin, xmax float64, clipped bool) {
 	if len(ends) > 0 {
 		med = ends[len(ends)/2]
 	}
-	lim := math.Max(math.Max(2*med, 1.25*maxMean), 0.5)
+	floor := fp.MinHalfWidth
+	if floor == 0 {
+		floor = 0.5
+	}
+	lim := math.Max(math.Max(2*med, 1.25*maxMean), floor)
 	for _, s := range fp.Series {
 		for _, v := range s.Values {
 			if v.N == 0 {
