@@ -56,7 +56,9 @@ type statusOptions struct {
 // taskOptions holds the flags of "fedirl server task create".
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
-	clientsFile                                                          string
+	clientsFile, sigmaMode                                               string
+	trimFraction                                                         float64
+	byzantine                                                            int
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -327,7 +329,11 @@ your own problem"), or is built from flags: with
 	tf.StringVar(&f.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
 	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
 	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
-	tf.StringVar(&f.fusionMethod, "fusion", "", "fusion method: mean or barycentric (default mean)")
+	tf.StringVar(&f.fusionMethod, "fusion", "", "fusion method, one of "+strings.Join(fusion.Methods(), ", ")+
+		" (default mean; \""+fusion.MethodBarycentric+"\" is accepted for \""+fusion.MethodBarycenter+"\")")
+	tf.StringVar(&f.sigmaMode, "sigma-mode", "", "shift of the reward-space methods: "+fusion.SigmaShared+" (default) or "+fusion.SigmaPerClient)
+	tf.Float64Var(&f.trimFraction, "trim-fraction", 0, fmt.Sprintf("β of trimmed-mean and reward-trimmed-mean, 0 ≤ β < 0.5 (default %g)", fusion.DefaultTrimFraction))
+	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
@@ -645,6 +651,9 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	var solverErr error
 	set("id", func() { spec.ID = f.id })
 	set("fusion", func() { fopt.Method = f.fusionMethod })
+	set("sigma-mode", func() { fopt.SigmaMode = f.sigmaMode })
+	set("trim-fraction", func() { fopt.TrimFraction = &f.trimFraction })
+	set("byzantine", func() { fopt.Byzantine = &f.byzantine })
 	set("weighting", func() { fopt.Weighting = f.weighting })
 	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
 	if solverErr != nil {

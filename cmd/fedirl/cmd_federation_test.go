@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // execTaskCreate runs "fedirl server task create" with args on a fresh
@@ -117,6 +118,50 @@ func TestMetricsWarning(t *testing.T) {
 		got := metricsWarning(tc.addr, tc.token, tc.tls)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("metricsWarning(%s, token %v, tls %v) = %q, want %q", tc.addr, tc.token, tc.tls, got, tc.want)
+		}
+	}
+}
+
+// TestTaskCreateFusionFlags: --fusion takes every registry name (and the
+// alias barycentric), the method's options come from their flags, and a flag
+// the method cannot use is refused naming its key.
+func TestTaskCreateFusionFlags(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "fed.db")
+	for i, name := range append(fusion.Methods(), fusion.MethodBarycentric) {
+		if err := execTaskCreate(t, "", "--store", store, "--id", fmt.Sprint("t", i), "--gridworld-size", "5", "--clients", "a",
+			"--fusion", name, "--tokens-out", filepath.Join(dir, "tok.json")); err != nil {
+			t.Fatalf("--fusion %s: %v", name, err)
+		}
+	}
+	if err := execTaskCreate(t, "", "--store", store, "--id", "tm", "--gridworld-size", "5", "--clients", "a",
+		"--fusion", "trimmed-mean", "--trim-fraction", "0", "--tokens-out", filepath.Join(dir, "tok.json")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := s.Task("tm")
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := fusion.DecodeOptions(spec.Fusion); err != nil || o.TrimFraction == nil || *o.TrimFraction != 0 {
+		t.Fatalf("stored fusion %s: %+v, %v", spec.Fusion, o, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fusion", "median", "--trim-fraction", "0.1"}, "fusion.trim_fraction"},
+		{[]string{"--fusion", "mean", "--sigma-mode", "per-client"}, "fusion.sigma_mode"},
+		{[]string{"--fusion", "krum", "--byzantine", "-1"}, "fusion.byzantine"},
+		{[]string{"--fusion", "fedavg"}, "normalized-mean"},
+	} {
+		args := append([]string{"--store", store, "--id", "bad", "--gridworld-size", "5", "--clients", "a"}, c.args...)
+		if err := execTaskCreate(t, "", args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.want)
 		}
 	}
 }

@@ -5,36 +5,60 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
 	"gonum.org/v1/gonum/mat"
 )
 
-// Result is the outcome of a barycentric fusion.
-type Result struct {
-	// Theta is the fused parameter vector argmin ‖Φθ − r̄‖₂.
-	Theta []float64
-	// Barycenter is p̄ on the probe lattice.
-	Barycenter []float64
-	// Reward is the mapped-back reward r̄ = Z p̄ − σ1 (before projection).
-	Reward []float64
-	// Sigma and Z are the shift and the map-back scale actually used.
-	Sigma, Z float64
-	// ClientZ holds Z(r̂_i) = 1ᵀ(r̂_i + σ1) per client.
-	ClientZ []float64
-	// MarginalError is ot's marginal violation at the returned iterate.
-	MarginalError float64
-	// Iterations is the number of barycenter iterations run.
-	Iterations int
+// barycenter is MethodBarycenter: p̄ is the entropic W2 barycenter of the
+// p_i with weights α on the probe lattice (Options.Solver), mapped back with
+// Z = Σ α_i Z_i (and σ = Σ α_i σ_i under SigmaPerClient).
+//
+// What it bounds: under SigmaShared one client's reward range enters σ, so a
+// client with a huge range flattens every other measure and its own shape
+// dominates after the map back, and its Z_i enters Z linearly: no bounded
+// influence (breakdown point 0 in the fused scale). Under SigmaPerClient
+// every measure is scale-free, so one client of weight α_j moves every unit
+// of mass at most a fraction α_j of the way toward its own measure (the
+// shape's influence is bounded by α_j), while σ and Z of the map back are
+// still weighted means (unbounded scale).
+var barycenter = rewardMethod{name: MethodBarycenter, combine: barycenterCombine(false), scalar: weightedMeanScalar, barycentric: true}
+
+// debiased is MethodDebiased: the barycenter with the ot.Debiased solver
+// (Janati et al. 2020), which removes the entropic blur, so K identical
+// clients fuse back to their own θ. It bounds what the barycenter bounds.
+var debiased = rewardMethod{name: MethodDebiased, combine: barycenterCombine(true), scalar: weightedMeanScalar, barycentric: true}
+
+// barycenterCombine returns the combine step of the barycenter methods;
+// forceDebiased overrides Options.Solver with ot.Debiased.
+func barycenterCombine(forceDebiased bool) func(context.Context, Input, [][]float64) (combined, error) {
+	return func(ctx context.Context, in Input, ps [][]float64) (combined, error) {
+		opt := in.Options
+		solver := opt.Solver
+		if forceDebiased {
+			solver = ot.Debiased
+		}
+		br, err := ot.LatticeBarycenter(in.Probe.Lattice, ps, in.Alpha, ot.BarycenterOptions{
+			Eps: opt.Eps, Method: solver, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
+			Stop: ctx.Done(),
+		})
+		if errors.Is(err, ot.ErrStopped) {
+			return combined{}, fmt.Errorf("fusion: barycenter: %w (%w)", context.Cause(ctx), err)
+		}
+		if err != nil {
+			return combined{}, fmt.Errorf("fusion: barycenter: %w", err)
+		}
+		return combined{br.Barycenter, br.MarginalError, br.Iterations}, nil
+	}
 }
 
 // Barycentric fuses the clients' parameters thetas by the paper's barycentric
 // rule on the probe: rewards r̂_i = Φθ_i on lattice (Φ has one row per lattice
 // point, in the lattice's row-major order), p_i = T_σ(r̂_i), p̄ = entropic W2
-// barycenter with weights α (nil means uniform), r̄ = Z p̄ − σ1, θ = least
-// squares by QR. It errors on mismatched shapes, non-finite parameters, or a
-// σ that leaves some r̂_i(x) + σ ≤ 0.
+// barycenter with weights α (nil means uniform) by opt.Solver, r̄ = Z p̄ − σ1,
+// θ = least squares by QR. It errors on mismatched shapes, non-finite
+// parameters, or a σ that leaves some r̂_i(x) + σ ≤ 0. It is the registry's
+// "barycenter" method called directly.
 func Barycentric(phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
 	return BarycentricContext(context.Background(), phi, lat, thetas, weights, opt)
 }
@@ -46,56 +70,12 @@ func BarycentricContext(ctx context.Context, phi *mat.Dense, lat lattice.Lattice
 	if err != nil {
 		return Result{}, err
 	}
-	n, pd := phi.Dims()
-	if pd != d {
+	if _, pd := phi.Dims(); pd != d {
 		return Result{}, fmt.Errorf("fusion: θ has length %d, probe Φ has %d columns", d, pd)
-	}
-	if lat.Len() != n {
-		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
 	}
 	alpha, err := Weights(weights, len(thetas))
 	if err != nil {
 		return Result{}, err
 	}
-	rs := make([][]float64, len(thetas))
-	for i, th := range thetas {
-		rs[i] = features.Reward(nil, phi, th)
-	}
-	res := Result{Sigma: opt.Sigma, ClientZ: make([]float64, len(thetas))}
-	if res.Sigma == 0 {
-		res.Sigma = AutoSigma(rs...)
-	}
-	ps := make([][]float64, len(thetas))
-	for i, r := range rs {
-		ps[i], res.ClientZ[i], err = ShiftNormalize(nil, r, res.Sigma)
-		if err != nil {
-			return Result{}, fmt.Errorf("fusion: client %d: %w", i, err)
-		}
-	}
-	res.Z = opt.Z
-	if res.Z == 0 {
-		for i, z := range res.ClientZ {
-			res.Z += alpha[i] * z
-		}
-	}
-	br, err := ot.LatticeBarycenter(lat, ps, alpha, ot.BarycenterOptions{
-		Eps: opt.Eps, Method: opt.Solver, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
-		Stop: ctx.Done(),
-	})
-	if errors.Is(err, ot.ErrStopped) {
-		return Result{}, fmt.Errorf("fusion: barycenter: %w (%w)", context.Cause(ctx), err)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("fusion: barycenter: %w", err)
-	}
-	res.Barycenter, res.MarginalError, res.Iterations = br.Barycenter, br.MarginalError, br.Iterations
-	res.Reward = make([]float64, n)
-	for x, p := range br.Barycenter {
-		res.Reward[x] = res.Z*p - res.Sigma
-	}
-	res.Theta, err = BackProject(phi, res.Reward)
-	if err != nil {
-		return Result{}, err
-	}
-	return res, nil
+	return fuseRewards(ctx, Input{Probe: Probe{Phi: phi, Lattice: lat}, Thetas: thetas, Alpha: alpha, Options: opt}, barycenter)
 }

@@ -1,19 +1,30 @@
 // Package fusion fuses the reward parameters θ_i learned by K clients into
 // one global θ, the server step of the paper (§Aggregation, §Parameter
-// Recovery):
+// Recovery). It owns the open set of fusion methods as one registry (Methods,
+// Lookup): one file per method implementing Method, registered once under
+// its one name, which is what options, task specs, flags, tables and plots
+// print. FuseContext dispatches on Options.Method.
 //
-//   - Mean: parameter averaging (FedAvg), θ = Σ α_i θ_i.
-//   - Barycentric: evaluate each client's reward r̂_i = Φθ_i on the server's
-//     probe lattice X, shift and normalize it to a probability vector
-//     p_i = T_σ(r̂_i) = (r̂_i + σ1)/Z_i (Theorem 1), take the entropic
-//     Wasserstein barycenter p̄ of the p_i with weights α on X, map it back to
-//     a reward r̄ = Z p̄ − σ1, and recover θ = argmin ‖Φθ − r̄‖₂ by a
-//     Householder QR factorization of Φ (gonum), not the normal equations.
+// θ-space methods combine the θ_i directly: "mean" (FedAvg, θ = Σ α_i θ_i)
+// and the robust aggregators "median", "trimmed-mean", "geometric-median",
+// "krum" and "multi-krum".
 //
-// The barycenter itself is computed by package ot on the lattice's separable
-// Gibbs kernel. This package deliberately does no learning and no
-// communication (see pkg/irl and pkg/federation); it is pure functions of
-// the clients' θ, the probe (Φ, lattice) and the options.
+// Reward-space methods evaluate each client's reward r̂_i = Φθ_i on the
+// server's probe lattice X, shift and normalize it to a probability vector
+// p_i = T_σ(r̂_i) = (r̂_i + σ1)/Z_i (Theorem 1; σ shared or per client,
+// Options.SigmaMode), combine the p_i into p̄, map it back to a reward
+// r̄ = Z p̄ − σ1, and recover θ = argmin ‖Φθ − r̄‖₂ by a Householder QR
+// factorization of Φ (gonum), not the normal equations. They differ only in
+// the combination: the entropic Wasserstein barycenter ("barycenter",
+// "debiased"; "barycentric" is accepted as an alias of "barycenter"), the
+// arithmetic mean ("normalized-mean"), or the per-point median or trimmed
+// mean ("reward-median", "reward-trimmed-mean").
+//
+// Each method's doc comment says what it bounds (the influence of one client,
+// its breakdown point). The barycenter itself is computed by package ot on
+// the lattice's separable Gibbs kernel. This package deliberately does no
+// learning and no communication (see pkg/irl and pkg/federation); it is pure
+// functions of the clients' θ, the probe (Φ, lattice) and the options.
 package fusion
 
 import (
@@ -76,26 +87,6 @@ func checkThetas(thetas [][]float64) (int, error) {
 		}
 	}
 	return d, nil
-}
-
-// Mean returns the weighted parameter average Σ α_i θ_i (FedAvg); weights nil
-// means uniform. The sum runs in client order, so the result is reproducible.
-func Mean(thetas [][]float64, weights []float64) ([]float64, error) {
-	d, err := checkThetas(thetas)
-	if err != nil {
-		return nil, err
-	}
-	alpha, err := Weights(weights, len(thetas))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, d)
-	for i, th := range thetas {
-		for k, v := range th {
-			out[k] += alpha[i] * v
-		}
-	}
-	return out, nil
 }
 
 // ShiftNormalize writes T_σ(r) = (r + σ1)/Z into dst and returns it with

@@ -248,13 +248,13 @@ func BenchmarkBarycentric20x20K20(b *testing.B) {
 
 func TestOptionsDecodeAndValidate(t *testing.T) {
 	o, err := fusion.DecodeOptions([]byte(`{"method":"barycentric","solver":"paper","epsilon":0.5,"max_iter":50,"z":2}`))
-	if err != nil || o.Solver != ot.Paper || o.Z != 2 || o.MethodName() != fusion.MethodBarycentric {
+	if err != nil || o.Solver != ot.Paper || o.Z != 2 || o.MethodName() != fusion.MethodBarycenter {
 		t.Fatalf("decoded %+v, %v", o, err)
 	}
 	if o, err := fusion.DecodeOptions(nil); err != nil || o.MethodName() != fusion.MethodMean {
 		t.Fatalf("empty options: %+v, %v", o, err)
 	}
-	for _, bad := range []string{`{"method":"median"}`, `{"weighting":"size"}`, `{"solver":"lbfgs"}`, `{"epsilon":-1}`,
+	for _, bad := range []string{`{"method":"medain"}`, `{"weighting":"size"}`, `{"solver":"lbfgs"}`, `{"epsilon":-1}`,
 		`{"max_iter":-2}`, `{"eps":0.5}`, `{"sigma":1e400}`, `[1]`} {
 		if _, err := fusion.DecodeOptions([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)

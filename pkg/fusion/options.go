@@ -2,7 +2,6 @@ package fusion
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,11 +9,40 @@ import (
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
-// Fusion methods (Options.Method).
+// Fusion methods (Options.Method): the registry's names, listed in order by
+// Methods.
 const (
 	// MethodMean is parameter averaging (FedAvg), the default.
 	MethodMean = "mean"
-	// MethodBarycentric is the entropic Wasserstein barycenter on the probe.
+	// MethodNormalizedMean is the weighted mean of the shift-normalized
+	// measures on the probe, mapped back and back-projected like the
+	// barycenter: the barycenter's control without transport.
+	MethodNormalizedMean = "normalized-mean"
+	// MethodBarycenter is the entropic Wasserstein barycenter of the
+	// shift-normalized measures on the probe, with Options.Solver.
+	MethodBarycenter = "barycenter"
+	// MethodDebiased is MethodBarycenter with the ot.Debiased solver.
+	MethodDebiased = "debiased"
+	// MethodMedian is the coordinate-wise weighted median of θ.
+	MethodMedian = "median"
+	// MethodTrimmedMean is the coordinate-wise weighted trimmed mean of θ.
+	MethodTrimmedMean = "trimmed-mean"
+	// MethodGeometricMedian is the weighted geometric median of θ (Weiszfeld).
+	MethodGeometricMedian = "geometric-median"
+	// MethodKrum is Krum's choice of one client's θ.
+	MethodKrum = "krum"
+	// MethodMultiKrum averages the θ of the K − f clients Krum scores best.
+	MethodMultiKrum = "multi-krum"
+	// MethodRewardMedian is the per-support-point weighted median of the
+	// shift-normalized measures, mapped back and back-projected.
+	MethodRewardMedian = "reward-median"
+	// MethodRewardTrimmedMean is the per-support-point weighted trimmed mean
+	// of the shift-normalized measures, mapped back and back-projected.
+	MethodRewardTrimmedMean = "reward-trimmed-mean"
+
+	// MethodBarycentric is the barycenter's name before the registry, still
+	// accepted everywhere as an alias of MethodBarycenter (stored tasks and
+	// old commands keep working); outputs print MethodBarycenter.
 	MethodBarycentric = "barycentric"
 )
 
@@ -26,17 +54,36 @@ const (
 	WeightingDemos = "demos"
 )
 
+// Shift modes of the reward-space methods (Options.SigmaMode).
+const (
+	// SigmaShared shifts every client by one σ (Options.Sigma, or AutoSigma
+	// over all clients' rewards), the default.
+	SigmaShared = "shared"
+	// SigmaPerClient shifts client i by σ_i = AutoSigma(r̂_i) of its own
+	// reward, so scaling one client's θ by c > 0 leaves its measure unchanged.
+	SigmaPerClient = "per-client"
+)
+
+// Defaults of the robust aggregators' options.
+const (
+	// DefaultTrimFraction is β of the trimmed means when trim_fraction is
+	// absent: 0.2, Flower's FedTrimmedAvg default.
+	DefaultTrimFraction = 0.2
+)
+
 // Options is the one configuration of a fusion: which method, how clients are
-// weighted and, for the barycentric method, the solver and the shift/scale of
-// the reward ↔ measure maps. A federation task carries it as it is (JSON
+// weighted and, for the reward-space methods, the solver and the shift/scale
+// of the reward ↔ measure maps. A federation task carries it as it is (JSON
 // keys below); studies convert their own file keys to it in one place.
 //
 // Zero values mean: method "mean", weighting "uniform", solver ot.IBP, ε =
-// ot.DefaultEps squared lattice spacings, ot's iteration defaults, automatic
-// σ (AutoSigma) and Z = Σ α_i Z_i. Solver ot.Paper with MaxIter 50,
-// InnerIter 10 and Tol −1 is the paper's fixed schedule.
+// ot.DefaultEps squared lattice spacings, ot's iteration defaults, shared
+// automatic σ (AutoSigma) and Z = Σ α_i Z_i. Solver ot.Paper with MaxIter 50,
+// InnerIter 10 and Tol −1 is the paper's fixed schedule. A key that the
+// chosen method cannot use (trim_fraction for the median, sigma_mode for a θ
+// method, ...) is refused by Validate, never ignored.
 type Options struct {
-	// Method is MethodMean or MethodBarycentric.
+	// Method is a registry name (Methods) or the alias "barycentric".
 	Method string `json:"method,omitempty" yaml:"method,omitempty"`
 	// Weighting is WeightingUniform or WeightingDemos.
 	Weighting string `json:"weighting,omitempty" yaml:"weighting,omitempty"`
@@ -54,18 +101,32 @@ type Options struct {
 	// Tol is ot's stopping tolerance on the marginal error; 0 means ot's
 	// default, negative runs exactly MaxIter iterations.
 	Tol float64 `json:"tol,omitempty" yaml:"tol,omitempty"`
-	// Sigma is the shift σ of T_σ; 0 means AutoSigma over the clients' rewards.
+	// Sigma is the shared shift σ of T_σ; 0 means AutoSigma over the clients'
+	// rewards. Refused with SigmaPerClient.
 	Sigma float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
-	// Z is the scale used to map the barycenter back, r̄ = Z p̄ − σ1; 0 means
-	// Σ α_i Z_i, the weighted mean of the clients' normalizers (the server
-	// does not know Z(r*) of Theorem 1).
+	// SigmaMode is SigmaShared (the default) or SigmaPerClient; reward-space
+	// methods only.
+	SigmaMode string `json:"sigma_mode,omitempty" yaml:"sigma_mode,omitempty"`
+	// Z is the scale used to map the fused measure back, r̄ = Z p̄ − σ1; 0
+	// means the method's combination of the clients' normalizers Z_i (Σ α_i Z_i
+	// for the mean and the barycenter; the server does not know Z(r*) of
+	// Theorem 1).
 	Z float64 `json:"z,omitempty" yaml:"z,omitempty"`
+	// TrimFraction is β of trimmed-mean and reward-trimmed-mean, the weight
+	// removed from each tail, 0 ≤ β < 1/2; absent means DefaultTrimFraction.
+	TrimFraction *float64 `json:"trim_fraction,omitempty" yaml:"trim_fraction,omitempty"`
+	// Byzantine is f of krum and multi-krum, the number of clients assumed
+	// Byzantine, with K > 2f + 2 at fusion time; absent means the largest
+	// such f, ⌊(K − 3)/2⌋.
+	Byzantine *int `json:"byzantine,omitempty" yaml:"byzantine,omitempty"`
 }
 
-// MethodName returns the fusion method with its default applied.
+// MethodName returns the registry name of the fusion method: the default
+// "mean" for an empty Method, "barycenter" for the alias "barycentric", and
+// Method itself otherwise (also when unknown; Validate refuses that).
 func (o Options) MethodName() string {
-	if o.Method == "" {
-		return MethodMean
+	if c, ok := Canonical(o.Method); ok {
+		return c
 	}
 	return o.Method
 }
@@ -73,11 +134,11 @@ func (o Options) MethodName() string {
 // Validate reports the first option that no fusion can run with, naming its
 // JSON key.
 func (o Options) Validate() error {
-	switch o.Method {
-	case "", MethodMean, MethodBarycentric:
-	default:
-		return fmt.Errorf("fusion.method %q: want %q or %q", o.Method, MethodMean, MethodBarycentric)
+	m, err := Lookup(o.Method)
+	if err != nil {
+		return fmt.Errorf("fusion.method: %w", err)
 	}
+	name := m.Name()
 	switch o.Weighting {
 	case "", WeightingUniform, WeightingDemos:
 	default:
@@ -85,6 +146,10 @@ func (o Options) Validate() error {
 	}
 	if o.Solver < ot.IBP || o.Solver > ot.Paper {
 		return fmt.Errorf("fusion.solver %d: unknown barycenter method", int(o.Solver))
+	}
+	if name == MethodDebiased && o.Solver != ot.IBP && o.Solver != ot.Debiased {
+		return fmt.Errorf("fusion.solver %q: method %q always uses the %q solver; use method %q to choose another",
+			o.Solver, MethodDebiased, ot.Debiased, MethodBarycenter)
 	}
 	for _, f := range []struct {
 		key string
@@ -97,7 +162,43 @@ func (o Options) Validate() error {
 	if o.MaxIter < 0 || o.InnerIter < 0 {
 		return fmt.Errorf("fusion.max_iter = %d, fusion.inner_iter = %d: want non-negative counts", o.MaxIter, o.InnerIter)
 	}
+	switch o.SigmaMode {
+	case "", SigmaShared:
+	case SigmaPerClient:
+		if o.Sigma != 0 {
+			return fmt.Errorf("fusion.sigma = %v with fusion.sigma_mode %q: a per-client shift is each client's AutoSigma; drop one of the two", o.Sigma, SigmaPerClient)
+		}
+	default:
+		return fmt.Errorf("fusion.sigma_mode %q: want %q or %q", o.SigmaMode, SigmaShared, SigmaPerClient)
+	}
+	if o.SigmaMode != "" && m.Space() != RewardSpace {
+		return fmt.Errorf("fusion.sigma_mode %q: method %q fuses θ and has no shift; sigma_mode applies to the reward-space methods", o.SigmaMode, name)
+	}
+	if o.TrimFraction != nil {
+		if name != MethodTrimmedMean && name != MethodRewardTrimmedMean {
+			return fmt.Errorf("fusion.trim_fraction: method %q does not trim; it applies to %q and %q", name, MethodTrimmedMean, MethodRewardTrimmedMean)
+		}
+		if b := *o.TrimFraction; !(b >= 0 && b < 0.5) {
+			return fmt.Errorf("fusion.trim_fraction = %v: want 0 ≤ β < 0.5", b)
+		}
+	}
+	if o.Byzantine != nil {
+		if name != MethodKrum && name != MethodMultiKrum {
+			return fmt.Errorf("fusion.byzantine: method %q takes no f; it applies to %q and %q", name, MethodKrum, MethodMultiKrum)
+		}
+		if *o.Byzantine < 0 {
+			return fmt.Errorf("fusion.byzantine = %d: want f ≥ 0", *o.Byzantine)
+		}
+	}
 	return nil
+}
+
+// trimFraction returns β with its default applied.
+func (o Options) trimFraction() float64 {
+	if o.TrimFraction == nil {
+		return DefaultTrimFraction
+	}
+	return *o.TrimFraction
 }
 
 // DecodeOptions reads Options from JSON (empty means the zero Options),
@@ -136,44 +237,4 @@ func (o Options) ClientWeights(demoCounts []int) []float64 {
 		return nil
 	}
 	return w
-}
-
-// Output is the outcome of Fuse: the fused θ and, for the barycentric
-// method, the solver's diagnostics.
-type Output struct {
-	// Theta is the fused parameter vector.
-	Theta []float64
-	// Method is the method that produced it (Options.MethodName()).
-	Method string
-	// Barycentric is the full barycentric result; nil for the mean.
-	Barycentric *Result
-}
-
-// Fuse fuses thetas with weights (nil means uniform) by the method of opt:
-// Mean, or Barycentric on the probe p.
-func Fuse(p Probe, thetas [][]float64, weights []float64, opt Options) (Output, error) {
-	return FuseContext(context.Background(), p, thetas, weights, opt)
-}
-
-// FuseContext is Fuse that a cancelled ctx stops between barycenter
-// iterations, returning an error wrapping ctx's error.
-func FuseContext(ctx context.Context, p Probe, thetas [][]float64, weights []float64, opt Options) (Output, error) {
-	if err := opt.Validate(); err != nil {
-		return Output{}, err
-	}
-	out := Output{Method: opt.MethodName()}
-	if out.Method == MethodMean {
-		th, err := Mean(thetas, weights)
-		out.Theta = th
-		return out, err
-	}
-	if p.Phi == nil {
-		return Output{}, fmt.Errorf("fusion: method %q needs a probe", out.Method)
-	}
-	res, err := BarycentricContext(ctx, p.Phi, p.Lattice, thetas, weights, opt)
-	if err != nil {
-		return Output{}, err
-	}
-	out.Theta, out.Barycentric = res.Theta, &res
-	return out, nil
 }

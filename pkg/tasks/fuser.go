@@ -10,8 +10,8 @@ import (
 )
 
 // Fuser is the server's federation.Fuser for every registered family: it
-// decodes the task's fusion.Options and fuses with fusion.Fuse on the
-// family's probe. Probes are built once per task and cached.
+// decodes the task's fusion.Options and fuses with fusion.FuseContext (any
+// method of fusion's registry) on the family's probe. Probes are built once per task and cached.
 type Fuser struct {
 	// OnFuse, if set, is called after every successful fusion with the task
 	// id and the full output (a study reads σ, Z and the barycenter there).
@@ -42,8 +42,12 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
+	m, err := fusion.Lookup(opt.Method)
+	if err != nil {
+		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
 	var probe fusion.Probe
-	if opt.MethodName() != fusion.MethodMean {
+	if m.Space() == fusion.RewardSpace {
 		if probe, err = f.probe(spec); err != nil {
 			return federation.FuseOutput{}, err
 		}

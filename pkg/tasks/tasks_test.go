@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,7 +101,7 @@ func TestFuserWeightsAndMethods(t *testing.T) {
 			t.Fatalf("fused θ %v, direct barycentric %v", out.Theta, want.Theta)
 		}
 	}
-	if seen.Barycentric == nil || seen.Barycentric.Z != 3 || out.Method != fusion.MethodBarycentric {
+	if seen.Barycentric == nil || seen.Barycentric.Z != 3 || out.Method != fusion.MethodBarycenter {
 		t.Fatalf("OnFuse saw %+v, method %q; want the barycentric result with Z = 3", seen, out.Method)
 	}
 }
@@ -118,7 +119,7 @@ func TestValidateRefusesUnfusableTasks(t *testing.T) {
 		mutate      func(*federation.TaskSpec)
 	}{
 		{"unknown family", "env_family", func(s *federation.TaskSpec) { s.EnvFamily = "nonexistent" }},
-		{"unknown method", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"method":"median"}`) }},
+		{"unknown method", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"method":"fedavg"}`) }},
 		{"unknown solver", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"solver":"sinkhorn"}`) }},
 		{"unknown fusion key", "fusion", func(s *federation.TaskSpec) { s.Fusion = json.RawMessage(`{"eps":1}`) }},
 		{"wrong theta dim", "theta_dim", func(s *federation.TaskSpec) { s.ThetaDim = 3 }},
@@ -156,5 +157,36 @@ func TestCoordinatorRefusesUnfusableTask(t *testing.T) {
 	}
 	if sts, _ := store.Statuses(); len(sts) != 0 {
 		t.Fatalf("refused task stored: %+v", sts)
+	}
+}
+
+// TestFuserRunsEveryRegisteredMethod: a task spec may name any method of
+// fusion's registry (and the alias "barycentric"); the server's fuser gives
+// the θ of fusion.Fuse on the task's probe, bit for bit, and reports the
+// registry name.
+func TestFuserRunsEveryRegisteredMethod(t *testing.T) {
+	f := NewFuser()
+	thetas := [][]float64{{-0.3, 0.1}, {-0.2, 0.3}, {-0.25, 0.2}, {-0.1, 0.25}, {5, -7}}
+	for _, name := range append(fusion.Methods(), fusion.MethodBarycentric) {
+		opt := fusion.Options{Method: name, Weighting: fusion.WeightingDemos}
+		spec := gridSpec(t, "m-"+name, opt)
+		if err := f.Validate(spec); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := f.Fuse(context.Background(), spec, thetas, []int{1, 2, 1, 3, 1})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p, _, err := ProbeOf(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fusion.Fuse(p, thetas, []float64{1, 2, 1, 3, 1}, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out.Theta, want.Theta) || out.Method != want.Method {
+			t.Errorf("%s: fuser θ %v (%s), fusion.Fuse %v (%s)", name, out.Theta, out.Method, want.Theta, want.Method)
+		}
 	}
 }

@@ -1,0 +1,133 @@
+package fusion
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fedirl/fedirl/pkg/features"
+)
+
+// Result is the outcome of a reward-space fusion (the barycenter, the
+// normalized mean, the reward median, ...).
+type Result struct {
+	// Theta is the fused parameter vector argmin ‖Φθ − r̄‖₂.
+	Theta []float64
+	// Barycenter is the combined measure p̄ on the probe lattice: the
+	// barycenter for the barycenter methods, the weighted mean, median or
+	// trimmed mean of the measures for the others (the latter two need not
+	// sum to one; they are mapped back as they are).
+	Barycenter []float64
+	// Reward is the mapped-back reward r̄ = Z p̄ − σ1 (before projection).
+	Reward []float64
+	// Sigma and Z are the shift and the map-back scale actually used.
+	Sigma, Z float64
+	// ClientSigma holds the shift σ_i each client's measure was made with:
+	// all equal to Sigma under SigmaShared, AutoSigma(r̂_i) under
+	// SigmaPerClient.
+	ClientSigma []float64
+	// ClientZ holds Z(r̂_i) = 1ᵀ(r̂_i + σ_i1) per client.
+	ClientZ []float64
+	// MarginalError is ot's marginal violation at the returned iterate (0 for
+	// methods without a solver).
+	MarginalError float64
+	// Iterations is the number of barycenter iterations run (0 for methods
+	// without a solver).
+	Iterations int
+}
+
+// combined is what a reward-space method makes of the clients' measures.
+type combined struct {
+	p             []float64
+	marginalError float64
+	iterations    int
+}
+
+// rewardMethod is a reward-space Method. Every such method shares the path
+// r̂_i = Φθ_i → p_i = T_σi(r̂_i) → p̄ → r̄ = Z p̄ − σ1 → θ = BackProject(Φ, r̄)
+// and differs only in combine (the measures into p̄) and scalar (the clients'
+// Z_i, and σ_i under SigmaPerClient, into the Z and σ of the map back).
+type rewardMethod struct {
+	name    string
+	combine func(ctx context.Context, in Input, ps [][]float64) (combined, error)
+	scalar  func(v, alpha []float64, opt Options) float64
+	// barycentric marks the barycenter methods, whose Output also carries
+	// the result as Output.Barycentric.
+	barycentric bool
+}
+
+func (m rewardMethod) Name() string { return m.name }
+func (m rewardMethod) Space() Space { return RewardSpace }
+
+func (m rewardMethod) Fuse(ctx context.Context, in Input) (Output, error) {
+	res, err := fuseRewards(ctx, in, m)
+	if err != nil {
+		return Output{}, err
+	}
+	out := Output{Theta: res.Theta, Reward: &res}
+	if m.barycentric {
+		out.Barycentric = &res
+	}
+	return out, nil
+}
+
+// fuseRewards runs the shared reward-space path of m on in (θ_i already
+// checked, α normalized).
+func fuseRewards(ctx context.Context, in Input, m rewardMethod) (Result, error) {
+	phi, lat, opt := in.Probe.Phi, in.Probe.Lattice, in.Options
+	n, _ := phi.Dims()
+	if lat.Len() != n {
+		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
+	}
+	k := len(in.Thetas)
+	rs := make([][]float64, k)
+	for i, th := range in.Thetas {
+		rs[i] = features.Reward(nil, phi, th)
+	}
+	res := Result{Sigma: opt.Sigma, ClientSigma: make([]float64, k), ClientZ: make([]float64, k)}
+	perClient := opt.SigmaMode == SigmaPerClient
+	if !perClient && res.Sigma == 0 {
+		res.Sigma = AutoSigma(rs...)
+	}
+	ps := make([][]float64, k)
+	for i, r := range rs {
+		res.ClientSigma[i] = res.Sigma
+		if perClient {
+			res.ClientSigma[i] = AutoSigma(r)
+		}
+		var err error
+		ps[i], res.ClientZ[i], err = ShiftNormalize(nil, r, res.ClientSigma[i])
+		if err != nil {
+			return Result{}, fmt.Errorf("fusion: client %d: %w", i, err)
+		}
+	}
+	if perClient {
+		res.Sigma = m.scalar(res.ClientSigma, in.Alpha, opt)
+	}
+	res.Z = opt.Z
+	if res.Z == 0 {
+		res.Z = m.scalar(res.ClientZ, in.Alpha, opt)
+	}
+	c, err := m.combine(ctx, in, ps)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Barycenter, res.MarginalError, res.Iterations = c.p, c.marginalError, c.iterations
+	res.Reward = make([]float64, n)
+	for x, p := range c.p {
+		res.Reward[x] = res.Z*p - res.Sigma
+	}
+	res.Theta, err = BackProject(phi, res.Reward)
+	if err != nil {
+		return Result{}, err
+	}
+	return res, nil
+}
+
+// weightedMeanScalar returns Σ α_i v_i, summed in client order.
+func weightedMeanScalar(v, alpha []float64, _ Options) float64 {
+	s := 0.0
+	for i, x := range v {
+		s += alpha[i] * x
+	}
+	return s
+}
