@@ -31,6 +31,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -349,20 +350,6 @@ func (c Config) Validate() error {
 	if err := c.validateClients(); err != nil {
 		return err
 	}
-	switch c.NormalizationAnchor {
-	case AnchorExpert:
-	case AnchorBest:
-		if !slices.Contains(c.Methods, MethodTrue) {
-			return fmt.Errorf("normalization_anchor %q needs method %q in methods (or use %q)", AnchorBest, MethodTrue, AnchorExpert)
-		}
-	default:
-		return fmt.Errorf("normalization_anchor: %q, want %q or %q", c.NormalizationAnchor, AnchorExpert, AnchorBest)
-	}
-	switch c.Barycenter.SigmaMode {
-	case SigmaShared, SigmaPerClient:
-	default:
-		return fmt.Errorf("barycenter.sigma_mode: %q, want %q or %q", c.Barycenter.SigmaMode, SigmaShared, SigmaPerClient)
-	}
 	if len(c.Privacy.PilotSeeds) > 0 {
 		if c.Privacy.Epsilon == 0 {
 			return fmt.Errorf("privacy.pilot_seeds needs privacy.epsilon > 0")
@@ -493,15 +480,27 @@ func (c Config) Validate() error {
 			return fmt.Errorf("methods: %q unknown (known: %s)", m, strings.Join(AllMethods, ", "))
 		}
 	}
+	switch c.NormalizationAnchor {
+	case AnchorExpert:
+	case AnchorBest:
+		if !slices.Contains(c.Methods, MethodTrue) {
+			return fmt.Errorf("normalization_anchor %q needs method %q in methods (or use %q)", AnchorBest, MethodTrue, AnchorExpert)
+		}
+	default:
+		return fmt.Errorf("normalization_anchor: %q, want %q or %q", c.NormalizationAnchor, AnchorExpert, AnchorBest)
+	}
+	switch c.Barycenter.SigmaMode {
+	case fusion.SigmaShared, fusion.SigmaPerClient:
+	default:
+		return fmt.Errorf("barycenter.sigma_mode: %q, want %q or %q", c.Barycenter.SigmaMode, fusion.SigmaShared, fusion.SigmaPerClient)
+	}
 	return nil
 }
 
-// Normalization anchors (Config.NormalizationAnchor) and σ modes (BarycenterConfig.SigmaMode).
+// Normalization anchors (Config.NormalizationAnchor).
 const (
-	AnchorExpert   = "expert"
-	AnchorBest     = "best"
-	SigmaShared    = "shared"
-	SigmaPerClient = "per-client"
+	AnchorExpert = "expert"
+	AnchorBest   = "best"
 )
 
 // AllClients returns the appendix indices of every client, training first.

@@ -404,6 +404,7 @@ func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
 	cfg := microConfig()
 	cfg.Envs = []string{"Pendulum-v1"}
 	cfg.Methods = []string{MethodMean}
+	cfg.NormalizationAnchor = AnchorExpert // no true-reward PPO in this study
 	cfg.Privacy = PrivacyConfig{Epsilon: 4, Delta: 1e-5}
 	e := cfg.Env["Pendulum-v1"]
 	e.DPClip = 2
@@ -426,7 +427,7 @@ func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
 		if err := readJSON(u.path(filepath.Join(dir, "units")), &f); err != nil {
 			t.Fatal(err)
 		}
-		r := mech.Release(nil, f.Theta, rand.New(rand.NewPCG(seedOf(seed, "dp-noise", c), 0)))
+		r := mech.Release(nil, f.Theta, rand.New(rand.NewPCG(seedOf(seed, "dp-noise/Pendulum-v1/eps=4", c), 0)))
 		if want == nil {
 			want = make([]float64, len(r))
 		}

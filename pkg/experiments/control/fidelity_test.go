@@ -38,7 +38,7 @@ func TestFidelityCoverages(t *testing.T) {
 					t.Fatal(err)
 				}
 				var f FidelityFile
-				b, err := os.ReadFile(u.path(dir))
+				b, err := os.ReadFile(u.path(st.units))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,7 +54,7 @@ func TestFidelityCoverages(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, err := ReadDemos(du.path(dir))
+				d, err := ReadDemos(du.path(st.units))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,7 +100,7 @@ func TestFidelityCoverages(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := readJSON(ru.path(dir), &th); err != nil {
+					if err := readJSON(ru.path(st.units), &th); err != nil {
 						t.Fatal(err)
 					}
 					r := make([]float64, m.NumPairs())

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -51,7 +52,7 @@ func FullConfig() Config {
 		Model:               discretize.ModelConfig{Samples: 8, Successor: discretize.SuccessorNearest, Seed: 1, Gamma: 0.99},
 		ModelRollouts:       RolloutConfig{Episodes: 200, Epsilon: 0.3},
 		IRL:                 wellPosedIRL,
-		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: SigmaShared},
+		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: fusion.SigmaShared},
 		NormalizationAnchor: AnchorBest,
 		Methods:             slices.Clone(AllMethods), LogEvery: 5000, MemoryLimitGB: 4,
 		NormalizeReward: true, Ladder: defaultLadder,
