@@ -246,7 +246,7 @@ present), resolution.png, log.txt.`,
 	f.StringVar(&shard, "shard", "", "run only shard i/n of the (environment, seed) groups (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
 	f.BoolVar(&quick, "quick", false, "smoke test of the plumbing (≤ 60 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets; its numbers mean nothing")
 	f.BoolVar(&full, "full", false, "the paper's scale: 6+2 clients, 10 seeds, all four environments")
-	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by L-BFGS on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")
+	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by Newton's method on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")
 	f.IntVar(&seeds, "seeds", 0, "number of seeds (default: the preset's)")
 	f.BoolVar(&plan, "plan", false, "print every unit's modelled cost and the wall-time estimate, and run nothing")
 	f.IntVar(&planShards, "plan-shards", 0, "with --plan: also estimate a split into this many shards (--shard i/n)")

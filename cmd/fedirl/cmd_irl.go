@@ -90,7 +90,7 @@ positive.`,
 	f.Float64Var(&o.cfg.Temperature, "temperature", 1e-3, "soft Bellman temperature τ > 0 (1 = classical MaxEnt IRL)")
 	f.IntVar(&o.cfg.MaxIter, "iters", 100, "budget of gradient steps")
 	f.Float64Var(&o.cfg.GradTol, "grad-tol", 1e-8, "stop when the gradient 2-norm is at most this (negative: never)")
-	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent) or "adam"`)
+	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent), "adam", "lbfgs" or "newton" (Newton's method with the exact Hessian: converges in a few steps at τ ≳ 0.1)`)
 	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
 	f.Float64Var(&o.tol, "tol", 1e-10, "sup-norm tolerance of soft value iteration and visit propagation")
 	f.StringVar(&o.solver, "solver", "newton", `infinite-horizon solver: "newton" (Newton's method and a Krylov solve; fast near a hard max) or "fixed-point" (sweeps with Anderson acceleration)`)
@@ -146,6 +146,12 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	bar.Finish()
 	if err != nil {
 		return err
+	}
+	gn := res.GradNorm[len(res.GradNorm)-1]
+	if res.Converged {
+		fmt.Fprintf(cmd.ErrOrStderr(), "irl: converged after %d iterations: ‖∇‖ = %.3g ≤ --grad-tol %g\n", res.Iterations, gn, cfg.GradTol)
+	} else {
+		fmt.Fprintf(cmd.ErrOrStderr(), "irl: warning: not converged: ‖∇‖ = %.3g > --grad-tol %g (%s)\n", gn, cfg.GradTol, res.StopReason)
 	}
 	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Solver: o.solver, Result: res})
 }

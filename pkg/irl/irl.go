@@ -40,12 +40,26 @@
 // # Optimizers
 //
 // Gradient ascent θ ← θ + η(μ_D − μ_π − λθ) (the paper's update, η = 5e-3
-// by default) or Adam on the same gradient. The budget is Config.MaxIter
+// by default) or Adam on the same gradient; L-BFGS (gonum); or Newton's
+// method with the exact Hessian, the policy's discounted feature
+// covariance (hessian.go, newton.go), which converges in a handful of
+// steps at τ ≳ 0.1 where L-BFGS's line search can stall on the rounding
+// of the objective. The budget is Config.MaxIter
 // gradient steps (the paper uses 25–100; the weak-client ablation cuts it),
 // stopping early when ‖∇‖₂ ≤ Config.GradTol. Config.Theta0 warm-starts θ,
 // as the federation does from round to round. Successive soft value
 // iterations are warm-started from the previous values, so a step costs a
-// few sweeps once θ moves slowly.
+// few sweeps once θ moves slowly. Every fit reports whether it converged
+// (Result.Converged) and, if not, why it stopped (Result.StopReason).
+//
+// # Reachable states
+//
+// The objective involves only the states reachable from the start
+// distribution D₀: V_θ at the starts and the visits of π_θ. NewObjective
+// therefore computes μ_D on the model given and then restricts the model,
+// the features and D₀ to those states (mdp.MDP.Reachable, Restrict), which
+// changes no result (TestReachableRestrictionIsExact) and saves the work on
+// the rest; Result.ModelStates and ReachableStates report it.
 //
 // # File formats
 //
@@ -114,7 +128,14 @@ const (
 	// OptimizerLBFGS maximizes the (concave) objective with gonum's L-BFGS
 	// and its line search; MaxIter counts its major iterations.
 	OptimizerLBFGS = "lbfgs"
+	// OptimizerNewton maximizes the (concave) objective by Newton's method
+	// with the exact Hessian and a line search on the directional
+	// derivative (newton.go); MaxIter counts Newton steps.
+	OptimizerNewton = "newton"
 )
+
+// Optimizers lists the names Config.Optimizer accepts.
+var Optimizers = []string{OptimizerGD, OptimizerAdam, OptimizerLBFGS, OptimizerNewton}
 
 // Config holds MaxEnt IRL options; the zero value gives the paper's settings.
 type Config struct {
@@ -129,7 +150,7 @@ type Config struct {
 	MaxIter int `json:"max_iter"`
 	// GradTol stops once ‖∇‖₂ ≤ GradTol (default 1e-8; negative never stops early).
 	GradTol float64 `json:"grad_tol"`
-	// Optimizer is "gd" (default, plain gradient ascent), "adam" or "lbfgs".
+	// Optimizer is "gd" (default, plain gradient ascent), "adam", "lbfgs" or "newton".
 	Optimizer string `json:"optimizer"`
 	// Beta1 is Adam's first-moment decay (default 0.9).
 	Beta1 float64 `json:"beta1"`
@@ -210,8 +231,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("irl: L2 weight %v must be non-negative", c.L2)
 	case c.MaxIter < 0:
 		return c, fmt.Errorf("irl: iteration budget %d is negative", c.MaxIter)
-	case c.Optimizer != OptimizerGD && c.Optimizer != OptimizerAdam && c.Optimizer != OptimizerLBFGS:
-		return c, fmt.Errorf("irl: unknown optimizer %q (want %q, %q or %q)", c.Optimizer, OptimizerGD, OptimizerAdam, OptimizerLBFGS)
+	case !slices.Contains(Optimizers, c.Optimizer):
+		return c, fmt.Errorf("irl: unknown optimizer %q (want one of %q)", c.Optimizer, Optimizers)
 	case !(c.Beta1 >= 0 && c.Beta1 < 1) || !(c.Beta2 >= 0 && c.Beta2 < 1) || !(c.Epsilon > 0):
 		return c, fmt.Errorf("irl: Adam constants beta1=%v beta2=%v epsilon=%v out of range", c.Beta1, c.Beta2, c.Epsilon)
 	}
@@ -226,6 +247,20 @@ type Result struct {
 	Iterations int `json:"iterations"`
 	// Converged reports whether ‖∇‖₂ ≤ GradTol was reached.
 	Converged bool `json:"converged"`
+	// StopReason says why an unconverged fit stopped ("" when converged):
+	// the iteration budget, a failed line search, a cancelled context.
+	StopReason string `json:"stop_reason,omitempty"`
+	// Evaluations counts objective and gradient evaluations (line-search
+	// trials included).
+	Evaluations int `json:"evaluations"`
+	// HessianMatVecs counts the products of the Hessian's column solves
+	// (Newton only).
+	HessianMatVecs int `json:"hessian_matvecs,omitempty"`
+	// ModelStates is the number of states of the model (with
+	// Config.Absorbing's changes); ReachableStates of those reachable from
+	// the start distribution, to which the fit was restricted (exactly).
+	ModelStates     int `json:"model_states"`
+	ReachableStates int `json:"reachable_states"`
 	// LogLik holds the log-likelihood at θ_0..θ_Iterations (length
 	// Iterations+1; the last entry is at Theta).
 	LogLik []float64 `json:"loglik"`
@@ -271,6 +306,17 @@ type Objective struct {
 	muPi   []float64
 	// absorbing marks the extra last feature of Config.Absorbing.
 	absorbing bool
+	// modelStates and fitStates are the states of the model given (with
+	// Config.Absorbing's) and of the part reachable from the start
+	// distribution that the objective is computed on.
+	modelStates, fitStates int
+
+	// Hessian buffers (hessian.go), allocated on its first call: Φ's rows
+	// contiguous, ψ (and ψ_{t+1} for a finite horizon), gathered rows, one
+	// state's F, the accumulated covariance and the state visits x_t.
+	phiRows, psi, psiNext []float64
+	psiWarm               bool
+	hrows, frow, hacc, xt []float64
 }
 
 // NewObjective checks the inputs and precomputes μ_D and the initial
@@ -308,6 +354,11 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	} else {
 		o.init = EmpiricalInit(nil, m, demos)
 	}
+	o.modelStates, o.fitStates = m.NumStates, m.NumStates
+	if err := o.restrictToReachable(); err != nil {
+		return nil, err
+	}
+	m = o.m
 	o.ws = mdp.NewWorkspace(m, cfg.Solver)
 	o.reward = make([]float64, m.NumPairs())
 	o.visits = make([]float64, m.NumPairs())
@@ -328,10 +379,18 @@ func (o *Objective) EmpiricalFeatures() []float64 { return o.muD }
 // ExpectedFeatures returns μ_π at the θ of the last Eval (do not modify).
 func (o *Objective) ExpectedFeatures() []float64 { return o.muPi }
 
-// Policy returns the soft-optimal policy at the θ of the last Eval (do not modify).
+// States returns the number of states of the model given (after
+// Config.Absorbing's changes) and of its part reachable from the start
+// distribution, on which the objective is computed (exactly: the values
+// at the starts and the visits involve no other state).
+func (o *Objective) States() (model, reachable int) { return o.modelStates, o.fitStates }
+
+// Policy returns the soft-optimal policy at the θ of the last Eval, on the
+// reachable states (see States; do not modify).
 func (o *Objective) Policy() *mdp.Policy { return o.pol }
 
-// Reward returns Φθ at the θ of the last Eval (do not modify).
+// Reward returns Φθ at the θ of the last Eval, on the pairs of the
+// reachable states (see States; do not modify).
 func (o *Objective) Reward() []float64 { return o.reward }
 
 // Sweeps returns the soft Bellman and visit-propagation sweeps of the last Eval.
@@ -465,7 +524,7 @@ func EmpiricalInit(dst []float64, m *mdp.MDP, demos []Trajectory) []float64 {
 }
 
 // MaxEnt learns θ from demonstrations on m with features phi ((S*A)×d, row
-// k = s*A+a) by gradient ascent, Adam or L-BFGS on the objective in the
+// k = s*A+a) by gradient ascent, Adam, L-BFGS or Newton on the objective in the
 // package comment. It stops after cfg.MaxIter steps, when ‖∇‖₂ ≤
 // cfg.GradTol, or when ctx is cancelled (returning the result so far and
 // ctx's error).
@@ -490,6 +549,7 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 		copy(theta, cfg.Theta0)
 	}
 	res := Result{}
+	res.ModelStates, res.ReachableStates = o.States()
 	record := func(it int, obj, ll, gn float64) {
 		res.LogLik = append(res.LogLik, ll)
 		res.Objective = append(res.Objective, obj)
@@ -499,10 +559,23 @@ func MaxEnt(ctx context.Context, m *mdp.MDP, phi *mat.Dense, demos []Trajectory,
 			cfg.OnIteration(Iteration{Index: it, LogLik: ll, Objective: obj, GradNorm: gn})
 		}
 	}
-	if cfg.Optimizer == OptimizerLBFGS {
+	switch cfg.Optimizer {
+	case OptimizerLBFGS:
 		err = maxEntLBFGS(ctx, o, theta, cfg, &res, record)
-	} else {
+	case OptimizerNewton:
+		err = maxEntNewton(ctx, o, theta, cfg, &res, record)
+	default:
 		err = maxEntFirstOrder(ctx, o, theta, cfg, &res, record)
+	}
+	switch {
+	case res.Converged:
+		res.StopReason = ""
+	case err != nil:
+		res.StopReason = err.Error()
+	case res.StopReason == "" && res.Iterations >= cfg.MaxIter:
+		res.StopReason = fmt.Sprintf("iteration budget %d spent", cfg.MaxIter)
+	case res.StopReason == "":
+		res.StopReason = "stopped before the gradient tolerance"
 	}
 	res.Theta = theta
 	o.split(&res)
@@ -533,6 +606,7 @@ func maxEntFirstOrder(ctx context.Context, o *Objective, theta []float64, cfg Co
 	}
 	for it := 0; ; it++ {
 		obj, ll := o.Eval(grad, theta)
+		res.Evaluations++
 		res.ValueSweeps += o.vals.Iterations
 		res.VisitSweeps += o.ws.VisitIterations()
 		if it == 0 {

@@ -30,6 +30,7 @@ func maxEntLBFGS(ctx context.Context, o *Objective, theta []float64, cfg Config,
 			return
 		}
 		lastObj, lastLL = o.Eval(lastGrad, x)
+		res.Evaluations++
 		res.ValueSweeps += o.vals.Iterations
 		res.VisitSweeps += o.ws.VisitIterations()
 		lastX = append(lastX[:0], x...)
@@ -91,7 +92,10 @@ func maxEntLBFGS(ctx context.Context, o *Objective, theta []float64, cfg Config,
 	// Otherwise L-BFGS stopped at the iteration budget, at GradTol
 	// (errConverged), or because its line search could not improve the
 	// objective in float64 any more; theta holds the last accepted iterate.
-	_ = err
+	eval(theta) // the expected features reported are theta's, not a line-search trial's
+	if !res.Converged && err != nil && res.Iterations < cfg.MaxIter {
+		res.StopReason = "L-BFGS stopped: " + err.Error()
+	}
 	return nil
 }
 

@@ -96,6 +96,7 @@ type Workspace struct {
 	polValues *Values
 
 	nt                      *newtonState
+	colB, colX              []float64 // EvaluateColumns' column-major buffers (S×d, allocated on first use)
 	gatherFn, packFn, mulFn rangeFn
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -143,7 +144,7 @@ type Config struct {
 	// "full"); a quick study's figures are titled as a smoke test.
 	Preset string `yaml:"preset"`
 	// Protocol labels the method the settings follow: "well-posed" (the
-	// default: horizon-matched, absorbing-state local IRL solved by L-BFGS,
+	// default: horizon-matched, absorbing-state local IRL solved by Newton's method,
 	// lattices that pass the ladder, the same reward normalisation for every
 	// evaluation) or "paper" (the appendix as written). The settings
 	// themselves are the keys below; --protocol selects their preset.
@@ -447,8 +448,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("episodes_per_client: %d, want ≥ 1", c.EpisodesPerClient)
 	case !(c.IRL.LearningRate > 0) || !(c.IRL.Temperature > 0) || c.IRL.L2 < 0:
 		return fmt.Errorf("irl: learning_rate %g and temperature %g must be > 0, l2 %g ≥ 0", c.IRL.LearningRate, c.IRL.Temperature, c.IRL.L2)
-	case c.IRL.Optimizer != "gd" && c.IRL.Optimizer != "adam" && c.IRL.Optimizer != "lbfgs":
-		return fmt.Errorf("irl.optimizer: %q, want gd, adam or lbfgs", c.IRL.Optimizer)
+	case !slices.Contains(irl.Optimizers, c.IRL.Optimizer):
+		return fmt.Errorf("irl.optimizer: %q, want one of %s", c.IRL.Optimizer, strings.Join(irl.Optimizers, ", "))
 	case c.IRL.Solver != "newton" && c.IRL.Solver != "fixed-point":
 		return fmt.Errorf("irl.solver: %q, want newton or fixed-point", c.IRL.Solver)
 	case c.IRL.Horizon != "auto" && c.IRL.Horizon != "time-limit" && c.IRL.Horizon != "infinite":

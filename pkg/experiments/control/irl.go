@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
@@ -48,8 +49,17 @@ type IRLFile struct {
 	// LogLik0 and LogLik are the demonstrations' log-likelihood at θ = 0 and at the final θ.
 	LogLik0, LogLik float64
 	DemoSteps       int `json:"demo_steps"`
-	// Converged reports ‖∇‖₂ ≤ irl.grad_tol.
-	Converged bool `json:"converged"`
+	// Converged reports ‖∇‖₂ ≤ irl.grad_tol; StopReason says why a fit
+	// that did not converge stopped.
+	Converged  bool   `json:"converged"`
+	StopReason string `json:"stop_reason,omitempty"`
+	// Evaluations counts the fit's objective and gradient evaluations.
+	Evaluations int `json:"evaluations"`
+	// ModelStates is the number of states of the lattice model (the
+	// absorbing state included); ReachableStates of those reachable from
+	// the demonstrations' first states, to which the fit is restricted.
+	ModelStates     int `json:"model_states"`
+	ReachableStates int `json:"reachable_states"`
 	// Horizon is the lattice MDP's horizon (0 = infinite).
 	Horizon int `json:"horizon"`
 	// BiasGap is μ_D − μ_π on the bias feature at the final θ, BiasGap0 at θ = 0.
@@ -142,18 +152,24 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	return unit{"irl", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
 
-func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, seed uint64, workers int) error {
+// irlProblem builds what a local IRL unit fits: the client's lattice model
+// (with the unit's horizon), the features, the demonstrations snapped to
+// the lattice and the MaxEnt settings.
+func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed uint64, workers int) (*discretize.Grid, *mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config, *Demos, error) {
+	fail := func(err error) (*discretize.Grid, *mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config, *Demos, error) {
+		return nil, nil, nil, nil, irl.Config{}, nil, err
+	}
 	du, _, _, _, err := s.demosUnit(sp.Env, sp.Client, seed)
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	d, err := ReadDemos(du.path(s.units))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	g, phi, err := sp.Probe.Features()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	var m *mdp.MDP
 	if sp.Rollouts != nil {
@@ -162,16 +178,24 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		m, _, err = trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers) // the ladder's and fidelity's model too
 	}
 	if err != nil {
-		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
+		return fail(fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err))
 	}
 	demos, err := d.Trajectories(g)
 	if err != nil {
-		return fmt.Errorf("%s: %w", du.path(s.units), err)
+		return fail(fmt.Errorf("%s: %w", du.path(s.units), err))
 	}
 	m.Horizon = sp.Horizon
 	cfg := irl.Config{LearningRate: sp.IRL.LearningRate, Temperature: sp.IRL.Temperature, L2: sp.IRL.L2,
 		MaxIter: sp.Iterations, Optimizer: sp.IRL.Optimizer, GradTol: sp.IRL.GradTol, Absorbing: sp.IRL.Absorbing,
 		Solver: mdp.Options{Tol: sp.IRL.SolverTol, Anderson: sp.IRL.Anderson, Newton: sp.IRL.Solver == "newton", Workers: workers}}
+	return g, m, phi, demos, cfg, d, nil
+}
+
+func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, seed uint64, workers int) error {
+	g, m, phi, demos, cfg, d, err := s.irlProblem(ctx, sp, lattice, seed, workers)
+	if err != nil {
+		return err
+	}
 	bias := sp.Probe.RBF.Dim() - 1
 	if !sp.Probe.RBF.Bias {
 		bias = -1
@@ -190,7 +214,8 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 	f := IRLFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: seed, Pairs: g.NumPairs(), Theta: theta,
 		Iterations: res.Iterations, GradNorm: res.GradNorm[len(res.GradNorm)-1], GradNorm0: res.GradNorm[0],
 		LogLik0: res.LogLik[0], LogLik: res.LogLik[len(res.LogLik)-1], DemoSteps: len(d.Acts),
-		Converged: res.Converged, Horizon: m.Horizon, AbsorbingReward: res.AbsorbingReward,
+		Converged: res.Converged, StopReason: res.StopReason, Evaluations: res.Evaluations,
+		ModelStates: res.ModelStates, ReachableStates: res.ReachableStates, Horizon: m.Horizon, AbsorbingReward: res.AbsorbingReward,
 		AbsorbingGap: res.AbsorbingEmpirical - res.AbsorbingExpected}
 	muD := append(slices.Clone(res.EmpiricalFeatures), res.AbsorbingEmpirical)
 	muPi := append(slices.Clone(res.ExpectedFeatures), res.AbsorbingExpected)
@@ -204,6 +229,12 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		// starts from; with an infinite horizon and truncated demonstrations
 		// it can never close.
 		f.BiasGap, f.BiasGap0 = gap[bias], res.Gradient0[bias]
+	}
+	if !f.Converged {
+		s.mu.Lock()
+		fmt.Fprintf(s.log, "  warning: irl %s did not converge: ‖∇‖ = %.3g > irl.grad_tol %g after %d iterations (%s)\n",
+			u.name, f.GradNorm, sp.IRL.GradTol, f.Iterations, f.StopReason)
+		s.mu.Unlock()
 	}
 	return report.WriteJSON(u.path(s.units), f)
 }

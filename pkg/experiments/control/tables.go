@@ -101,6 +101,9 @@ func (s *Summary) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %v | %s | %s | %s | %s | %s |\n", e.Env, e.Seed, e.Client, e.HeldOut, fmtNum(e.EvalReturn), tr, fmtNum(e.AnchorReturn), fmtNum(e.RandomReturn), demo)
 	}
 	b.WriteString("\n## Local MaxEnt IRL convergence\n\n(log-likelihood in reward units: θᵀμ_D − E V_θ(s₀), see package irl)\n\n")
+	if n := unconverged(s.IRL); n > 0 {
+		fmt.Fprintf(&b, "**Warning: %d of %d local fits did not converge** (‖∇‖ > irl.grad_tol; irl_diagnostics.csv says why).\n\n", n, len(s.IRL))
+	}
 	b.WriteString("| env | lattice | seed | client | horizon | iterations | converged | ‖∇‖ at θ=0 | final ‖∇‖ | feature gap | bias gap θ=0 → final | log-lik θ=0 | final log-lik |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range s.IRL {
 		h := "∞"
@@ -237,12 +240,24 @@ func irlCSV(fs []IRLFile) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	w.Write([]string{"env", "lattice", "seed", "client", "pairs", "horizon", "iterations", "converged", "grad_norm_0", "grad_norm", "feature_gap",
-		"bias_gap_0", "bias_gap", "absorbing_reward", "absorbing_gap", "loglik_0", "loglik", "demo_steps"})
+		"bias_gap_0", "bias_gap", "absorbing_reward", "absorbing_gap", "loglik_0", "loglik", "demo_steps", "reachable_states", "stop_reason"})
 	for _, f := range fs {
 		w.Write([]string{f.Env, f.Lattice, fmt.Sprint(f.Seed), fmt.Sprint(f.Client), fmt.Sprint(f.Pairs), fmt.Sprint(f.Horizon), fmt.Sprint(f.Iterations),
 			fmt.Sprint(f.Converged), num(f.GradNorm0), num(f.GradNorm), num(f.FeatureGap), num(f.BiasGap0), num(f.BiasGap),
-			num(f.AbsorbingReward), num(f.AbsorbingGap), num(f.LogLik0), num(f.LogLik), fmt.Sprint(f.DemoSteps)})
+			num(f.AbsorbingReward), num(f.AbsorbingGap), num(f.LogLik0), num(f.LogLik), fmt.Sprint(f.DemoSteps),
+			fmt.Sprint(f.ReachableStates), f.StopReason})
 	}
 	w.Flush()
 	return buf.Bytes()
+}
+
+// unconverged counts the fits that did not reach irl.grad_tol.
+func unconverged(fs []IRLFile) int {
+	n := 0
+	for _, f := range fs {
+		if !f.Converged {
+			n++
+		}
+	}
+	return n
 }

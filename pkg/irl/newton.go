@@ -1,0 +1,145 @@
+package irl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+)
+
+// maxEntNewton maximizes the objective from theta (updated in place) by
+// Newton's method with the exact Hessian (hessian.go) and a line search
+// that needs no objective values.
+//
+// The step p solves (−H + μI)p = ∇ with μ = 0 unless −H is numerically
+// singular (λ = 0 and a feature the policy cannot vary), then the
+// smallest μ = 10^k·10⁻¹²·tr(−H)/d whose Cholesky factorization succeeds.
+// Along p the directional derivative φ'(t) = ∇(θ + tp)·p is decreasing
+// (the objective is concave) and positive at 0, so every t ≤ t* (the
+// maximum on the line) increases the objective. The search tries t = 1 and
+// accepts t once φ'(t) ≥ 0 (t ≤ t*) or the Armijo condition
+// f(θ+tp) ≥ f(θ) + 10⁻⁴·t·φ'(0) holds; otherwise the next t is the zero of
+// φ' interpolated linearly between 0 and t, kept within [0.1t, 0.5t]. It
+// cannot stall on rounding in the objective: φ'(t) ≥ 0 holds for all small
+// enough t, and the gradient is computed to the solver's tolerance.
+// MaxIter counts Newton steps; the stop is ‖∇‖₂ ≤ GradTol.
+func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config, res *Result, record func(int, float64, float64, float64)) error {
+	d := len(theta)
+	grad := make([]float64, d)
+	trial, tgrad := make([]float64, d), make([]float64, d)
+	p := make([]float64, d)
+	eval := func(g, x []float64) (float64, float64, error) {
+		obj, ll := o.Eval(g, x)
+		res.Evaluations++
+		res.ValueSweeps += o.vals.Iterations
+		res.VisitSweeps += o.ws.VisitIterations()
+		if math.IsNaN(obj) || floats.HasNaN(g) {
+			return obj, ll, fmt.Errorf("irl: objective became NaN")
+		}
+		return obj, ll, nil
+	}
+	obj, ll, err := eval(grad, theta)
+	if err != nil {
+		return err
+	}
+	res.Gradient0 = slices.Clone(grad)
+	var (
+		h    *mat.SymDense
+		negH = mat.NewSymDense(d, nil)
+		chol mat.Cholesky
+		pv   = mat.NewVecDense(d, p)
+		gv   = mat.NewVecDense(d, grad)
+	)
+	for it := 0; ; it++ {
+		gn := floats.Norm(grad, 2)
+		record(it, obj, ll, gn)
+		if gn <= cfg.GradTol {
+			res.Converged = true
+			return nil
+		}
+		if it == cfg.MaxIter {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var hs HessianStats
+		h, hs = o.Hessian(h, newtonRtol(gn))
+		res.HessianMatVecs += hs.MatVecs
+		if err := newtonStep(&chol, negH, h, pv, gv); err != nil {
+			res.StopReason = err.Error()
+			return nil
+		}
+		slope := floats.Dot(grad, p)
+		accepted := false
+		for t, ls := 1.0, 0; ls < maxLineSearch; ls++ {
+			floats.AddScaledTo(trial, theta, t, p)
+			tobj, tll, err := eval(tgrad, trial)
+			if err != nil {
+				return err
+			}
+			dphi := floats.Dot(tgrad, p)
+			if dphi >= 0 || tobj >= obj+1e-4*t*slope {
+				copy(theta, trial)
+				copy(grad, tgrad)
+				obj, ll = tobj, tll
+				accepted = true
+				break
+			}
+			t *= min(0.5, max(0.1, slope/(slope-dphi)))
+		}
+		if !accepted {
+			res.StopReason = fmt.Sprintf("line search found no ascent along the Newton step after %d trials", maxLineSearch)
+			// theta and grad still hold the last accepted iterate; record it as
+			// the final one.
+			o.Eval(tgrad, theta)
+			return nil
+		}
+	}
+}
+
+// newtonRtol is the relative residual of the Hessian's column solves at a
+// gradient norm gn: 10⁻³·gn within [10⁻⁴, 10⁻¹]. Far from the optimum a
+// rough Hessian steers as well as an exact one (the line search guards
+// the step); near it the Hessian's relative error ε makes a step contract
+// the gradient by about ε, so the tolerance tightens with the gradient.
+// On the Acrobot fine lattice this saves a fifth of the products of a
+// fixed 10⁻³ at the same number of steps.
+func newtonRtol(gn float64) float64 { return min(1e-1, max(1e-4, 1e-3*gn)) }
+
+// maxLineSearch caps the trials of one Newton step's line search.
+const maxLineSearch = 40
+
+// newtonStep sets p to the solution of (−H + μI)p = g, with μ ≥ 0 the
+// least regularization that makes −H + μI numerically positive definite.
+func newtonStep(chol *mat.Cholesky, negH, h *mat.SymDense, p, g *mat.VecDense) error {
+	d := h.SymmetricDim()
+	tr := 0.0
+	for i := range d {
+		tr -= h.At(i, i)
+	}
+	if !(tr > 0) || math.IsInf(tr, 0) {
+		return fmt.Errorf("Hessian has trace %v (want negative and finite)", -tr)
+	}
+	mu := 0.0
+	for range 14 {
+		negH.ScaleSym(-1, h)
+		for i := range d {
+			negH.SetSym(i, i, negH.At(i, i)+mu)
+		}
+		if chol.Factorize(negH) {
+			if err := chol.SolveVecTo(p, g); err == nil {
+				return nil
+			}
+		}
+		if mu == 0 {
+			mu = 1e-12 * tr / float64(d)
+		} else {
+			mu *= 10
+		}
+	}
+	return fmt.Errorf("Hessian not negative definite even with a shift of %.3g", mu)
+}
