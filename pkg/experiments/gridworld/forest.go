@@ -32,16 +32,6 @@ type forestPanel struct {
 	Series []forestSeries
 }
 
-// forestColors and forestShapes tell up to four series apart in colour and
-// in shape (for readers who print in grey).
-var (
-	forestColors = []color.Color{
-		color.RGBA{214, 39, 40, 255}, color.RGBA{31, 119, 180, 255},
-		color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
-	}
-	forestShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}}
-)
-
 // forestPNG draws panels side by side (cols per row of panels): per row and
 // series a marker at the mean paired difference and a horizontal bar over
 // its 95 % t-interval, a vertical line at 0, the x axis in percentage points
