@@ -21,6 +21,7 @@ func newSweepCmd() *cobra.Command {
 		Short: "Run a study under a pre-declared list of regimes and compare the fusions per regime",
 	}
 	cmd.AddCommand(newSweepGridworldCmd())
+	cmd.AddCommand(newSweepPoisoningCmd())
 	return cmd
 }
 

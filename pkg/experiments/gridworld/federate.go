@@ -37,6 +37,9 @@ type studyClient struct {
 	budget int
 	theta0 []float64 // starting θ of the local IRL; nil means zeros
 	noise  []float64 // added to the learned θ before it is sent; nil means none
+	// send, when set, replaces the θ sent by send(learned θ): a poisoning
+	// client's attack (poisoning.go).
+	send func([]float64) []float64
 	// demoSteps is reported as the submission's demo_count: the study's
 	// "demonstrations" weighting is proportional to demonstration steps.
 	demoSteps int
@@ -68,6 +71,9 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		sent := slices.Clone(res.Theta)
 		if l.noise != nil {
 			floats.Add(sent, l.noise)
+		}
+		if l.send != nil {
+			sent = l.send(sent)
 		}
 		l.res = federation.LocalResult{Theta: sent, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
 		gap := make([]float64, len(res.EmpiricalFeatures))
@@ -148,7 +154,7 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
 		}
 	}
-	f.Fused, f.Info = map[string][]float64{}, map[string]FusionInfo{}
+	f.Fused, f.Info, f.OutlierScores = map[string][]float64{}, map[string]FusionInfo{}, map[string][]float64{}
 	for _, col := range c.methods() {
 		opt, err := c.columnOptions(col)
 		if err != nil {
@@ -186,6 +192,7 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 			}
 		}
 		f.Fused[col] = fused[0].Theta
+		f.OutlierScores[col] = fused[0].OutlierScores
 		mu.Lock()
 		info, ok := diag[id] // σ and Z; the rest is the coordinator's provenance
 		p := measure[id]

@@ -87,6 +87,9 @@ type Fit struct {
 	// Fused holds θ per column: each configured fusion method and, in
 	// Table 1 cells, ColExpert (θ*).
 	Fused map[string][]float64 `json:"fused_theta"`
+	// OutlierScores holds, per column, each client's distance to the fused
+	// reward (the server's outlier score, RMS on the probe), in client order.
+	OutlierScores map[string][]float64 `json:"outlier_scores"`
 	// Info holds the diagnostics of each reward-space method's fusion.
 	Info map[string]FusionInfo `json:"fusion_info"`
 	// InDist[col][i] is column col's success rate on client i's environment
