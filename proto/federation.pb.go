@@ -715,7 +715,10 @@ type FusedResult struct {
 	FusedUnixNano int64                  `protobuf:"varint,10,opt,name=fused_unix_nano,json=fusedUnixNano,proto3" json:"fused_unix_nano,omitempty"`
 	// Each client's privacy declaration, in the order of clients; omitted when
 	// no client declared one (an entry with epsilon 0: that client declared none).
-	Privacy       []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
+	Privacy []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
+	// Each client's distance to the fused result (an outlier score), in the
+	// order of clients; omitted when the fuser computed none.
+	OutlierScores []float64 `protobuf:"fixed64,12,rep,packed,name=outlier_scores,json=outlierScores,proto3" json:"outlier_scores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,6 +826,13 @@ func (x *FusedResult) GetFusedUnixNano() int64 {
 func (x *FusedResult) GetPrivacy() []*PrivacyDeclaration {
 	if x != nil {
 		return x.Privacy
+	}
+	return nil
+}
+
+func (x *FusedResult) GetOutlierScores() []float64 {
+	if x != nil {
+		return x.OutlierScores
 	}
 	return nil
 }
@@ -1291,7 +1301,7 @@ const file_federation_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xe0\x02\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\x87\x03\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -1306,7 +1316,8 @@ const file_federation_proto_rawDesc = "" +
 	"\atrigger\x18\t \x01(\tR\atrigger\x12&\n" +
 	"\x0ffused_unix_nano\x18\n" +
 	" \x01(\x03R\rfusedUnixNano\x127\n" +
-	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"\xdd\x01\n" +
+	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12%\n" +
+	"\x0eoutlier_scores\x18\f \x03(\x01R\routlierScores\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +

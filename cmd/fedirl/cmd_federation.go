@@ -57,7 +57,7 @@ type statusOptions struct {
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile, sigmaMode                                               string
-	trimFraction                                                         float64
+	trimFraction, demoCap                                                float64
 	byzantine                                                            int
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
@@ -334,6 +334,7 @@ your own problem"), or is built from flags: with
 	tf.StringVar(&f.sigmaMode, "sigma-mode", "", "shift of the reward-space methods: "+fusion.SigmaShared+" (default) or "+fusion.SigmaPerClient)
 	tf.Float64Var(&f.trimFraction, "trim-fraction", 0, fmt.Sprintf("β of trimmed-mean and reward-trimmed-mean, 0 ≤ β < 0.5 (default %g)", fusion.DefaultTrimFraction))
 	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
+	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
@@ -654,6 +655,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("sigma-mode", func() { fopt.SigmaMode = f.sigmaMode })
 	set("trim-fraction", func() { fopt.TrimFraction = &f.trimFraction })
 	set("byzantine", func() { fopt.Byzantine = &f.byzantine })
+	set("demo-cap", func() { fopt.DemoCap = &f.demoCap })
 	set("weighting", func() { fopt.Weighting = f.weighting })
 	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
 	if solverErr != nil {

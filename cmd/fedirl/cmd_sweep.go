@@ -22,7 +22,7 @@ func newSweepCmd() *cobra.Command {
 		Use:   "sweep",
 		Short: "Run a study under a pre-declared list of regimes and compare the fusions per regime",
 	}
-	cmd.AddCommand(newSweepGridworldCmd(), newSweepControlCmd())
+	cmd.AddCommand(newSweepGridworldCmd(), newSweepControlCmd(), newSweepPoisoningCmd())
 	return cmd
 }
 
@@ -55,16 +55,18 @@ func newSweepGridworldCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "gridworld",
-		Short: "Grid-world regime sweep: paired Barycenter − Mean and Debiased − Mean per regime, grid size and split",
+		Short: "Grid-world regime sweep: paired differences of the fusion methods per regime, grid size and split",
 		Long: `Runs the grid-world study (Table 1 and Table 2, with Theorems 1-2 on the first
 seed of each grid size) once per regime of a pre-declared regimes file and
 writes, into --out:
 
   regimes.yaml            the regimes as run (name, rationale, config overrides)
   sweep.md, sweep.csv     per regime and row (grid size; Table 2's weak fraction):
-  sweep.json              paired Barycenter − Mean and Debiased − Mean success
-                          differences with 95 % t-intervals over seeds, in
-                          distribution and held out, Mean − Local, the
+  sweep.json              each fusion method's success (fusion_methods) and the
+                          declared paired differences (barycenter − mean,
+                          debiased − mean, normalized-mean − mean, barycenter −
+                          normalized-mean) with 95 % t-intervals over seeds, in
+                          distribution and held out, mean − local, the
                           barycenter solver's marginal error, the clients'
                           privacy noise (σ·2C, realized ‖θ̃ − θ‖ beside ‖θ‖)
                           and Theorem 2 on the first seed (achieved gap,

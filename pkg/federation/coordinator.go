@@ -536,6 +536,8 @@ func (c *Coordinator) fuse(taskID string) {
 			err = fmt.Errorf("fuser returned bad theta: %s", e.Msg)
 		} else if len(out.Weights) != len(subs) {
 			err = fmt.Errorf("fuser returned %d weights for %d submissions", len(out.Weights), len(subs))
+		} else if out.OutlierScores != nil && len(out.OutlierScores) != len(subs) {
+			err = fmt.Errorf("fuser returned %d outlier scores for %d submissions", len(out.OutlierScores), len(subs))
 		}
 	}
 	if err != nil {
@@ -551,12 +553,13 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv}
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores}
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
 	}
 	c.cfg.Metrics.fusion("fused", time.Since(start))
+	c.cfg.Metrics.outliers(taskID, clients, out.OutlierScores)
 	c.mu.Lock()
 	delete(c.errs, taskID)
 	delete(c.retry, taskID)

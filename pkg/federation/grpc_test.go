@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +193,19 @@ func TestClientRetriesUntilServerUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	approx.Slices(t, "fused", rep.Final.Theta, []float64{2}, 0, 0)
+}
+
+// TestFusedResultWireRoundTrip: every field of a fused result, the outlier
+// scores included, survives the protobuf conversion both ways.
+func TestFusedResultWireRoundTrip(t *testing.T) {
+	fr := FusedResult{TaskID: "t", Round: 2, Theta: []float64{1, -2}, Method: "median", Clients: []string{"a", "b"},
+		Weights: []float64{0.25, 0.75}, MarginalError: 1e-3, Iterations: 9, Trigger: "deadline",
+		FusedAt: time.Unix(0, 1234567890).UTC(), OutlierScores: []float64{0.5, 1e3}}
+	if back := fusedFromPB(fusedToPB(&fr)); !reflect.DeepEqual(back, fr) {
+		t.Fatalf("round trip: %+v, want %+v", back, fr)
+	}
+	fr.OutlierScores = nil
+	if back := fusedFromPB(fusedToPB(&fr)); back.OutlierScores != nil {
+		t.Fatalf("no scores came back as %v", back.OutlierScores)
+	}
 }

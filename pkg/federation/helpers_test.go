@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -77,7 +78,14 @@ func (m *meanFuser) Fuse(_ context.Context, spec TaskSpec, thetas [][]float64, d
 			alpha[i] = weights[i] / sum
 		}
 	}
-	return FuseOutput{Theta: out, Method: "mean", Weights: alpha, MarginalError: 0, Iterations: 1}, nil
+	scores := make([]float64, len(thetas)) // ‖θ_i − θ̄‖₂
+	for i, th := range thetas {
+		for k, v := range th {
+			scores[i] += (v - out[k]) * (v - out[k])
+		}
+		scores[i] = math.Sqrt(scores[i])
+	}
+	return FuseOutput{Theta: out, Method: "mean", Weights: alpha, MarginalError: 0, Iterations: 1, OutlierScores: scores}, nil
 }
 
 // fixedLearner returns warmStart+Delta (or Delta when there is no warm start).

@@ -22,6 +22,7 @@ type Metrics struct {
 	submissions *prometheus.CounterVec
 	fusions     *prometheus.CounterVec
 	fusionTime  prometheus.Histogram
+	outlier     *prometheus.GaugeVec
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
 	coord       atomic.Pointer[Coordinator]
@@ -43,6 +44,10 @@ func NewMetrics() *Metrics {
 			Help:    "Duration of successful fusions.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 4.4 min
 		}),
+		outlier: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fedirl_fusion_outlier_score",
+			Help: "Each client's distance to the last fused result of a task (the fuser's unit; pkg/tasks: RMS reward difference on the probe), set at fusion; one series per client of a fused round.",
+		}, []string{"task", "client"}),
 	}
 	m.conns = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fedirl_open_connections",
@@ -53,7 +58,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every metric on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.conns, taskStates{m}} {
+	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.outlier, m.conns, taskStates{m}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -79,6 +84,16 @@ func (m *Metrics) fusion(outcome string, d time.Duration) {
 	m.fusions.WithLabelValues(outcome).Inc()
 	if outcome == "fused" {
 		m.fusionTime.Observe(d.Seconds())
+	}
+}
+
+// outliers sets the outlier-score gauge of a task's fused round.
+func (m *Metrics) outliers(taskID string, clients []string, scores []float64) {
+	if m == nil || scores == nil {
+		return
+	}
+	for i, c := range clients {
+		m.outlier.WithLabelValues(taskID, c).Set(scores[i])
 	}
 }
 

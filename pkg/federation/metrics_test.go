@@ -42,8 +42,13 @@ func TestMetricsMove(t *testing.T) {
 	f.coord.Submit(ctx, Credentials{Token: "wrong"}, sub("t", "b", 1, 1))     // refused: token
 	f.coord.Submit(ctx, Credentials{Token: tok["b"]}, sub("t", "b", 1, 1, 2)) // refused: dimension
 	f.coord.Submit(ctx, Credentials{Token: tok["b"]}, sub("t", "b", 1, 3))    // accepted: fuses
-	if _, err := f.coord.GetFused(ctx, Credentials{Token: tok["a"]}, "t", "a", 1, 3*time.Second); err != nil {
+	fs, err := f.coord.GetFused(ctx, Credentials{Token: tok["a"]}, "t", "a", 1, 3*time.Second)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// θ_a = 1, θ_b = 3, fused 2: each client at distance 1 (the test fuser's score).
+	if got := fs.Result.OutlierScores; len(got) != 2 || got[0] != 1 || got[1] != 1 {
+		t.Fatalf("fused result's outlier scores %v, want [1 1]", got)
 	}
 	eventually(t, "the fusion metrics", func() bool { return strings.Contains(scrape(), `fedirl_fusions_total{outcome="fused"} 1`) })
 	out := scrape()
@@ -56,6 +61,8 @@ func TestMetricsMove(t *testing.T) {
 		`fedirl_tasks{state="done"} 1`,
 		`fedirl_tasks{state="open"} 1`,
 		`fedirl_open_connections 0`,
+		`fedirl_fusion_outlier_score{client="a",task="t"} 1`,
+		`fedirl_fusion_outlier_score{client="b",task="t"} 1`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q", want)

@@ -93,6 +93,10 @@ type FusedResult struct {
 	Iterations    int       `json:"iterations"`
 	Trigger       string    `json:"trigger"` // "quorum" or "deadline"
 	FusedAt       time.Time `json:"fused_at"`
+	// OutlierScores is each client's distance to the fused result, in the
+	// order of Clients (FuseOutput.OutlierScores); omitted when the fuser
+	// computed none.
+	OutlierScores []float64 `json:"outlier_scores,omitempty"`
 	// Privacy holds each client's privacy declaration, in the order of
 	// Clients; nil when no client declared one (a zero entry: that client
 	// declared none, possible only in a task that requires no privacy).
@@ -159,6 +163,11 @@ type FuseOutput struct {
 	Weights       []float64 // the normalized client weights α used, in submission order
 	MarginalError float64
 	Iterations    int
+	// OutlierScores is each client's distance to the fused result, in
+	// submission order (nil: the fuser computes none). The unit is the
+	// fuser's (pkg/tasks: the RMS difference of the client's and the fused
+	// reward on the task's probe).
+	OutlierScores []float64
 }
 
 // Fuser is the server's fusion step, supplied by the task families (pkg/tasks),

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -269,8 +270,56 @@ func TestOptionsDecodeAndValidate(t *testing.T) {
 
 func TestClientWeights(t *testing.T) {
 	o := fusion.Options{Weighting: fusion.WeightingDemos}
-	if w := o.ClientWeights([]int{1, 5, 0}); !slices.Equal(w, []float64{1, 5, 0}) {
+	if w := o.ClientWeights([]int{1, 5, 4}); !slices.Equal(w, []float64{1, 5, 4}) {
 		t.Errorf("demos weights %v", w)
+	}
+	// A client that reports no count (private) counts as the lower median of
+	// the others; no client weighs more than DemoCap times that median.
+	for _, c := range []struct {
+		counts []int
+		cap    *float64
+		want   []float64
+	}{
+		{[]int{0, 0, 0, 1}, nil, []float64{1, 1, 1, 1}},
+		{[]int{1, 5, 0}, nil, []float64{1, 2, 1}},
+		{[]int{1, 1, 1, 1000}, nil, []float64{1, 1, 1, 2}},
+		{[]int{2, 4, 6, 1000}, ptr(4.0), []float64{2, 4, 6, 16}},
+		{[]int{2, 4, 6, 1000}, ptr(1.0), []float64{2, 4, 4, 4}},
+		{[]int{1, 1000}, nil, []float64{1, 2}},
+	} {
+		o := fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: c.cap}
+		if w := o.ClientWeights(c.counts); !slices.Equal(w, c.want) {
+			t.Errorf("demo counts %v (cap %v): weights %v, want %v", c.counts, c.cap, w, c.want)
+		}
+	}
+	// The documented bound: one client's weight ≤ c/(c + ⌊K/2⌋), on random
+	// counts with one client declaring a huge count.
+	rng := rand.New(rand.NewPCG(1, 3))
+	for range 500 {
+		k := 1 + rng.IntN(12)
+		counts := make([]int, k)
+		for i := range counts {
+			if rng.IntN(3) > 0 {
+				counts[i] = rng.IntN(50)
+			}
+		}
+		counts[rng.IntN(k)] = 1 << 30
+		for _, c := range []float64{1, 2, 7} {
+			o := fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: &c}
+			alpha, err := fusion.Weights(o.ClientWeights(counts), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bound := c / (c + float64(k/2)); slices.Max(alpha) > bound*(1+1e-12) {
+				t.Fatalf("counts %v, cap %v: largest weight %v above c/(c + ⌊K/2⌋) = %v", counts, c, slices.Max(alpha), bound)
+			}
+		}
+	}
+	if err := (fusion.Options{DemoCap: ptr(2.0)}).Validate(); err == nil || !strings.Contains(err.Error(), "demo_cap") {
+		t.Errorf("demo_cap with uniform weighting: %v", err)
+	}
+	if err := (fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: ptr(0.5)}).Validate(); err == nil {
+		t.Error("demo_cap 0.5 accepted")
 	}
 	if w := o.ClientWeights([]int{0, 0}); w != nil {
 		t.Errorf("no demonstrations reported: %v, want nil (uniform)", w)

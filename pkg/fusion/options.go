@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fedirl/fedirl/pkg/ot"
 )
@@ -50,7 +51,11 @@ const (
 const (
 	// WeightingUniform gives every client the weight 1/K, the default.
 	WeightingUniform = "uniform"
-	// WeightingDemos makes α_i proportional to client i's demonstration count.
+	// WeightingDemos makes α_i proportional to client i's demonstration
+	// count, bounded so that no client can take the fusion over: a count of
+	// 0 (a private client does not report one) counts as the lower median m
+	// of the positive counts, and every count is capped at DemoCap·m
+	// (Options.ClientWeights).
 	WeightingDemos = "demos"
 )
 
@@ -69,6 +74,11 @@ const (
 	// DefaultTrimFraction is β of the trimmed means when trim_fraction is
 	// absent: 0.2, Flower's FedTrimmedAvg default.
 	DefaultTrimFraction = 0.2
+	// DefaultDemoCap is the cap of WeightingDemos when demo_cap is absent:
+	// no client is weighted with more than twice the lower median count, so
+	// one client's weight is at most c/(c + ⌊K/2⌋) = 2/(2 + ⌊K/2⌋) among K
+	// clients (1/2 for K = 4, 2/7 for K = 10).
+	DefaultDemoCap = 2.0
 )
 
 // Options is the one configuration of a fusion: which method, how clients are
@@ -115,6 +125,11 @@ type Options struct {
 	// TrimFraction is β of trimmed-mean and reward-trimmed-mean, the weight
 	// removed from each tail, 0 ≤ β < 1/2; absent means DefaultTrimFraction.
 	TrimFraction *float64 `json:"trim_fraction,omitempty" yaml:"trim_fraction,omitempty"`
+	// DemoCap bounds WeightingDemos: a client's count is capped at DemoCap
+	// times the lower median of the positive counts, DemoCap ≥ 1, so one
+	// client's weight is at most DemoCap/(DemoCap + ⌊K/2⌋); absent means
+	// DefaultDemoCap. Refused with another weighting.
+	DemoCap *float64 `json:"demo_cap,omitempty" yaml:"demo_cap,omitempty"`
 	// Byzantine is f of krum and multi-krum, the number of clients assumed
 	// Byzantine, with K > 2f + 2 at fusion time; absent means the largest
 	// such f, ⌊(K − 3)/2⌋.
@@ -143,6 +158,14 @@ func (o Options) Validate() error {
 	case "", WeightingUniform, WeightingDemos:
 	default:
 		return fmt.Errorf("fusion.weighting %q: want %q or %q", o.Weighting, WeightingUniform, WeightingDemos)
+	}
+	if o.DemoCap != nil {
+		if o.Weighting != WeightingDemos {
+			return fmt.Errorf("fusion.demo_cap: weighting %q does not use demonstration counts; demo_cap applies to %q", o.Weighting, WeightingDemos)
+		}
+		if c := *o.DemoCap; !(c >= 1) || math.IsInf(c, 0) {
+			return fmt.Errorf("fusion.demo_cap = %v: want a finite multiple ≥ 1 of the median count", c)
+		}
 	}
 	if o.Solver < ot.IBP || o.Solver > ot.Paper {
 		return fmt.Errorf("fusion.solver %d: unknown barycenter method", int(o.Solver))
@@ -219,22 +242,43 @@ func DecodeOptions(b []byte) (Options, error) {
 }
 
 // ClientWeights returns the unnormalized weights of the configured weighting
-// for clients with the given demonstration counts: nil (uniform) or the
-// counts themselves; nil also when no client reports demonstrations. Mean
-// and Barycentric normalize them with Weights (ot's barycenter renormalizes
-// the α it is given, which can move their last bits).
+// for clients with the given demonstration counts: nil (uniform) unless the
+// weighting is WeightingDemos and some client reports a positive count. Under
+// WeightingDemos client i's weight is its count d_i, with two bounds so that
+// one client cannot take the fusion over: d_i = 0 (not reported: private
+// clients send 0) counts as the lower median m of the positive counts (the
+// ⌈P/2⌉-th smallest of P), and every count is capped at c·m, c = DemoCap.
+// At least ⌊K/2⌋ + 1 clients then weigh ≥ m, so no client's normalized
+// weight exceeds c/(c + ⌊K/2⌋). Counts 0, 0, 0, 1 weigh 1, 1, 1, 1, and
+// 1, 1, 1, 1000 weigh 1, 1, 1, 2. The returned weights are what is fused
+// (the federation records them, normalized, with the result). Mean and
+// Barycentric normalize them with Weights (ot's barycenter renormalizes the
+// α it is given, which can move their last bits).
 func (o Options) ClientWeights(demoCounts []int) []float64 {
 	if o.Weighting != WeightingDemos {
 		return nil
 	}
-	w := make([]float64, len(demoCounts))
-	total := 0.0
-	for i, c := range demoCounts {
-		w[i] = float64(c)
-		total += w[i]
+	var pos []float64
+	for _, c := range demoCounts {
+		if c > 0 {
+			pos = append(pos, float64(c))
+		}
 	}
-	if total <= 0 {
+	if len(pos) == 0 {
 		return nil
+	}
+	slices.Sort(pos)
+	m := pos[(len(pos)-1)/2]
+	limit := DefaultDemoCap * m
+	if o.DemoCap != nil {
+		limit = *o.DemoCap * m
+	}
+	w := make([]float64, len(demoCounts))
+	for i, c := range demoCounts {
+		w[i] = m
+		if c > 0 {
+			w[i] = min(float64(c), limit)
+		}
 	}
 	return w
 }

@@ -11,7 +11,9 @@ import (
 
 // Fuser is the server's federation.Fuser for every registered family: it
 // decodes the task's fusion.Options and fuses with fusion.FuseContext (any
-// method of fusion's registry) on the family's probe. Probes are built once per task and cached.
+// method of fusion's registry) on the family's probe, reporting each client's
+// outlier score: the root mean square difference, over the probe's points,
+// between its reward Φθ_i and the fused reward Φθ̄ (fusion.Output.Distances). Probes are built once per task and cached.
 type Fuser struct {
 	// OnFuse, if set, is called after every successful fusion with the task
 	// id and the full output (a study reads σ, Z and the barycenter there).
@@ -42,15 +44,11 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	m, err := fusion.Lookup(opt.Method)
+	// Every method gets the probe: reward-space methods fuse on it, and every
+	// client's outlier score is its reward's distance to the fused reward there.
+	probe, err := f.probe(spec)
 	if err != nil {
-		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
-	}
-	var probe fusion.Probe
-	if m.Space() == fusion.RewardSpace {
-		if probe, err = f.probe(spec); err != nil {
-			return federation.FuseOutput{}, err
-		}
+		return federation.FuseOutput{}, err
 	}
 	raw := opt.ClientWeights(demoCounts)
 	alpha, err := fusion.Weights(raw, len(thetas))
@@ -64,7 +62,7 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if f.OnFuse != nil {
 		f.OnFuse(spec.ID, out)
 	}
-	fo := federation.FuseOutput{Theta: out.Theta, Method: out.Method, Weights: alpha}
+	fo := federation.FuseOutput{Theta: out.Theta, Method: out.Method, Weights: alpha, OutlierScores: out.Distances}
 	if b := out.Barycentric; b != nil {
 		fo.MarginalError, fo.Iterations = b.MarginalError, b.Iterations
 	}

@@ -64,21 +64,25 @@ func TestFuserWeightsAndMethods(t *testing.T) {
 	ctx := context.Background()
 	f := NewFuser()
 	thetas := [][]float64{{1, -2}, {2, 4}}
+	four := 4.0
 	for _, tc := range []struct {
 		weighting string
+		cap       *float64
 		want      []float64
 		alpha     []float64
 	}{
-		{fusion.WeightingUniform, []float64{1.5, 1}, []float64{0.5, 0.5}},
-		{fusion.WeightingDemos, []float64{1.75, 2.5}, []float64{0.25, 0.75}},
+		{fusion.WeightingUniform, nil, []float64{1.5, 1}, []float64{0.5, 0.5}},
+		{fusion.WeightingDemos, &four, []float64{1.75, 2.5}, []float64{0.25, 0.75}},
+		// The default cap, 2 × the lower median count: 30 weighs as 20.
+		{fusion.WeightingDemos, nil, []float64{1 + 2.0/3, 2}, []float64{1.0 / 3, 2.0 / 3}},
 	} {
-		spec := gridSpec(t, "m-"+tc.weighting, fusion.Options{Method: fusion.MethodMean, Weighting: tc.weighting})
+		spec := gridSpec(t, "m-"+tc.weighting, fusion.Options{Method: fusion.MethodMean, Weighting: tc.weighting, DemoCap: tc.cap})
 		out, err := f.Fuse(ctx, spec, thetas, []int{10, 30})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k := range tc.want {
-			if math.Abs(out.Theta[k]-tc.want[k]) > 1e-15 || math.Abs(out.Weights[k]-tc.alpha[k]) > 1e-15 {
+			if math.Abs(out.Theta[k]-tc.want[k]) > 1e-15*4 || math.Abs(out.Weights[k]-tc.alpha[k]) > 1e-15 {
 				t.Fatalf("%s: θ %v α %v, want %v %v", tc.weighting, out.Theta, out.Weights, tc.want, tc.alpha)
 			}
 		}
@@ -181,12 +185,54 @@ func TestFuserRunsEveryRegisteredMethod(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := fusion.Fuse(p, thetas, []float64{1, 2, 1, 3, 1}, opt)
+		want, err := fusion.Fuse(p, thetas, opt.ClientWeights([]int{1, 2, 1, 3, 1}), opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(out.Theta, want.Theta) || out.Method != want.Method {
 			t.Errorf("%s: fuser θ %v (%s), fusion.Fuse %v (%s)", name, out.Theta, out.Method, want.Theta, want.Method)
+		}
+	}
+}
+
+// TestFuserBoundsDemoWeightsAndScoresOutliers: under demos weighting, three
+// clients that report no demonstrations (private) and one that reports 1 are
+// weighted uniformly, not 0, 0, 0, 1; and every fused result carries each
+// client's outlier score, the RMS distance between its reward and the fused
+// reward on the probe (computed here independently), largest for a client
+// sending 1000·θ.
+func TestFuserBoundsDemoWeightsAndScoresOutliers(t *testing.T) {
+	f := NewFuser()
+	thetas := [][]float64{{-0.3, 0.1}, {-0.2, 0.3}, {-0.25, 0.2}, {-300, 100}}
+	for _, method := range []string{fusion.MethodMean, fusion.MethodMedian, fusion.MethodNormalizedMean} {
+		spec := gridSpec(t, "d-"+method, fusion.Options{Method: method, Weighting: fusion.WeightingDemos})
+		out, err := f.Fuse(context.Background(), spec, thetas, []int{0, 0, 0, 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out.Weights, []float64{0.25, 0.25, 0.25, 0.25}) {
+			t.Errorf("%s: demo counts 0, 0, 0, 1 give weights %v, want uniform", method, out.Weights)
+		}
+		p, _, err := ProbeOf(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := p.Phi.Dims()
+		if len(out.OutlierScores) != len(thetas) {
+			t.Fatalf("%s: %d outlier scores", method, len(out.OutlierScores))
+		}
+		for i, th := range thetas {
+			s := 0.0
+			for x := range n {
+				d := p.Phi.At(x, 0)*(th[0]-out.Theta[0]) + p.Phi.At(x, 1)*(th[1]-out.Theta[1])
+				s += d * d
+			}
+			if want := math.Sqrt(s / float64(n)); math.Abs(out.OutlierScores[i]-want) > 1e-12*(1+want) {
+				t.Errorf("%s: client %d outlier score %v, want %v", method, i, out.OutlierScores[i], want)
+			}
+		}
+		if slices.Index(out.OutlierScores, slices.Max(out.OutlierScores)) != 3 {
+			t.Errorf("%s: outlier scores %v do not single out the client sending 1000·θ", method, out.OutlierScores)
 		}
 	}
 }

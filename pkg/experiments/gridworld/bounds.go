@@ -261,5 +261,5 @@ func (c Config) cellBounds(f *Fit, st *setup, w2Limit int) (*BoundsReport, error
 	if f.Sent != nil {
 		thetas = f.Sent
 	}
-	return bounds(st.probe, thetas, st.weights, c.Expert.TrueReward, opt, f.Fused[Barycenter], mdps, phis, w2Limit)
+	return bounds(st.probe, thetas, st.weights, c.Expert.TrueReward, opt, f.Fused[fusion.MethodBarycenter], mdps, phis, w2Limit)
 }

@@ -30,6 +30,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -181,10 +182,16 @@ type Config struct {
 	// Seed is the first seed; the study uses Seed, Seed+1, …
 	Seed uint64 `yaml:"seed" json:"seed"`
 	// NumberOfSeeds is the number of seeds of Table 1.
-	NumberOfSeeds int              `yaml:"number_of_seeds" json:"number_of_seeds"`
-	Environments  []EnvConfig      `yaml:"environments" json:"environments"`
-	Expert        ExpertConfig     `yaml:"expert" json:"expert"`
-	IRL           IRLConfig        `yaml:"irl" json:"irl"`
+	NumberOfSeeds int          `yaml:"number_of_seeds" json:"number_of_seeds"`
+	Environments  []EnvConfig  `yaml:"environments" json:"environments"`
+	Expert        ExpertConfig `yaml:"expert" json:"expert"`
+	IRL           IRLConfig    `yaml:"irl" json:"irl"`
+	// FusionMethods lists the fused columns of every table, plot and sweep,
+	// in order: names of fusion's registry (fusion.Methods()), a
+	// reward-space one optionally suffixed "/per-client" for per-client σ
+	// (e.g. "normalized-mean/per-client"). It must include "mean" and
+	// "barycenter". Default DefaultFusionMethods.
+	FusionMethods []string         `yaml:"fusion_methods" json:"fusion_methods"`
 	Barycenter    BarycenterConfig `yaml:"barycenter" json:"barycenter"`
 	Evaluation    EvaluationConfig `yaml:"evaluation" json:"evaluation"`
 	Ablation      AblationConfig   `yaml:"ablation" json:"ablation"`
@@ -209,6 +216,7 @@ func DefaultConfig() Config {
 		Expert: ExpertConfig{TrueReward: []float64{-1, 0.5}, DiscountFactor: 0.95, EpisodesPerClient: 20},
 		IRL: IRLConfig{IRLAlgorithm: "maxent", IRLIterations: 50, IRLLearningRate: 5e-3, Temperature: 1e-3,
 			RewardRegularizationL2: 1e-3, Optimizer: "gd"},
+		FusionMethods: slices.Clone(DefaultFusionMethods),
 		Barycenter: BarycenterConfig{EntropicRegularization: 0.5, SinkhornIterations: 10, BarycenterIterations: 50,
 			Method: "paper", Weights: "uniform"},
 		Evaluation: EvaluationConfig{Method: EvalExact, EvaluationEpisodes: 200},
@@ -454,7 +462,7 @@ func (c Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("workers = %d, want ≥ 0 (0 = 2)", c.Workers)
 	}
-	return nil
+	return c.validateMethods()
 }
 
 // Resolved returns c with every "0 means default" field replaced by the
@@ -471,6 +479,7 @@ func (c Config) Resolved() Config {
 	r.Ablation.WeakFractions = append([]float64(nil), c.Ablation.WeakFractions...)
 	r.Ablation.NumberOfSeeds = c.ablationSeeds()
 	r.Expert.TrueReward = append([]float64(nil), c.Expert.TrueReward...)
+	r.FusionMethods = slices.Clone(c.methods())
 	if r.Workers == 0 {
 		r.Workers = 2
 	}

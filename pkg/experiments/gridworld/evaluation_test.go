@@ -3,6 +3,7 @@ package gridworld
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // TestExactEvaluationMatchesSampling: on random worlds (random obstacle
@@ -117,7 +119,7 @@ func TestSampledEvaluationCommonAcrossMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairs := 0
-	check := func(f *Fit, envs []*Env, rates *[NumMethods][]float64, theta func(m Method, i int) []float64, methods []Method) {
+	check := func(f *Fit, envs []*Env, rates map[string][]float64, theta func(m string, i int) []float64, methods []string) {
 		for i, env := range envs {
 			for x, a := range methods {
 				for _, b := range methods[x+1:] {
@@ -140,20 +142,15 @@ func TestSampledEvaluationCommonAcrossMethods(t *testing.T) {
 		if f.clients == nil {
 			t.Fatalf("grid %d seed %d: the fit keeps no environments", f.GridSize, f.Seed)
 		}
-		fused := func(m Method, i int) []float64 {
-			if m == Local {
+		fused := func(m string, i int) []float64 {
+			if m == ColLocal {
 				return f.Local[i]
 			}
 			return f.Fused[m]
 		}
-		var methods []Method
-		for m := range NumMethods {
-			if f.InDist[m] != nil {
-				methods = append(methods, m)
-			}
-		}
-		check(f, f.clients, &f.InDist, fused, methods)
-		check(f, f.heldOut, &f.HeldOut, fused, methods[1:])
+		methods := slices.Sorted(maps.Keys(f.InDist))
+		check(f, f.clients, f.InDist, fused, methods)
+		check(f, f.heldOut, f.HeldOut, fused, slices.DeleteFunc(methods, func(m string) bool { return m == ColLocal }))
 	}
 	if pairs == 0 {
 		t.Fatal("no two methods share a policy: the test checks nothing")
@@ -218,17 +215,18 @@ func TestPairedDifferencesAreSeedwise(t *testing.T) {
 	want := 0.0
 	for _, f := range st.Cells[0] {
 		var b, m float64
-		for i := range f.InDist[Mean] {
-			b += f.InDist[Barycenter][i]
-			m += f.InDist[Mean][i]
+		for i := range f.InDist[fusion.MethodMean] {
+			b += f.InDist[fusion.MethodBarycenter][i]
+			m += f.InDist[fusion.MethodMean][i]
 		}
-		want += 100 * (b - m) / float64(len(f.InDist[Mean]))
+		want += 100 * (b - m) / float64(len(f.InDist[fusion.MethodMean]))
 	}
 	want /= float64(len(st.Cells[0]))
-	if got := row.InDistPaired.BarycenterMinusMean; math.Abs(got.Mean-want) > 1e-9 || got.N != len(st.Cells[0]) {
+	bm, ml := Pair{fusion.MethodBarycenter, fusion.MethodMean}, Pair{fusion.MethodMean, ColLocal}
+	if got := *row.InDistPaired.get(bm); math.Abs(got.Mean-want) > 1e-9 || got.N != len(st.Cells[0]) {
 		t.Fatalf("paired B − M = %+v, want mean %v over %d seeds", got, want, len(st.Cells[0]))
 	}
-	if row.InDistPaired.MeanMinusLocal == nil || row.HeldOutPaired.MeanMinusLocal != nil {
+	if row.InDistPaired.get(ml) == nil || row.HeldOutPaired.get(ml) != nil {
 		t.Fatal("Mean − Local belongs to the in-distribution split only")
 	}
 	// Held-out B − M over the two seeds, by hand: the interval is
@@ -238,26 +236,26 @@ func TestPairedDifferencesAreSeedwise(t *testing.T) {
 	}
 	var d [2]float64
 	for s, f := range st.Cells[0] {
-		for j := range f.HeldOut[Mean] {
-			d[s] += 100 * (f.HeldOut[Barycenter][j] - f.HeldOut[Mean][j]) / float64(len(f.HeldOut[Mean]))
+		for j := range f.HeldOut[fusion.MethodMean] {
+			d[s] += 100 * (f.HeldOut[fusion.MethodBarycenter][j] - f.HeldOut[fusion.MethodMean][j]) / float64(len(f.HeldOut[fusion.MethodMean]))
 		}
 	}
-	ho := row.HeldOutPaired.BarycenterMinusMean
+	ho := *row.HeldOutPaired.get(bm)
 	half := math.Tan(0.475*math.Pi) * math.Abs(d[0]-d[1]) / 2
 	if mid := (d[0] + d[1]) / 2; math.Abs(ho.Mean-mid) > 1e-9 || math.Abs(ho.Lo-(mid-half)) > 1e-9 || math.Abs(ho.Hi-(mid+half)) > 1e-9 {
 		t.Fatalf("held-out B − M = %+v, want %v ± %v", ho, mid, half)
 	}
 	for pi, r := range st.Table2() {
-		ml := r.InDistPaired.MeanMinusLocal
-		if ml == nil || r.HeldOutPaired.MeanMinusLocal != nil || ml.N != len(st.Ablation) {
+		ml := r.InDistPaired.get(ml)
+		if ml == nil || r.HeldOutPaired.get(Pair{fusion.MethodMean, ColLocal}) != nil || ml.N != len(st.Ablation) {
 			t.Fatalf("Table 2 p = %v: Mean − Local %+v, want in-distribution only, over %d seeds", r.WeakFraction, ml, len(st.Ablation))
 		}
 		for s, fs := range st.Ablation {
 			var d float64
-			for i := range fs[pi].InDist[Local] {
-				d += fs[pi].InDist[Mean][i] - fs[pi].InDist[Local][i]
+			for i := range fs[pi].InDist[ColLocal] {
+				d += fs[pi].InDist[fusion.MethodMean][i] - fs[pi].InDist[ColLocal][i]
 			}
-			d *= 100 / float64(len(fs[pi].InDist[Local]))
+			d *= 100 / float64(len(fs[pi].InDist[ColLocal]))
 			if math.Abs(ml.Diffs[s]-d) > 1e-9 {
 				t.Fatalf("Table 2 p = %v seed %d: Mean − Local %v, want %v", r.WeakFraction, s, ml.Diffs[s], d)
 			}

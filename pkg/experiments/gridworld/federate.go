@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
-	"github.com/fedirl/fedirl/pkg/ot"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 	"gonum.org/v1/gonum/floats"
@@ -19,8 +19,8 @@ import (
 // The study's federation step runs through federation.RunInProcess: the same
 // Coordinator (validation, quorum, idempotent submissions, bbolt store) and
 // RunClient as `fedirl server` and `fedirl client`, over the InProcess
-// transport. One task per fusion method (mean, the configured barycenter,
-// debiased) is run on one cell's clients; each client learns its θ_i once
+// transport. One task per configured fusion method (fusion_methods) is run on
+// one cell's clients; each client learns its θ_i once
 // (studyClient caches it) and submits the same θ_i to every task.
 
 // studyClient is one simulated client of a study cell: it implements
@@ -37,6 +37,9 @@ type studyClient struct {
 	budget int
 	theta0 []float64 // starting θ of the local IRL; nil means zeros
 	noise  []float64 // added to the learned θ before it is sent; nil means none
+	// send, when set, replaces the θ sent by send(learned θ): a poisoning
+	// client's attack (poisoning.go).
+	send func([]float64) []float64
 	// demoSteps is reported as the submission's demo_count: the study's
 	// "demonstrations" weighting is proportional to demonstration steps.
 	demoSteps int
@@ -68,6 +71,9 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		sent := slices.Clone(res.Theta)
 		if l.noise != nil {
 			floats.Add(sent, l.noise)
+		}
+		if l.send != nil {
+			sent = l.send(sent)
 		}
 		l.res = federation.LocalResult{Theta: sent, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
 		gap := make([]float64, len(res.EmpiricalFeatures))
@@ -119,26 +125,22 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 }
 
 // federate runs the cell's federation through federation.RunInProcess, one
-// task per fusion method, and fills f.Local, f.Sent (with privacy), f.Fused
-// (Mean, Barycenter, Debiased and Expert), f.Bary and f.DebiasedInfo. name
-// prefixes the task ids. With privacy, client i's noise comes from the stream
-// (f.Seed, f.GridSize, noisePurpose, i), restarted for every task, so the
-// three fusions receive the same noisy θ_i (one release, and a paired
-// comparison).
+// task per configured fusion method (Config.FusionMethods), and fills
+// f.Local, f.Sent (with privacy), f.Fused (every method and ColExpert),
+// f.Info (reward-space methods) and f.Directions. name prefixes the task ids.
+// With privacy, client i's noise comes from the stream (f.Seed, f.GridSize,
+// noisePurpose, i), restarted for every task, so every fusion receives the
+// same noisy θ_i (one release, and a paired comparison).
 func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, clients []*studyClient, noisePurpose int) error {
-	method, err := c.barycenterMethod()
-	if err != nil {
-		return err
-	}
 	var mu sync.Mutex
-	diag := map[string]FusionInfo{}   // task id -> σ and Z of its barycentric fusion
-	measure := map[string][]float64{} // task id -> the barycenter p̄
+	diag := map[string]FusionInfo{}   // task id -> σ and Z of its reward-space fusion
+	measure := map[string][]float64{} // task id -> the combined measure p̄
 	fuser := tasks.NewFuser()
 	fuser.OnFuse = func(id string, out fusion.Output) {
-		if b := out.Barycentric; b != nil {
+		if r := out.Reward; r != nil {
 			mu.Lock()
-			diag[id] = FusionInfo{b.Sigma, b.Z, b.MarginalError, b.Iterations}
-			measure[id] = b.Barycenter
+			diag[id] = FusionInfo{r.Sigma, r.Z, r.MarginalError, r.Iterations}
+			measure[id] = r.Barycenter
 			mu.Unlock()
 		}
 	}
@@ -146,23 +148,20 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 	for i, cl := range clients {
 		local[i] = federation.LocalClient{ID: clientID(i), Learner: cl}
 	}
-	methods := []struct {
-		m      Method
-		fusion fusion.Options
-	}{
-		{Mean, fusion.Options{Method: fusion.MethodMean}},
-		{Barycenter, c.fusionOptions(method)},
-		{Debiased, c.fusionOptions(ot.Debiased)},
-	}
 	run := federation.InProcessConfig{Fuser: fuser}
 	if c.Privacy.enabled() {
 		run.Privacy = func(i int) *federation.ClientPrivacy {
 			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
 		}
 	}
-	for _, tk := range methods {
-		id := name + "-" + tk.m.String()
-		spec, err := c.fusionTask(id, st, tk.fusion)
+	f.Fused, f.Info, f.OutlierScores = map[string][]float64{}, map[string]FusionInfo{}, map[string][]float64{}
+	for _, col := range c.methods() {
+		opt, err := c.columnOptions(col)
+		if err != nil {
+			return err
+		}
+		id := name + "-" + strings.ReplaceAll(col, "/", "-")
+		spec, err := c.fusionTask(id, st, opt)
 		if err != nil {
 			return err
 		}
@@ -192,31 +191,30 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 				}
 			}
 		}
-		f.Fused[tk.m] = fused[0].Theta
+		f.Fused[col] = fused[0].Theta
+		f.OutlierScores[col] = fused[0].OutlierScores
 		mu.Lock()
-		info := diag[id] // σ and Z; the rest is the coordinator's provenance
+		info, ok := diag[id] // σ and Z; the rest is the coordinator's provenance
+		p := measure[id]
 		mu.Unlock()
-		info.MarginalError, info.Iterations = fused[0].MarginalError, fused[0].Iterations
-		switch tk.m {
-		case Barycenter:
-			f.Bary = info
-			mu.Lock()
-			f.baryMeasure = measure[id]
-			mu.Unlock()
-		case Debiased:
-			f.DebiasedInfo = info
+		if ok {
+			info.MarginalError, info.Iterations = fused[0].MarginalError, fused[0].Iterations
+			f.Info[col] = info
+		}
+		if col == fusion.MethodBarycenter {
+			f.baryMeasure = p
 		}
 	}
-	f.Fused[Expert] = append([]float64(nil), c.Expert.TrueReward...)
+	f.Fused[ColExpert] = append([]float64(nil), c.Expert.TrueReward...)
 	f.LocalIRL = make([]LocalDiag, len(clients))
 	for i, cl := range clients {
 		f.LocalIRL[i] = cl.diag
 		f.LocalIRL[i].AngleToTrue = angle(f.Local[i], c.Expert.TrueReward)
 	}
 	f.Directions = map[string]Direction{}
-	for _, m := range []Method{Mean, Barycenter, Debiased} {
-		f.Directions[m.String()] = Direction{Norm: floats.Norm(f.Fused[m], 2),
-			AngleToTrue: angle(f.Fused[m], c.Expert.TrueReward), AngleToMean: angle(f.Fused[m], f.Fused[Mean])}
+	for _, m := range c.methods() {
+		f.Directions[m] = Direction{Norm: floats.Norm(f.Fused[m], 2),
+			AngleToTrue: angle(f.Fused[m], c.Expert.TrueReward), AngleToMean: angle(f.Fused[m], f.Fused[fusion.MethodMean])}
 	}
 	return nil
 }

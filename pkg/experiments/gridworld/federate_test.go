@@ -3,7 +3,9 @@ package gridworld
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/approx"
@@ -20,7 +22,7 @@ import (
 // bit: every client's MaxEnt IRL called directly, then pkg/fusion called
 // directly with the study's weights and options (the study's code before it
 // ran through federation.RunInProcess).
-func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]float64, fused [NumMethods][]float64, bary, deb FusionInfo) {
+func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]float64, fused map[string][]float64, info map[string]FusionInfo) {
 	t.Helper()
 	for i, env := range st.clients {
 		res, err := env.LocalIRL(context.Background(), st.demos[i], c.IRL, budgets[i], nil)
@@ -29,8 +31,9 @@ func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]flo
 		}
 		local = append(local, res.Theta)
 	}
+	fused, info = map[string][]float64{}, map[string]FusionInfo{}
 	var err error
-	if fused[Mean], err = fusion.Mean(local, st.weights); err != nil {
+	if fused[fusion.MethodMean], err = fusion.Mean(local, st.weights); err != nil {
 		t.Fatal(err)
 	}
 	method, err := c.barycenterMethod()
@@ -38,19 +41,24 @@ func directFuse(t *testing.T, c Config, st *setup, budgets []int) (local [][]flo
 		t.Fatal(err)
 	}
 	for _, m := range []struct {
-		col    Method
+		col    string
 		method ot.Method
-		info   *FusionInfo
-	}{{Barycenter, method, &bary}, {Debiased, ot.Debiased, &deb}} {
+	}{{fusion.MethodBarycenter, method}, {fusion.MethodDebiased, ot.Debiased}} {
 		r, err := st.probe.Fuse(local, st.weights, c.fusionOptions(m.method))
 		if err != nil {
 			t.Fatal(err)
 		}
 		fused[m.col] = r.Theta
-		*m.info = FusionInfo{r.Sigma, r.Z, r.MarginalError, r.Iterations}
+		info[m.col] = FusionInfo{r.Sigma, r.Z, r.MarginalError, r.Iterations}
 	}
-	fused[Expert] = c.Expert.TrueReward
-	return local, fused, bary, deb
+	nm, err := fusion.Fuse(st.probe, local, st.weights, fusion.Options{Method: fusion.MethodNormalizedMean, Sigma: c.Barycenter.Shift, Z: c.Barycenter.Scale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused[fusion.MethodNormalizedMean] = nm.Theta
+	info[fusion.MethodNormalizedMean] = FusionInfo{nm.Reward.Sigma, nm.Reward.Z, 0, 0}
+	fused[ColExpert] = c.Expert.TrueReward
+	return local, fused, info
 }
 
 func sameBits(t *testing.T, name string, got, want []float64) {
@@ -109,15 +117,15 @@ func TestFederatedStudyMatchesDirectFusion(t *testing.T) {
 			if err := c.federate(context.Background(), "test", f, st, clients, purposePrivacy); err != nil {
 				t.Fatal(err)
 			}
-			local, fused, bary, deb := directFuse(t, c, st, budgets)
+			local, fused, info := directFuse(t, c, st, budgets)
 			for i := range local {
 				sameBits(t, "local theta", f.Local[i], local[i])
 			}
-			for _, m := range []Method{Mean, Barycenter, Debiased, Expert} {
-				sameBits(t, m.String(), f.Fused[m], fused[m])
+			for _, m := range append(slices.Clone(DefaultFusionMethods), ColExpert) {
+				sameBits(t, m, f.Fused[m], fused[m])
 			}
-			if f.Bary != bary || f.DebiasedInfo != deb {
-				t.Errorf("diagnostics %+v %+v, direct fusion gives %+v %+v", f.Bary, f.DebiasedInfo, bary, deb)
+			if !maps.Equal(f.Info, info) {
+				t.Errorf("diagnostics %+v, direct fusion gives %+v", f.Info, info)
 			}
 		})
 	}
@@ -304,7 +312,7 @@ func TestPrivateStudyFusesClippedNoisyTheta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _, _, _ := directFuse(t, c, st, []int{c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations})
+	local, _, _ := directFuse(t, c, st, []int{c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations, c.IRL.IRLIterations})
 	// C between the smallest and the largest ‖θ_i‖, so that both the clipped
 	// and the unclipped case occur.
 	lo, hi := math.Inf(1), 0.0
@@ -350,16 +358,21 @@ func TestPrivateStudyFusesClippedNoisyTheta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameBits(t, "Mean of sent", f.Fused[Mean], mean)
+	sameBits(t, "Mean of sent", f.Fused[fusion.MethodMean], mean)
 	method, _ := c.barycenterMethod()
 	for _, mm := range []struct {
-		col    Method
+		col    string
 		method ot.Method
-	}{{Barycenter, method}, {Debiased, ot.Debiased}} {
+	}{{fusion.MethodBarycenter, method}, {fusion.MethodDebiased, ot.Debiased}} {
 		r, err := st.probe.Fuse(sent, st.weights, c.fusionOptions(mm.method))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, mm.col.String()+" of sent", f.Fused[mm.col], r.Theta)
+		sameBits(t, mm.col+" of sent", f.Fused[mm.col], r.Theta)
 	}
+	nm, err := fusion.Fuse(st.probe, sent, st.weights, fusion.Options{Method: fusion.MethodNormalizedMean})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "normalized-mean of sent", f.Fused[fusion.MethodNormalizedMean], nm.Theta)
 }

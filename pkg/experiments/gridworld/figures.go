@@ -17,6 +17,7 @@ import (
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // stateGrid is a GridXYZ of one value per cell; grid row 0 is drawn on top.
@@ -141,13 +142,13 @@ func rewardPanel(env *Env, theta, z []float64, title string, cmap palette.ColorM
 // lowest-indexed others, rows in all.
 func figure2Clients(f *Fit, rows int) []int {
 	worst := 0
-	for i, v := range f.InDist[Local] {
-		if v < f.InDist[Local][worst] {
+	for i, v := range f.InDist[ColLocal] {
+		if v < f.InDist[ColLocal][worst] {
 			worst = i
 		}
 	}
 	out := []int{worst}
-	for i := 0; len(out) < rows && i < len(f.InDist[Local]); i++ {
+	for i := 0; len(out) < rows && i < len(f.InDist[ColLocal]); i++ {
 		if i != worst {
 			out = append(out, i)
 		}
@@ -179,7 +180,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			continue
 		}
 		for _, c := range s.Cells[k] {
-			if v := slices.Min(c.InDist[Local]); v < worst {
+			if v := slices.Min(c.InDist[ColLocal]); v < worst {
 				f, worst = c, v
 			}
 		}
@@ -196,9 +197,9 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			name  string
 			theta []float64
 		}{
-			{fmt.Sprintf("Client %d local (success %.1f %%)", i, 100*f.InDist[Local][i]), f.Local[i]},
-			{fmt.Sprintf("Mean on client %d (%.1f %%)", i, 100*f.InDist[Mean][i]), f.Fused[Mean]},
-			{fmt.Sprintf("Barycenter on client %d (%.1f %%)", i, 100*f.InDist[Barycenter][i]), f.Fused[Barycenter]},
+			{fmt.Sprintf("Client %d local (success %.1f %%)", i, 100*f.InDist[ColLocal][i]), f.Local[i]},
+			{fmt.Sprintf("Mean on client %d (%.1f %%)", i, 100*f.InDist[fusion.MethodMean][i]), f.Fused[fusion.MethodMean]},
+			{fmt.Sprintf("Barycenter on client %d (%.1f %%)", i, 100*f.InDist[fusion.MethodBarycenter][i]), f.Fused[fusion.MethodBarycenter]},
 		}
 		st, err := features.Grid(env.Spec.Size, env.Spec.Goal, env.Spec.Obstacles)
 		if err != nil {
@@ -248,7 +249,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	bmap.SetMin(0)
 	bmap.SetMax(math.Max(hi, 1e-300))
 	bp := plot.New()
-	bp.Title.Text = fmt.Sprintf("Barycenter measure p̄ (summed over actions)\nprobe layout, ε = %g, marginal error %.1e", s.Config.Barycenter.EntropicRegularization, f.Bary.MarginalError)
+	bp.Title.Text = fmt.Sprintf("Barycenter measure p̄ (summed over actions)\nprobe layout, ε = %g, marginal error %.1e", s.Config.Barycenter.EntropicRegularization, f.Info[fusion.MethodBarycenter].MarginalError)
 	bp.Title.TextStyle.Font.Size = vg.Points(9)
 	bp.X.Tick.Marker = gridTicks(n, false)
 	bp.Y.Tick.Marker = gridTicks(n, true)
@@ -294,40 +295,40 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 
 // SuccessPNG draws the paired comparisons of Table 1 and Table 2 as a
 // forest plot: per grid size and per weak fraction p, the mean per-seed
-// difference of two methods' success (percentage points) with its 95 %
-// t-interval, in distribution and held out, and Mean − Local. Success levels
-// themselves (all near the Expert ceiling) are in table1.md and table2.md;
+// difference of each declared pair of fusions (DeclaredPairs) with its 95 %
+// t-interval, in distribution and held out, and mean − local. Success levels
+// themselves (all near the expert ceiling) are in table1.md and table2.md;
 // pooled spreads would hide what pairing resolves.
 func (s *Study) SuccessPNG() ([]byte, error) {
 	var rows []string
-	var bm, dm, bmH, dmH, ml []report.Paired
-	for _, r := range sweepRows("", s) {
+	srows := sweepRows("", s)
+	for _, r := range srows {
 		rows = append(rows, r.Label())
-		bm, dm = append(bm, r.InBM), append(dm, r.InDM)
-		bmH, dmH = append(bmH, r.HeldBM), append(dmH, r.HeldDM)
-		ml = append(ml, r.MeanLocal)
 	}
-	bSeries := func(v []report.Paired) report.ForestSeries {
-		return report.ForestSeries{Name: "Barycenter − Mean", Color: report.ForestColors[0], Shape: report.ForestShapes[0], Values: v}
+	series := func(ps []Pair, held bool) []report.ForestSeries {
+		var out []report.ForestSeries
+		for _, p := range ps {
+			st := pairStyle(p)
+			v := make([]report.Paired, len(srows))
+			for k, r := range srows {
+				if held {
+					v[k] = r.HeldOut[p.Key()]
+				} else {
+					v[k] = r.In[p.Key()]
+				}
+			}
+			out = append(out, report.ForestSeries{Name: p.Label(), Color: st.Color, Shape: st.Shape, Values: v})
+		}
+		return out
 	}
-	dSeries := func(v []report.Paired) report.ForestSeries {
-		return report.ForestSeries{Name: "Debiased − Mean", Color: report.ForestColors[2], Shape: report.ForestShapes[2], Values: v}
-	}
+	fused := pairs(s.Config.heldCols(false))
 	panels := []report.ForestPanel{
-		{Title: "In-distribution (client environments)", Rows: rows, Series: []report.ForestSeries{bSeries(bm), dSeries(dm)}},
-		{Title: "Held-out (unseen environments)", Rows: rows, Series: []report.ForestSeries{bSeries(bmH), dSeries(dmH)}},
-		{Title: "In-distribution: Mean − Local", Rows: rows, Series: []report.ForestSeries{
-			{Name: "Mean − Local", Color: report.ForestColors[1], Shape: report.ForestShapes[1], Values: ml}}},
+		{Title: "In-distribution (client environments)", Rows: rows, Series: series(fused, false)},
+		{Title: "Held-out (unseen environments)", Rows: rows, Series: series(fused, true)},
+		{Title: "In-distribution: mean − local", Rows: rows, Series: series([]Pair{{fusion.MethodMean, ColLocal}}, false)},
 	}
 	header := fmt.Sprintf("Paired success differences, mean and 95 %% t-interval over seeds (Table 1 rows by grid size, Table 2 rows by weak fraction p; * interval excludes 0)")
 	return report.ForestPNG(header, panels, 3, 380, 60+26*float64(len(rows)))
-}
-
-func derefPaired(p *report.Paired) report.Paired {
-	if p == nil {
-		return report.Paired{}
-	}
-	return *p
 }
 
 // figureGridSize returns the grid size Figure 2 uses: 5 if present, else the smallest.
@@ -346,8 +347,8 @@ func (s *Study) figureGridSize() int {
 
 // ThetaPNG draws the θ directions of the first seed of every Table-1 grid
 // size: each θ scaled to unit length in the (goal-distance,
-// obstacle-distance) weight plane, the clients' local θ_i in grey, Mean,
-// Barycenter, Debiased and θ* in colour. Angles are what the greedy policy
+// obstacle-distance) weight plane, the clients' local θ_i in grey, every
+// fused θ (colours keyed by method name) and θ* in colour. Angles are what the greedy policy
 // sees (it is invariant to θ's scale); norms are in table1.json.
 func (s *Study) ThetaPNG() ([]byte, error) {
 	type dir struct {
@@ -356,11 +357,15 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		width float64
 		dash  bool
 	}
-	dirs := map[Method]dir{
-		Mean:       {"Mean", report.ForestColors[1], 2.2, false},
-		Barycenter: {"Barycenter", report.ForestColors[0], 2.2, false},
-		Debiased:   {"Debiased", report.ForestColors[2], 1.6, true},
-		Expert:     {"θ* (true)", report.ForestColors[3], 2.2, false},
+	dirOf := func(col string) dir {
+		st := styleOf(col)
+		switch col {
+		case ColExpert:
+			return dir{"θ* (true)", st.Color, 2.2, false}
+		case fusion.MethodMean, fusion.MethodBarycenter:
+			return dir{col, st.Color, 2.2, false}
+		}
+		return dir{col, st.Color, 1.6, true}
 	}
 	unit := func(t []float64) plotter.XYs {
 		n := math.Hypot(t[0], t[1])
@@ -392,8 +397,11 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 				legend.Add("local θ_i", l)
 			}
 		}
-		for _, m := range []Method{Expert, Mean, Debiased, Barycenter} {
-			d := dirs[m]
+		order := append([]string{ColExpert}, s.Config.methods()...)
+		// The paper's barycenter is drawn last, on top.
+		order = append(slices.DeleteFunc(order, func(m string) bool { return m == fusion.MethodBarycenter }), fusion.MethodBarycenter)
+		for _, m := range order {
+			d := dirOf(m)
 			l, err := plotter.NewLine(unit(f.Fused[m]))
 			if err != nil {
 				return nil, err

@@ -16,26 +16,17 @@ import (
 	"gonum.org/v1/gonum/floats"
 )
 
-// Method indexes the columns of the success tables.
-type Method int
-
-// The methods whose success rates are reported. Local, Mean and Barycenter
-// are the paper's columns; Debiased and Expert are extra reference columns.
+// Columns of the success tables besides the configured fusion methods
+// (Config.FusionMethods, names of fusion's registry).
 const (
-	Local      Method = iota // Local: each client's own θ_i on its own environment.
-	Mean                     // Mean: parameter averaging (FedAvg).
-	Barycenter               // Barycenter: the paper's barycentric fusion.
-	Debiased                 // Debiased: barycentric fusion with the debiased Sinkhorn barycenter.
-	Expert                   // Expert: the true reward θ* (an upper reference).
-	NumMethods
+	// ColLocal is each client's own θ_i on its own environment.
+	ColLocal = "local"
+	// ColExpert is the true reward θ* (an upper reference, Table 1 only).
+	ColExpert = "expert"
 )
 
-// String returns the column name.
-func (m Method) String() string {
-	return [...]string{"Local", "Mean", "Barycenter", "Debiased", "Expert"}[m]
-}
-
-// FusionInfo records one barycentric fusion's diagnostics.
+// FusionInfo records one reward-space fusion's diagnostics (σ and Z of the
+// map back; the solver's marginal error and iterations, 0 without a solver).
 type FusionInfo struct {
 	Sigma         float64 `json:"sigma"`
 	Z             float64 `json:"z"`
@@ -93,18 +84,23 @@ type Fit struct {
 	// Sent holds, with privacy, the θ̃_i each client sent (clipped and
 	// noised; what the server fused); nil without privacy (Local was sent).
 	Sent [][]float64 `json:"sent_theta,omitempty"`
-	// Fused holds θ of Mean, Barycenter, Debiased and Expert (θ*), indexed by Method (Local is nil).
-	Fused [NumMethods][]float64 `json:"fused_theta"`
-	// Bary and Debiased are the fusion diagnostics.
-	Bary         FusionInfo `json:"barycenter_info"`
-	DebiasedInfo FusionInfo `json:"debiased_info"`
-	// InDist[m][i] is method m's success rate on client i's environment.
-	InDist [NumMethods][]float64 `json:"in_distribution"`
-	// HeldOut[m][j] is method m's success rate on held-out environment j (nil for Local).
-	HeldOut [NumMethods][]float64 `json:"held_out"`
+	// Fused holds θ per column: each configured fusion method and, in
+	// Table 1 cells, ColExpert (θ*).
+	Fused map[string][]float64 `json:"fused_theta"`
+	// OutlierScores holds, per column, each client's distance to the fused
+	// reward (the server's outlier score, RMS on the probe), in client order.
+	OutlierScores map[string][]float64 `json:"outlier_scores"`
+	// Info holds the diagnostics of each reward-space method's fusion.
+	Info map[string]FusionInfo `json:"fusion_info"`
+	// InDist[col][i] is column col's success rate on client i's environment
+	// (ColLocal: client i's own θ_i).
+	InDist map[string][]float64 `json:"in_distribution"`
+	// HeldOut[col][j] is column col's success rate on held-out environment j
+	// (no ColLocal).
+	HeldOut map[string][]float64 `json:"held_out"`
 	// LocalIRL is each client's local learner convergence.
 	LocalIRL []LocalDiag `json:"local_irl"`
-	// Directions describes each fused θ (Mean, Barycenter, Debiased).
+	// Directions describes each fused θ, keyed by method.
 	Directions map[string]Direction `json:"directions"`
 	// Bounds evaluates Theorems 1 and 2 on this cell (first seed of each Table-1 grid size).
 	Bounds *BoundsReport `json:"bounds,omitempty"`
@@ -113,7 +109,7 @@ type Fit struct {
 	clients, heldOut []*Env
 	probe            fusion.Probe
 	probeSpec        gw.Spec
-	baryMeasure      []float64 // p̄ of the Barycenter column, on the probe lattice
+	baryMeasure      []float64 // p̄ of the barycenter column, on the probe lattice
 }
 
 func (c Config) family(e EnvConfig) gw.Family {
@@ -206,14 +202,14 @@ func (c Config) buildSetup(e EnvConfig, seed uint64) (*setup, error) {
 }
 
 // fusionOptions returns the fusion options of the configured barycenter for
-// a method: ot.Paper runs the paper's fixed schedule (barycenter_iterations
+// a solver: ot.Paper runs the paper's fixed schedule (barycenter_iterations
 // outer steps of sinkhorn_iterations Sinkhorn iterations each); the
-// single-loop methods (ibp, stabilized, debiased) get the same number of
+// single-loop solvers (ibp, stabilized, debiased) get the same number of
 // kernel applications, barycenter_iterations × sinkhorn_iterations Bregman
 // projections, and stop earlier once the marginal error is below 1e-9.
 func (c Config) fusionOptions(method ot.Method) fusion.Options {
 	b := c.Barycenter
-	opt := fusion.Options{Method: fusion.MethodBarycentric, Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Solver: method}
+	opt := fusion.Options{Method: fusion.MethodBarycenter, Sigma: b.Shift, Z: b.Scale, Eps: b.EntropicRegularization, Solver: method}
 	if method == ot.Paper {
 		opt.MaxIter, opt.InnerIter, opt.Tol = b.BarycenterIterations, b.SinkhornIterations, -1
 	} else {
@@ -222,18 +218,54 @@ func (c Config) fusionOptions(method ot.Method) fusion.Options {
 	return opt
 }
 
-// evaluate fills f.InDist and f.HeldOut; methods lists the fused methods to
-// evaluate besides Local.
-func (c Config) evaluate(f *Fit, st *setup, methods []Method) {
+// columnOptions returns the fusion options of a fusion_methods entry: the
+// registry method, with σ and Z of the barycenter block for reward-space
+// methods (and the entry's sigma mode), the configured solver and schedule
+// for "barycenter", the same schedule with ot.Debiased for "debiased".
+func (c Config) columnOptions(col string) (fusion.Options, error) {
+	name, mode, err := parseColumn(col)
+	if err != nil {
+		return fusion.Options{}, err
+	}
+	m, err := fusion.Lookup(name)
+	if err != nil {
+		return fusion.Options{}, err
+	}
+	var opt fusion.Options
+	switch name {
+	case fusion.MethodBarycenter:
+		method, err := c.barycenterMethod()
+		if err != nil {
+			return fusion.Options{}, err
+		}
+		opt = c.fusionOptions(method)
+	case fusion.MethodDebiased:
+		opt = c.fusionOptions(ot.Debiased)
+		opt.Method = fusion.MethodDebiased
+	default:
+		opt = fusion.Options{Method: name}
+		if m.Space() == fusion.RewardSpace {
+			opt.Sigma, opt.Z = c.Barycenter.Shift, c.Barycenter.Scale
+		}
+	}
+	opt.SigmaMode = mode
+	if err := opt.Validate(); err != nil {
+		return fusion.Options{}, fmt.Errorf("%q: %w", col, err)
+	}
+	return opt, nil
+}
+
+// evaluate fills f.InDist and f.HeldOut: ColLocal on the clients' own
+// environments, and every column of cols (fused methods, ColExpert) on the
+// clients' and the held-out environments.
+func (c Config) evaluate(f *Fit, st *setup, cols []string) {
 	K := len(st.clients)
-	for m := range NumMethods {
-		f.InDist[m], f.HeldOut[m] = nil, nil
-	}
-	f.InDist[Local] = make([]float64, K)
+	f.InDist, f.HeldOut = map[string][]float64{}, map[string][]float64{}
+	f.InDist[ColLocal] = make([]float64, K)
 	for i, env := range st.clients {
-		f.InDist[Local][i] = c.success(env, f.Seed, f.GridSize, i, f.Local[i])
+		f.InDist[ColLocal][i] = c.success(env, f.Seed, f.GridSize, i, f.Local[i])
 	}
-	for _, m := range methods {
+	for _, m := range cols {
 		f.InDist[m] = make([]float64, K)
 		f.HeldOut[m] = make([]float64, len(st.heldOut))
 		for i, env := range st.clients {
@@ -298,7 +330,7 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	if err := c.federate(ctx, fmt.Sprintf("grid%d-seed%d", e.GridSize, seed), f, st, clients, purposePrivacy); err != nil {
 		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
 	}
-	c.evaluate(f, st, []Method{Mean, Barycenter, Debiased, Expert})
+	c.evaluate(f, st, append(slices.Clone(c.methods()), ColExpert))
 	if withBounds {
 		b, err := c.cellBounds(f, st, w2Limit)
 		if err != nil {
@@ -365,7 +397,7 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients, purposePrivacyAblation); err != nil {
 			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
 		}
-		c.evaluate(f, st, []Method{Mean, Barycenter, Debiased})
+		c.evaluate(f, st, c.methods())
 		out = append(out, f)
 	}
 	return out, nil

@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/approx"
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 func tinyConfig() Config {
@@ -79,11 +82,14 @@ func TestGridWorldTables(t *testing.T) {
 		t.Fatalf("Table 1 rows %+v", t1)
 	}
 	for _, r := range t1 {
-		if r.InDist.Local.N != 2*r.Clients || r.HeldOutS.Local.N != 0 || r.HeldOutS.Barycenter.N != 2*r.HeldOut {
-			t.Fatalf("grid %d: pooled counts in %d, held-out local %d, held-out bary %d", r.GridSize, r.InDist.Local.N, r.HeldOutS.Local.N, r.HeldOutS.Barycenter.N)
+		if r.InDist[ColLocal].N != 2*r.Clients || r.HeldOutS[ColLocal].N != 0 || r.HeldOutS[fusion.MethodBarycenter].N != 2*r.HeldOut {
+			t.Fatalf("grid %d: pooled counts in %d, held-out local %d, held-out bary %d", r.GridSize, r.InDist[ColLocal].N, r.HeldOutS[ColLocal].N, r.HeldOutS[fusion.MethodBarycenter].N)
 		}
-		for m := range NumMethods {
-			for _, s := range []Stat{r.InDist.get(m), r.HeldOutS.get(m)} {
+		if len(r.InDist) != 2+len(DefaultFusionMethods) || len(r.HeldOutS) != 1+len(DefaultFusionMethods) {
+			t.Fatalf("grid %d: columns in %d, held-out %d", r.GridSize, len(r.InDist), len(r.HeldOutS))
+		}
+		for m := range r.InDist {
+			for _, s := range []Stat{r.InDist[m], r.HeldOutS[m]} {
 				if s.N > 0 && (s.Mean < 0 || s.Mean > 100 || s.Std < 0) {
 					t.Fatalf("grid %d %v: %+v", r.GridSize, m, s)
 				}
@@ -231,6 +237,13 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		{"privacy: {delta: 1e-5}\n", "privacy.delta"},
 		{"privacy: {clip: 0.1}\n", "privacy.clip"},
 		{"privacy: {epsilon: 1, delta: 1e-5, clip: 1}\nbarycenter: {weights: demonstrations}\n", "barycenter.weights"},
+		{"fusion_methods: [mean, fedavg, barycenter]\n", "fusion_methods[1]"},
+		{"fusion_methods: [normalized-mean, barycenter]\n", "fusion_methods"},
+		{"fusion_methods: [mean, barycenter, mean]\n", "fusion_methods[2]"},
+		{"fusion_methods: [mean, barycenter, barycentric]\n", "write \"barycenter\""},
+		{"fusion_methods: [mean, barycenter, median/per-client]\n", "sigma_mode"},
+		{"fusion_methods: [mean, barycenter, normalized-mean/own]\n", "fusion_methods[2]"},
+		{"fusion_methods: [mean, barycenter, normalized-mean/per-client]\nbarycenter: {shift: 2}\n", "fusion.sigma"},
 	} {
 		p := filepath.Join(dir, "bad.yaml")
 		if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
@@ -391,13 +404,72 @@ func TestWeakClientSettings(t *testing.T) {
 // TestFigure2ClientRule: Figure 2's rows are the locally worst client
 // (lowest index on ties), then the others by index.
 func TestFigure2ClientRule(t *testing.T) {
-	f := &Fit{}
-	f.InDist[Local] = []float64{0.9, 0.5, 0.95, 0.5}
+	f := &Fit{InDist: map[string][]float64{}}
+	f.InDist[ColLocal] = []float64{0.9, 0.5, 0.95, 0.5}
 	if got := figure2Clients(f, 3); !reflect.DeepEqual(got, []int{1, 0, 2}) {
 		t.Fatalf("rows %v, want [1 0 2]", got)
 	}
-	f.InDist[Local] = []float64{0.2, 0.9}
+	f.InDist[ColLocal] = []float64{0.2, 0.9}
 	if got := figure2Clients(f, 3); !reflect.DeepEqual(got, []int{0, 1}) {
 		t.Fatalf("rows %v, want [0 1]", got)
+	}
+}
+
+// TestFusionMethodsAreColumns: fusion_methods names the study's columns from
+// fusion's registry (a robust aggregator, a per-client σ variant); every
+// table, the sweep row and the plots take them, and each column's θ is the
+// one fusion.Fuse gives on the cell's clients.
+func TestFusionMethodsAreColumns(t *testing.T) {
+	c := tinyConfig()
+	c.NumberOfSeeds = 1
+	c.Environments = c.Environments[:1]
+	c.Ablation.NumberOfSeeds = 1
+	c.Ablation.WeakFractions = []float64{0.5}
+	c.FusionMethods = []string{"mean", "barycenter", "median", "normalized-mean/per-client"}
+	st, err := GridWorld(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := st.Cells[0][0]
+	for _, m := range append(c.FusionMethods, ColExpert) {
+		if len(f.InDist[m]) != 3 || len(f.HeldOut[m]) != 3 {
+			t.Fatalf("column %s: %d in-distribution and %d held-out rates", m, len(f.InDist[m]), len(f.HeldOut[m]))
+		}
+	}
+	p, err := fusion.Fuse(f.probe, f.Local, nil, fusion.Options{Method: "normalized-mean", SigmaMode: "per-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "normalized-mean/per-client θ", f.Fused["normalized-mean/per-client"], p.Theta, 0, 0)
+	med, err := fusion.Fuse(fusion.Probe{}, f.Local, nil, fusion.Options{Method: "median"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "median θ", f.Fused["median"], med.Theta, 0, 0)
+	md := string(st.Table1Markdown())
+	for _, want := range []string{"In: median", "Held-out: normalized-mean/per-client", "barycenter − mean", "mean − local"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("table1.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "normalized-mean − mean") {
+		t.Error("table1.md compares normalized-mean, which this study does not fuse")
+	}
+	rows := sweepRows("r", st)
+	if _, ok := rows[0].InSuccess["median"]; !ok || len(rows[0].In) != 2 || len(rows[0].HeldOut) != 1 {
+		t.Errorf("sweep row %+v", rows[0])
+	}
+	if _, err := st.SuccessPNG(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ThetaPNG(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[columnStyle]string{}
+	for _, m := range append(slices.Clone(DefaultFusionMethods), ColExpert, ColLocal) {
+		if other, ok := seen[styleOf(m)]; ok {
+			t.Errorf("%s and %s share a style", m, other)
+		}
+		seen[styleOf(m)] = m
 	}
 }

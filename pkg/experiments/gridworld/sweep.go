@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"gonum.org/v1/gonum/floats"
 )
@@ -96,11 +97,10 @@ func (r Regime) Apply(base Config) (Config, error) {
 	return c, nil
 }
 
-// SweepRow is one (regime, table row) of a sweep: the paired Barycenter −
-// Mean and Debiased − Mean differences (percentage points, 95 % t-interval
-// over seeds) in distribution and held out, Mean − Local in distribution,
-// and the largest marginal error of the barycenter solver over the row's
-// cells.
+// SweepRow is one (regime, table row) of a sweep: each column's success in
+// distribution, the declared pairs' paired differences (percentage points,
+// 95 % t-interval over seeds) in distribution and held out, and the largest
+// marginal error of the barycenter solver over the row's cells.
 type SweepRow struct {
 	Regime string `json:"regime"`
 	// Table is "table1" (one row per grid size) or "table2" (one per weak fraction).
@@ -108,14 +108,13 @@ type SweepRow struct {
 	GridSize     int     `json:"grid_size"`
 	WeakFraction float64 `json:"weak_fraction"`
 	Seeds        int     `json:"seeds"`
-	// Mean and Barycenter are the methods' success (%), mean over seeds, in distribution.
-	InMean       float64       `json:"in_mean"`
-	InBarycenter float64       `json:"in_barycenter"`
-	InBM         report.Paired `json:"in_barycenter_minus_mean"`
-	InDM         report.Paired `json:"in_debiased_minus_mean"`
-	HeldBM       report.Paired `json:"held_out_barycenter_minus_mean"`
-	HeldDM       report.Paired `json:"held_out_debiased_minus_mean"`
-	MeanLocal    report.Paired `json:"in_mean_minus_local"`
+	// InSuccess is each column's success (%) in distribution (local and
+	// every fusion method), mean over seeds.
+	InSuccess map[string]float64 `json:"in_success"`
+	// In and HeldOut are the declared pairs' paired differences in
+	// distribution and held out, keyed by Pair.Key() (mean − local: In only).
+	In      map[string]report.Paired `json:"in_paired"`
+	HeldOut map[string]report.Paired `json:"held_out_paired"`
 	// MarginalError is max over the row's cells of the barycenter's marginal error.
 	MarginalError float64 `json:"barycenter_marginal_error"`
 	// NoiseStd is the standard deviation σ·2C of each component of the
@@ -177,13 +176,18 @@ type SweepResult struct {
 func sweepRows(name string, s *Study) []SweepRow {
 	row := func(r SweepRow, in Cols, inP, outP PairedCols, fits []*Fit) SweepRow {
 		r.Regime = name
-		r.InMean, r.InBarycenter = in.Mean.Mean, in.Barycenter.Mean
-		r.InBM, r.InDM = inP.BarycenterMinusMean, inP.DebiasedMinusMean
-		r.HeldBM, r.HeldDM = outP.BarycenterMinusMean, outP.DebiasedMinusMean
-		r.MeanLocal = derefPaired(inP.MeanMinusLocal)
+		r.InSuccess = map[string]float64{}
+		for m, st := range in {
+			if m != ColExpert {
+				r.InSuccess[m] = st.Mean
+			}
+		}
+		r.In, r.HeldOut = inP, outP
+		for _, f := range fits {
+			r.MarginalError = max(r.MarginalError, f.Info[fusion.MethodBarycenter].MarginalError)
+		}
 		n := 0
 		for _, f := range fits {
-			r.MarginalError = max(r.MarginalError, f.Bary.MarginalError)
 			for i, th := range f.Local {
 				r.ThetaNorm += floats.Norm(th, 2)
 				if f.Sent != nil {
@@ -295,44 +299,72 @@ func loadSweepResult(path string, want SweepResult) (SweepResult, bool) {
 	// keeps them exactly; null bounds do not survive decoding).
 	for i := range got.Rows {
 		r := &got.Rows[i]
-		for _, p := range []*report.Paired{&r.InBM, &r.InDM, &r.HeldBM, &r.HeldDM, &r.MeanLocal} {
-			if p.N == 0 {
-				*p = report.Paired{}
-				continue
+		for _, m := range []map[string]report.Paired{r.In, r.HeldOut} {
+			for k, p := range m {
+				if p.N == 0 {
+					m[k] = report.Paired{}
+					continue
+				}
+				q, err := report.PairedDiff(p.Diffs, make([]float64, len(p.Diffs)), p.Level)
+				if err != nil {
+					return SweepResult{}, false
+				}
+				m[k] = q
 			}
-			q, err := report.PairedDiff(p.Diffs, make([]float64, len(p.Diffs)), p.Level)
-			if err != nil {
-				return SweepResult{}, false
-			}
-			*p = q
 		}
 	}
 	got.Rationale = want.Rationale
 	return got, true
 }
 
+// sweepColumns returns the fusion methods and the declared pairs (in
+// distribution, held out) present in any regime, in declaration order.
+func sweepColumns(results []SweepResult) (methods []string, in, held []Pair) {
+	for _, res := range results {
+		for _, m := range res.Config.methods() {
+			if !slices.Contains(methods, m) {
+				methods = append(methods, m)
+			}
+		}
+	}
+	return methods, pairs(append([]string{ColLocal}, methods...)), pairs(methods)
+}
+
 // SweepMarkdown is sweep.md: one table per grid size and for Table 2's
 // weak fractions, a row per regime.
 func SweepMarkdown(results []SweepResult) []byte {
 	var b bytes.Buffer
+	methods, inPairs, heldPairs := sweepColumns(results)
 	fmt.Fprintf(&b, "# Grid-world regime sweep: paired success differences (percentage points)\n\n")
-	fmt.Fprintf(&b, "Mean over seeds of the per-seed difference, [95 %% t-interval]; * = the interval excludes 0. In = the clients' own environments, held-out = unseen ones. Mean and Barycenter columns: success (%%) in distribution, mean over seeds. Marginal error: the barycenter solver's largest over the row's cells.\n\n")
+	fmt.Fprintf(&b, "Mean over seeds of the per-seed difference, [95 %% t-interval]; * = the interval excludes 0. In = the clients' own environments, held-out = unseen ones. Method columns (fusion registry names): success (%%) in distribution, mean over seeds. Marginal error: the barycenter solver's largest over the row's cells.\n\n")
 	fmt.Fprintf(&b, "## Regimes\n\n| Regime | Rationale |\n|---|---|\n")
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %s |\n", r.Regime, r.Rationale)
 	}
 	for _, label := range sweepLabels(results) {
 		fmt.Fprintf(&b, "\n## %s\n\n", label)
-		fmt.Fprintf(&b, "| Regime | Seeds | In: Mean | In: Barycenter | In: B − M | In: D − M | Held-out: B − M | Held-out: D − M | In: Mean − Local | Marginal error | Noise σΔ: ‖θ̃−θ‖ / ‖θ‖ | Thm 2 (first seed): max gap ≤ max RHS; Σαε; explicit RHS |\n")
-		fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| Regime | Seeds |")
+		for _, m := range methods {
+			fmt.Fprintf(&b, " In: %s |", m)
+		}
+		b.WriteString(pairHeader(inPairs, heldPairs))
+		b.WriteString(" Marginal error | Noise σΔ: ‖θ̃−θ‖ / ‖θ‖ | Thm 2 (first seed): max gap ≤ max RHS; Σαε; explicit RHS |\n")
+		b.WriteString(strings.Repeat("|---", 5+len(methods)+len(inPairs)+len(heldPairs)) + "|\n")
 		for _, res := range results {
 			for _, r := range res.Rows {
 				if r.Label() != label {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %s | %s | %s | %s | %s | %.1e | %s | %s |\n", res.Regime, r.Seeds, r.InMean, r.InBarycenter,
-					formatPaired(&r.InBM), formatPaired(&r.InDM), formatPaired(&r.HeldBM), formatPaired(&r.HeldDM), formatPaired(&r.MeanLocal), r.MarginalError,
-					noiseText(r), theorem2Text(r.Theorem2))
+				fmt.Fprintf(&b, "| %s | %d |", res.Regime, r.Seeds)
+				for _, m := range methods {
+					if v, ok := r.InSuccess[m]; ok {
+						fmt.Fprintf(&b, " %.2f |", v)
+					} else {
+						b.WriteString(" – |")
+					}
+				}
+				b.WriteString(pairCells(r.In, inPairs, r.HeldOut, heldPairs))
+				fmt.Fprintf(&b, " %.1e | %s | %s |\n", r.MarginalError, noiseText(r), theorem2Text(r.Theorem2))
 			}
 		}
 	}
@@ -376,22 +408,31 @@ func sweepLabels(results []SweepResult) []string {
 func SweepCSV(results []SweepResult) []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	head := []string{"regime", "table", "grid_size", "weak_fraction", "seeds", "in_mean", "in_barycenter"}
-	for _, n := range []string{"in_barycenter_minus_mean", "in_debiased_minus_mean", "held_out_barycenter_minus_mean", "held_out_debiased_minus_mean", "in_mean_minus_local"} {
-		head = append(head, n, n+"_lo", n+"_hi")
+	methods, inPairs, heldPairs := sweepColumns(results)
+	head := []string{"regime", "table", "grid_size", "weak_fraction", "seeds"}
+	for _, m := range methods {
+		head = append(head, "in_"+m)
+	}
+	for _, p := range inPairs {
+		head = append(head, "in_"+p.Key(), "in_"+p.Key()+"_lo", "in_"+p.Key()+"_hi")
+	}
+	for _, p := range heldPairs {
+		head = append(head, "held_out_"+p.Key(), "held_out_"+p.Key()+"_lo", "held_out_"+p.Key()+"_hi")
 	}
 	_ = w.Write(append(head, "barycenter_marginal_error", "noise_std", "theta_norm", "sent_error",
 		"theorem2_max_gap", "theorem2_max_core_rhs", "theorem2_holds", "theorem2_weighted_eps", "theorem2_explicit_rhs"))
 	for _, res := range results {
 		for _, r := range res.Rows {
-			rec := []string{res.Regime, r.Table, fmt.Sprint(r.GridSize), ff(r.WeakFraction), fmt.Sprint(r.Seeds), ff(r.InMean), ff(r.InBarycenter)}
-			for _, p := range []report.Paired{r.InBM, r.InDM, r.HeldBM, r.HeldDM, r.MeanLocal} {
-				if p.N == 0 {
-					rec = append(rec, "", "", "")
-					continue
+			rec := []string{res.Regime, r.Table, fmt.Sprint(r.GridSize), ff(r.WeakFraction), fmt.Sprint(r.Seeds)}
+			for _, m := range methods {
+				if v, ok := r.InSuccess[m]; ok {
+					rec = append(rec, ff(v))
+				} else {
+					rec = append(rec, "")
 				}
-				rec = append(rec, ff(p.Mean), ffNaN(p.Lo), ffNaN(p.Hi))
 			}
+			rec = append(rec, PairedCols(r.In).csv(inPairs)...)
+			rec = append(rec, PairedCols(r.HeldOut).csv(heldPairs)...)
 			rec = append(rec, fmt.Sprintf("%.3e", r.MarginalError), ff(r.NoiseStd), ff(r.ThetaNorm), ff(r.SentError))
 			if t := r.Theorem2; t != nil {
 				rec = append(rec, ff(t.MaxGap), ff(t.MaxCoreRHS), fmt.Sprint(t.Holds), ff(t.WeightedEps), ff(t.ExplicitRHS))
@@ -414,23 +455,27 @@ func ffNaN(x float64) string {
 
 // SweepForestPNG is forest.png: for each row label (grid size, weak
 // fraction) an in-distribution and a held-out panel with one row per regime
-// and the Barycenter − Mean and Debiased − Mean intervals.
+// and the intervals of the declared pairs of fusions (DeclaredPairs without
+// mean − local).
 func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
+	_, _, fused := sweepColumns(results)
 	var panels []report.ForestPanel
 	for _, label := range labels {
 		for split := range 2 {
 			var names []string
-			var bm, dm []report.Paired
+			vals := make([][]report.Paired, len(fused))
 			for _, res := range results {
 				for _, r := range res.Rows {
 					if r.Label() != label {
 						continue
 					}
 					names = append(names, res.Regime)
-					if split == 0 {
-						bm, dm = append(bm, r.InBM), append(dm, r.InDM)
-					} else {
-						bm, dm = append(bm, r.HeldBM), append(dm, r.HeldDM)
+					m := r.In
+					if split == 1 {
+						m = r.HeldOut
+					}
+					for k, p := range fused {
+						vals[k] = append(vals[k], m[p.Key()])
 					}
 				}
 			}
@@ -438,17 +483,19 @@ func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
 				continue
 			}
 			title := label + [...]string{": in-distribution", ": held-out"}[split]
-			panels = append(panels, report.ForestPanel{Title: title, Rows: names, Series: []report.ForestSeries{
-				{Name: "Barycenter − Mean", Color: report.ForestColors[0], Shape: report.ForestShapes[0], Values: bm},
-				{Name: "Debiased − Mean", Color: report.ForestColors[2], Shape: report.ForestShapes[2], Values: dm},
-			}})
+			var series []report.ForestSeries
+			for k, p := range fused {
+				st := pairStyle(p)
+				series = append(series, report.ForestSeries{Name: p.Label(), Color: st.Color, Shape: st.Shape, Values: vals[k]})
+			}
+			panels = append(panels, report.ForestPanel{Title: title, Rows: names, Series: series})
 		}
 	}
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("sweep forest plot: no rows")
 	}
 	n := len(panels[0].Rows)
-	return report.ForestPNG("Regime sweep: paired success differences vs Mean, mean and 95 % t-interval over seeds (* interval excludes 0)",
+	return report.ForestPNG("Regime sweep: paired success differences between fusions, mean and 95 % t-interval over seeds (* interval excludes 0)",
 		panels, 2, 460, 70+22*float64(n))
 }
 

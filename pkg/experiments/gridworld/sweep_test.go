@@ -120,8 +120,18 @@ func TestSweepResumesAndMatchesStudy(t *testing.T) {
 	}
 	for k, r := range s.Table1() {
 		got := res[1].Rows[k]
-		if got.InBM.Mean != r.InDistPaired.BarycenterMinusMean.Mean || got.HeldDM.Hi != r.HeldOutPaired.DebiasedMinusMean.Hi {
-			t.Fatalf("row %d: sweep %+v, study %+v", k, got.InBM, r.InDistPaired.BarycenterMinusMean)
+		if len(got.In) != 5 || len(got.HeldOut) != 4 {
+			t.Fatalf("row %d: %d in-distribution and %d held-out pairs, want the 5 and 4 declared", k, len(got.In), len(got.HeldOut))
+		}
+		for key, p := range r.InDistPaired {
+			if got.In[key].Mean != p.Mean || got.In[key].Hi != p.Hi {
+				t.Fatalf("row %d %s: sweep %+v, study %+v", k, key, got.In[key], p)
+			}
+		}
+		for key, p := range r.HeldOutPaired {
+			if got.HeldOut[key].Mean != p.Mean || got.HeldOut[key].Lo != p.Lo {
+				t.Fatalf("row %d %s held out: sweep %+v, study %+v", k, key, got.HeldOut[key], p)
+			}
 		}
 	}
 	// Mark the stored result so a rerun can be told from a reuse.

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -43,16 +46,12 @@ type Table1Row struct {
 	HeldOutPaired PairedCols `json:"held_out_paired"`
 }
 
-// PairedCols are paired comparisons of methods over the same seeds, in
-// percentage points: per seed, each method's success averaged over the
-// seed's environments, then the difference of two methods per seed, its mean
-// and 95 % Student-t interval over seeds (report.PairedDiff).
-type PairedCols struct {
-	BarycenterMinusMean report.Paired `json:"barycenter_minus_mean"`
-	DebiasedMinusMean   report.Paired `json:"debiased_minus_mean"`
-	// MeanMinusLocal is nil where Local is not evaluated (held-out).
-	MeanMinusLocal *report.Paired `json:"mean_minus_local,omitempty"`
-}
+// PairedCols are paired comparisons of columns over the same seeds, in
+// percentage points, keyed by Pair.Key(): per seed, each column's success
+// averaged over the seed's environments, then the difference of the pair's
+// columns per seed, its mean and 95 % Student-t interval over seeds
+// (report.PairedDiff). Pairs with ColLocal exist in distribution only.
+type PairedCols map[string]report.Paired
 
 // seedMeans returns, per fit, 100 × the mean of rates(f) (one value per seed).
 func seedMeans(fits []*Fit, rates func(*Fit) []float64) []float64 {
@@ -63,30 +62,34 @@ func seedMeans(fits []*Fit, rates func(*Fit) []float64) []float64 {
 	return out
 }
 
-// pairedCols compares the methods of fits (one per seed) on the in-distribution
-// or held-out rates, with Mean − Local where withLocal.
-func pairedCols(fits []*Fit, heldOut, withLocal bool) PairedCols {
-	m := func(meth Method) []float64 {
+// pairedCols compares the declared pairs among cols over fits (one per seed)
+// on the in-distribution or held-out rates.
+func pairedCols(fits []*Fit, heldOut bool, cols []string) PairedCols {
+	m := func(col string) []float64 {
 		return seedMeans(fits, func(f *Fit) []float64 {
 			if heldOut {
-				return f.HeldOut[meth]
+				return f.HeldOut[col]
 			}
-			return f.InDist[meth]
+			return f.InDist[col]
 		})
 	}
-	diff := func(a, b Method) report.Paired {
-		p, err := report.PairedDiff(m(a), m(b), 0.95)
+	pc := PairedCols{}
+	for _, p := range pairs(cols) {
+		d, err := report.PairedDiff(m(p.A), m(p.B), 0.95)
 		if err != nil {
 			panic(err) // same seeds on both sides and finite rates: a programmer error
 		}
-		return p
-	}
-	pc := PairedCols{BarycenterMinusMean: diff(Barycenter, Mean), DebiasedMinusMean: diff(Debiased, Mean)}
-	if withLocal {
-		p := diff(Mean, Local)
-		pc.MeanMinusLocal = &p
+		pc[p.Key()] = d
 	}
 	return pc
+}
+
+// get returns the pair's difference, nil when the study has no such pair.
+func (pc PairedCols) get(p Pair) *report.Paired {
+	if d, ok := pc[p.Key()]; ok {
+		return &d
+	}
+	return nil
 }
 
 // round2 rounds to the two decimals shown, without a negative zero.
@@ -114,32 +117,21 @@ func formatPaired(p *report.Paired) string {
 	return fmt.Sprintf("%+.2f [%+.2f, %+.2f]%s", round2(p.Mean), round2(p.Lo), round2(p.Hi), star)
 }
 
-// Cols holds one Stat per method (Local is empty for held-out).
-type Cols struct {
-	Local      Stat `json:"local"`
-	Mean       Stat `json:"mean"`
-	Barycenter Stat `json:"barycenter"`
-	Debiased   Stat `json:"debiased"`
-	Expert     Stat `json:"expert"`
+// Cols holds one Stat per column, keyed by column name.
+type Cols map[string]Stat
+
+// inCols are the in-distribution columns of a study: ColLocal, the fusion
+// methods and, with expert, ColExpert; heldCols the same without ColLocal.
+func (c Config) inCols(expert bool) []string {
+	return append([]string{ColLocal}, c.heldCols(expert)...)
 }
 
-func (c *Cols) set(m Method, s Stat) {
-	switch m {
-	case Local:
-		c.Local = s
-	case Mean:
-		c.Mean = s
-	case Barycenter:
-		c.Barycenter = s
-	case Debiased:
-		c.Debiased = s
-	case Expert:
-		c.Expert = s
+func (c Config) heldCols(expert bool) []string {
+	out := slices.Clone(c.methods())
+	if expert {
+		out = append(out, ColExpert)
 	}
-}
-
-func (c Cols) get(m Method) Stat {
-	return [...]Stat{c.Local, c.Mean, c.Barycenter, c.Debiased, c.Expert}[m]
+	return out
 }
 
 // Table1 pools success rates over seeds and clients (in-distribution) or
@@ -147,18 +139,21 @@ func (c Cols) get(m Method) Stat {
 func (s *Study) Table1() []Table1Row {
 	var rows []Table1Row
 	for k, e := range s.Config.Environments {
-		row := Table1Row{GridSize: e.GridSize, Clients: e.NumberOfClients, HeldOut: heldOutCount(e), Seeds: len(s.Cells[k])}
-		for m := range NumMethods {
+		row := Table1Row{GridSize: e.GridSize, Clients: e.NumberOfClients, HeldOut: heldOutCount(e), Seeds: len(s.Cells[k]),
+			InDist: Cols{}, HeldOutS: Cols{}}
+		for _, m := range s.Config.inCols(true) {
 			var in, out []float64
 			for _, f := range s.Cells[k] {
 				in = append(in, f.InDist[m]...)
 				out = append(out, f.HeldOut[m]...)
 			}
-			row.InDist.set(m, newStat(in))
-			row.HeldOutS.set(m, newStat(out))
+			row.InDist[m] = newStat(in)
+			if m != ColLocal {
+				row.HeldOutS[m] = newStat(out)
+			}
 		}
-		row.InDistPaired = pairedCols(s.Cells[k], false, true)
-		row.HeldOutPaired = pairedCols(s.Cells[k], true, false)
+		row.InDistPaired = pairedCols(s.Cells[k], false, s.Config.inCols(false))
+		row.HeldOutPaired = pairedCols(s.Cells[k], true, s.Config.heldCols(false))
 		rows = append(rows, row)
 	}
 	return rows
@@ -191,17 +186,20 @@ func (s *Study) Table2() []Table2Row {
 	var rows []Table2Row
 	K := s.Config.Ablation.NumberOfClients
 	for pi, p := range s.Config.Ablation.WeakFractions {
-		row := Table2Row{WeakFraction: p, WeakClients: int(math.Round(p * float64(K))), HeldOut: heldOutCount(s.Config.ablationEnv()), Seeds: len(s.Ablation)}
-		for _, m := range []Method{Local, Mean, Barycenter, Debiased} {
+		row := Table2Row{WeakFraction: p, WeakClients: int(math.Round(p * float64(K))), HeldOut: heldOutCount(s.Config.ablationEnv()), Seeds: len(s.Ablation),
+			InDist: Cols{}, HeldOutS: Cols{}}
+		for _, m := range s.Config.inCols(false) {
 			var in, out []float64
 			for _, fs := range s.Ablation {
 				in = append(in, stat.Mean(fs[pi].InDist[m], nil))
-				if m != Local {
+				if m != ColLocal {
 					out = append(out, stat.Mean(fs[pi].HeldOut[m], nil))
 				}
 			}
-			row.InDist.set(m, newStat(in))
-			row.HeldOutS.set(m, newStat(out))
+			row.InDist[m] = newStat(in)
+			if m != ColLocal {
+				row.HeldOutS[m] = newStat(out)
+			}
 		}
 		var weak, full, seedWeak, seedFull []float64
 		for _, fs := range s.Ablation {
@@ -209,9 +207,9 @@ func (s *Study) Table2() []Table2Row {
 			var w, fl []float64
 			for i, b := range f.Budgets {
 				if b != s.Config.IRL.IRLIterations {
-					w = append(w, f.InDist[Local][i])
+					w = append(w, f.InDist[ColLocal][i])
 				} else {
-					fl = append(fl, f.InDist[Local][i])
+					fl = append(fl, f.InDist[ColLocal][i])
 				}
 			}
 			weak, full = append(weak, w...), append(full, fl...)
@@ -232,8 +230,8 @@ func (s *Study) Table2() []Table2Row {
 		for i, fs := range s.Ablation {
 			fits[i] = fs[pi]
 		}
-		row.InDistPaired = pairedCols(fits, false, true)
-		row.HeldOutPaired = pairedCols(fits, true, false)
+		row.InDistPaired = pairedCols(fits, false, s.Config.inCols(false))
+		row.HeldOutPaired = pairedCols(fits, true, s.Config.heldCols(false))
 		rows = append(rows, row)
 	}
 	return rows
@@ -273,32 +271,40 @@ var paperTable2 = map[float64][4]paperStat{
 func (s *Study) Table1Markdown() []byte {
 	var b bytes.Buffer
 	rows := s.Table1()
+	in, held := s.Config.inCols(true), s.Config.heldCols(true)
+	inPairs, heldPairs := pairs(s.Config.inCols(false)), pairs(s.Config.heldCols(false))
 	fmt.Fprintf(&b, "# Table 1: average success rates (%%), mean ± std\n\nEvaluation: %s.\n\n", s.Config.evaluationText())
 	fmt.Fprintf(&b, "In-distribution: pooled over seeds × clients; held-out: pooled over seeds × held-out environments. ")
-	fmt.Fprintf(&b, "Debiased and Expert (θ*) are extra reference columns, not in the paper.\n\n")
-	fmt.Fprintf(&b, "| Environment | Clients | Seeds | In: Local | In: Mean | In: Barycenter | In: Debiased | In: Expert | Held-out: Local | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased | Held-out: Expert |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Columns are fusion methods by their registry names (fusion_methods); the paper has local, mean and barycenter, the others (and expert, θ*) are extra reference columns.\n\n")
+	b.WriteString("| Environment | Clients | Seeds |")
+	for _, m := range in {
+		fmt.Fprintf(&b, " In: %s |", m)
+	}
+	for _, m := range held {
+		fmt.Fprintf(&b, " Held-out: %s |", m)
+	}
+	b.WriteString("\n" + strings.Repeat("|---", 3+len(in)+len(held)) + "|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d×%d | %d | %d |", r.GridSize, r.GridSize, r.Clients, r.Seeds)
-		for m := range NumMethods {
-			fmt.Fprintf(&b, " %s |", r.InDist.get(m).format(1))
+		for _, m := range in {
+			fmt.Fprintf(&b, " %s |", r.InDist[m].format(1))
 		}
-		for m := range NumMethods {
-			fmt.Fprintf(&b, " %s |", r.HeldOutS.get(m).format(1))
+		for _, m := range held {
+			fmt.Fprintf(&b, " %s |", r.HeldOutS[m].format(1))
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (per seed: mean over the seed's clients or held-out environments; mean [95 %% t-interval]; * = interval excludes 0):\n\n")
-	fmt.Fprintf(&b, "| Environment | Seeds | In: Barycenter − Mean | In: Debiased − Mean | In: Mean − Local | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Environment | Seeds |" + pairHeader(inPairs, heldPairs) + "\n" + strings.Repeat("|---", 2+len(inPairs)+len(heldPairs)) + "|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d×%d | %d | %s | %s | %s | %s | %s |\n", r.GridSize, r.GridSize, r.Seeds,
-			formatPaired(&r.InDistPaired.BarycenterMinusMean), formatPaired(&r.InDistPaired.DebiasedMinusMean),
-			formatPaired(r.InDistPaired.MeanMinusLocal), formatPaired(&r.HeldOutPaired.BarycenterMinusMean),
-			formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
+		fmt.Fprintf(&b, "| %d×%d | %d |%s\n", r.GridSize, r.GridSize, r.Seeds, pairCells(r.InDistPaired, inPairs, r.HeldOutPaired, heldPairs))
 	}
-	fmt.Fprintf(&b, "\nOurs beside the paper (Millard & Baheri, Table 1), ours / paper; for Barycenter − Mean ours is the paired difference above, the paper's the difference of its means (it reports no per-seed values):\n\n")
-	fmt.Fprintf(&b, "| Environment | In: Local | In: Mean | In: Barycenter | In: Barycenter − Mean | In: Mean − Local | Held-out: Mean | Held-out: Barycenter | Held-out: Barycenter − Mean |\n")
+	bm, ml := DeclaredPairs[0], Pair{fusion.MethodMean, ColLocal}
+	if !slices.Contains(inPairs, bm) {
+		return b.Bytes()
+	}
+	fmt.Fprintf(&b, "\nOurs beside the paper (Millard & Baheri, Table 1), ours / paper; for barycenter − mean ours is the paired difference above, the paper's the difference of its means (it reports no per-seed values):\n\n")
+	fmt.Fprintf(&b, "| Environment | In: local | In: mean | In: barycenter | In: barycenter − mean | In: mean − local | Held-out: mean | Held-out: barycenter | Held-out: barycenter − mean |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p, ok := paperTable1[r.GridSize]
@@ -306,13 +312,37 @@ func (s *Study) Table1Markdown() []byte {
 			continue
 		}
 		fmt.Fprintf(&b, "| %d×%d | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", r.GridSize, r.GridSize,
-			r.InDist.Local.format(1), p[0].format(1), r.InDist.Mean.format(1), p[1].format(1), r.InDist.Barycenter.format(1), p[2].format(1),
-			formatPaired(&r.InDistPaired.BarycenterMinusMean), paperDiff(p[2], p[1], 1),
-			formatPaired(r.InDistPaired.MeanMinusLocal), paperDiff(p[1], p[0], 1),
-			r.HeldOutS.Mean.format(1), p[3].format(1), r.HeldOutS.Barycenter.format(1), p[4].format(1),
-			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), paperDiff(p[4], p[3], 1))
+			r.InDist[ColLocal].format(1), p[0].format(1), r.InDist[fusion.MethodMean].format(1), p[1].format(1), r.InDist[fusion.MethodBarycenter].format(1), p[2].format(1),
+			formatPaired(r.InDistPaired.get(bm)), paperDiff(p[2], p[1], 1),
+			formatPaired(r.InDistPaired.get(ml)), paperDiff(p[1], p[0], 1),
+			r.HeldOutS[fusion.MethodMean].format(1), p[3].format(1), r.HeldOutS[fusion.MethodBarycenter].format(1), p[4].format(1),
+			formatPaired(r.HeldOutPaired.get(bm)), paperDiff(p[4], p[3], 1))
 	}
 	return b.Bytes()
+}
+
+// pairHeader is the header cells of the in-distribution and held-out pairs.
+func pairHeader(in, held []Pair) string {
+	var b strings.Builder
+	for _, p := range in {
+		fmt.Fprintf(&b, " In: %s |", p.Label())
+	}
+	for _, p := range held {
+		fmt.Fprintf(&b, " Held-out: %s |", p.Label())
+	}
+	return b.String()
+}
+
+// pairCells is the cells of pairHeader for one row.
+func pairCells(in PairedCols, inPairs []Pair, held PairedCols, heldPairs []Pair) string {
+	var b strings.Builder
+	for _, p := range inPairs {
+		fmt.Fprintf(&b, " %s |", formatPaired(in.get(p)))
+	}
+	for _, p := range heldPairs {
+		fmt.Fprintf(&b, " %s |", formatPaired(held.get(p)))
+	}
+	return b.String()
 }
 
 // Table2Markdown renders Table 2, the paired differences and, beside the
@@ -321,36 +351,51 @@ func (s *Study) Table2Markdown() []byte {
 	var b bytes.Buffer
 	rows := s.Table2()
 	a := s.Config.Ablation
+	in, held := s.Config.inCols(false), s.Config.heldCols(false)
+	inPairs, heldPairs := pairs(in), pairs(held)
 	fmt.Fprintf(&b, "# Table 2: ablation on the fraction of weak clients p (%d×%d, %d clients, %d held-out environments), success rate (%%), mean ± std over seeds\n\nEvaluation: %s.\n\n",
 		a.GridSize, a.GridSize, a.NumberOfClients, heldOutCount(s.Config.ablationEnv()), s.Config.evaluationText())
 	fmt.Fprintf(&b, "Per seed: success averaged over the clients' own environments (In) or the held-out ones; Local: weak and full-budget clients pooled over seeds × clients.\n\n")
-	fmt.Fprintf(&b, "| p | Weak clients | Seeds | Local: weak clients | Local: full clients | Local: full − weak (paired) | In: Local | In: Mean | In: Barycenter | In: Debiased | Held-out: Mean | Held-out: Barycenter | Held-out: Debiased |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| p | Weak clients | Seeds | Local: weak clients | Local: full clients | Local: full − weak (paired) |")
+	for _, m := range in {
+		fmt.Fprintf(&b, " In: %s |", m)
+	}
+	for _, m := range held {
+		fmt.Fprintf(&b, " Held-out: %s |", m)
+	}
+	b.WriteString("\n" + strings.Repeat("|---", 6+len(in)+len(held)) + "|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.WeakClients, r.Seeds,
-			r.LocalWeak.format(2), r.LocalFull.format(2), formatPaired(&r.FullMinusWeak), r.InDist.Local.format(2), r.InDist.Mean.format(2), r.InDist.Barycenter.format(2), r.InDist.Debiased.format(2),
-			r.HeldOutS.Mean.format(2), r.HeldOutS.Barycenter.format(2), r.HeldOutS.Debiased.format(2))
+		fmt.Fprintf(&b, "| %.2f | %d | %d | %s | %s | %s |", r.WeakFraction, r.WeakClients, r.Seeds,
+			r.LocalWeak.format(2), r.LocalFull.format(2), formatPaired(&r.FullMinusWeak))
+		for _, m := range in {
+			fmt.Fprintf(&b, " %s |", r.InDist[m].format(2))
+		}
+		for _, m := range held {
+			fmt.Fprintf(&b, " %s |", r.HeldOutS[m].format(2))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (mean [95 %% t-interval]; * = interval excludes 0):\n\n")
-	fmt.Fprintf(&b, "| p | Seeds | In: Barycenter − Mean | In: Debiased − Mean | In: Mean − Local | Held-out: Barycenter − Mean | Held-out: Debiased − Mean |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| p | Seeds |" + pairHeader(inPairs, heldPairs) + "\n" + strings.Repeat("|---", 2+len(inPairs)+len(heldPairs)) + "|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %.2f | %d | %s | %s | %s | %s | %s |\n", r.WeakFraction, r.Seeds,
-			formatPaired(&r.InDistPaired.BarycenterMinusMean), formatPaired(&r.InDistPaired.DebiasedMinusMean),
-			formatPaired(r.InDistPaired.MeanMinusLocal),
-			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), formatPaired(&r.HeldOutPaired.DebiasedMinusMean))
+		fmt.Fprintf(&b, "| %.2f | %d |%s\n", r.WeakFraction, r.Seeds, pairCells(r.InDistPaired, inPairs, r.HeldOutPaired, heldPairs))
 	}
-	fmt.Fprintf(&b, "\nOurs beside the paper (Table 2, three seeds), ours / paper; for Barycenter − Mean ours is the paired difference above, the paper's the difference of its means:\n\n")
-	fmt.Fprintf(&b, "| p | In: Mean | In: Barycenter | In: Barycenter − Mean | Held-out: Mean | Held-out: Barycenter | Held-out: Barycenter − Mean |\n|---|---|---|---|---|---|---|\n")
+	bm := DeclaredPairs[0]
+	if !slices.Contains(inPairs, bm) {
+		return b.Bytes()
+	}
+	fmt.Fprintf(&b, "\nOurs beside the paper (Table 2, three seeds), ours / paper; for barycenter − mean ours is the paired difference above, the paper's the difference of its means:\n\n")
+	fmt.Fprintf(&b, "| p | In: mean | In: barycenter | In: barycenter − mean | Held-out: mean | Held-out: barycenter | Held-out: barycenter − mean |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p, ok := paperTable2[r.WeakFraction]
 		if !ok {
 			continue
 		}
 		fmt.Fprintf(&b, "| %.2f | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s |\n", r.WeakFraction,
-			r.InDist.Mean.format(2), p[0].format(2), r.InDist.Barycenter.format(2), p[1].format(2),
-			formatPaired(&r.InDistPaired.BarycenterMinusMean), paperDiff(p[1], p[0], 2),
-			r.HeldOutS.Mean.format(2), p[2].format(2), r.HeldOutS.Barycenter.format(2), p[3].format(2),
-			formatPaired(&r.HeldOutPaired.BarycenterMinusMean), paperDiff(p[3], p[2], 2))
+			r.InDist[fusion.MethodMean].format(2), p[0].format(2), r.InDist[fusion.MethodBarycenter].format(2), p[1].format(2),
+			formatPaired(r.InDistPaired.get(bm)), paperDiff(p[1], p[0], 2),
+			r.HeldOutS[fusion.MethodMean].format(2), p[2].format(2), r.HeldOutS[fusion.MethodBarycenter].format(2), p[3].format(2),
+			formatPaired(r.HeldOutPaired.get(bm)), paperDiff(p[3], p[2], 2))
 	}
 	return b.Bytes()
 }
@@ -365,28 +410,25 @@ func ff(x float64) string {
 }
 
 // pairedCSVHeader names the paired-difference columns of the CSV tables
-// (percentage points; empty where not defined).
-var pairedCSVHeader = []string{
-	"barycenter_minus_mean", "barycenter_minus_mean_lo", "barycenter_minus_mean_hi",
-	"debiased_minus_mean", "debiased_minus_mean_lo", "debiased_minus_mean_hi",
-	"mean_minus_local", "mean_minus_local_lo", "mean_minus_local_hi",
+// (percentage points; empty where not defined): key, key_lo, key_hi per pair.
+func pairedCSVHeader(ps []Pair) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Key(), p.Key()+"_lo", p.Key()+"_hi")
+	}
+	return out
 }
 
-// csv renders the paired differences as the pairedCSVHeader columns.
-func (pc PairedCols) csv() []string {
+// csv renders the paired differences of ps as the pairedCSVHeader columns.
+func (pc PairedCols) csv(ps []Pair) []string {
 	var out []string
-	for _, p := range []*report.Paired{&pc.BarycenterMinusMean, &pc.DebiasedMinusMean, pc.MeanMinusLocal} {
+	for _, pr := range ps {
+		p := pc.get(pr)
 		if p == nil || p.N == 0 {
 			out = append(out, "", "", "")
 			continue
 		}
-		cell := func(x float64) string {
-			if math.IsNaN(x) {
-				return ""
-			}
-			return ff(x)
-		}
-		out = append(out, ff(p.Mean), cell(p.Lo), cell(p.Hi))
+		out = append(out, ff(p.Mean), ffNaN(p.Lo), ffNaN(p.Hi))
 	}
 	return out
 }
@@ -395,11 +437,12 @@ func (pc PairedCols) csv() []string {
 func (s *Study) Table1CSV() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
+	cols, ps := s.Config.inCols(true), pairs(s.Config.inCols(false))
 	hdr := []string{"grid_size", "clients", "seeds", "split"}
-	for m := range NumMethods {
-		hdr = append(hdr, m.String()+"_mean", m.String()+"_std", m.String()+"_n")
+	for _, m := range cols {
+		hdr = append(hdr, m+"_mean", m+"_std", m+"_n")
 	}
-	_ = w.Write(append(hdr, pairedCSVHeader...))
+	_ = w.Write(append(hdr, pairedCSVHeader(ps)...))
 	for _, r := range s.Table1() {
 		for _, sp := range []struct {
 			name string
@@ -407,15 +450,15 @@ func (s *Study) Table1CSV() []byte {
 			p    PairedCols
 		}{{"in_distribution", r.InDist, r.InDistPaired}, {"held_out", r.HeldOutS, r.HeldOutPaired}} {
 			rec := []string{strconv.Itoa(r.GridSize), strconv.Itoa(r.Clients), strconv.Itoa(r.Seeds), sp.name}
-			for m := range NumMethods {
-				st := sp.c.get(m)
+			for _, m := range cols {
+				st := sp.c[m]
 				if st.N == 0 {
 					rec = append(rec, "", "", "0")
 					continue
 				}
 				rec = append(rec, ff(st.Mean), ff(st.Std), strconv.Itoa(st.N))
 			}
-			_ = w.Write(append(rec, sp.p.csv()...))
+			_ = w.Write(append(rec, sp.p.csv(ps)...))
 		}
 	}
 	w.Flush()
@@ -426,9 +469,12 @@ func (s *Study) Table1CSV() []byte {
 func (s *Study) Table2CSV() []byte {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
-	_ = w.Write(append([]string{"weak_fraction", "weak_clients", "held_out_environments", "seeds", "split",
-		"Local_mean", "Local_std", "Mean_mean", "Mean_std", "Barycenter_mean", "Barycenter_std", "Debiased_mean", "Debiased_std"},
-		append(pairedCSVHeader, "local_weak_mean", "local_full_mean", "local_full_minus_weak", "local_full_minus_weak_lo", "local_full_minus_weak_hi")...))
+	cols, ps := s.Config.inCols(false), pairs(s.Config.inCols(false))
+	hdr := []string{"weak_fraction", "weak_clients", "held_out_environments", "seeds", "split"}
+	for _, m := range cols {
+		hdr = append(hdr, m+"_mean", m+"_std")
+	}
+	_ = w.Write(append(append(hdr, pairedCSVHeader(ps)...), "local_weak_mean", "local_full_mean", "local_full_minus_weak", "local_full_minus_weak_lo", "local_full_minus_weak_hi"))
 	for _, r := range s.Table2() {
 		for _, sp := range []struct {
 			name string
@@ -436,14 +482,14 @@ func (s *Study) Table2CSV() []byte {
 			p    PairedCols
 		}{{"in_distribution", r.InDist, r.InDistPaired}, {"held_out", r.HeldOutS, r.HeldOutPaired}} {
 			rec := []string{ff(r.WeakFraction), strconv.Itoa(r.WeakClients), strconv.Itoa(r.HeldOut), strconv.Itoa(r.Seeds), sp.name}
-			for _, m := range []Method{Local, Mean, Barycenter, Debiased} {
-				if st := sp.c.get(m); st.N > 0 {
+			for _, m := range cols {
+				if st := sp.c[m]; st.N > 0 {
 					rec = append(rec, ff(st.Mean), ff(st.Std))
 				} else {
 					rec = append(rec, "", "")
 				}
 			}
-			rec = append(rec, sp.p.csv()...)
+			rec = append(rec, sp.p.csv(ps)...)
 			if d := r.FullMinusWeak; sp.name == "in_distribution" && d.N > 0 {
 				rec = append(rec, ff(r.LocalWeak.Mean), ff(r.LocalFull.Mean), ff(d.Mean), ff(d.Lo), ff(d.Hi))
 			} else {

@@ -1,0 +1,132 @@
+package gridworld
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/fusion"
+)
+
+// TestDefaultPoisoningParses: the committed benchmark loads, with the
+// acceptance attack and the three robust methods in it.
+func TestDefaultPoisoningParses(t *testing.T) {
+	p, err := LoadPoisoning(DefaultPoisoning, "poisoning.yaml", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tolerance != 2 || p.Study.NumberOfSeeds != 10 || p.Study.Environments[0].NumberOfClients != 10 || p.Attacks[0].Factor != 1000 {
+		t.Fatalf("benchmark %+v", p)
+	}
+	for _, m := range []string{"median", "trimmed-mean", "geometric-median", "mean", "normalized-mean", "normalized-mean/per-client", "barycenter"} {
+		found := false
+		for _, c := range p.Study.FusionMethods {
+			found = found || c == m
+		}
+		if !found {
+			t.Errorf("benchmark lacks method %s", m)
+		}
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"tolerance: 0\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "tolerance"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: boost, factor: 2, clients: 1}]\n", "kind"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 0, clients: 1}]\n", "factor"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 0}]\n", "clients"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: '', kind: scale, factor: 2, clients: 1}]\n", "rationale"},
+		{"tolerance: 2\nstudy: {fusion_methods: [mean]}\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "fusion_methods"},
+		{"tolerance: 2\n", "no attacks"},
+	} {
+		if _, err := LoadPoisoning([]byte(bad.yaml), "bad.yaml", DefaultConfig()); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: error %v, want one naming %s", bad.yaml, err, bad.want)
+		}
+	}
+}
+
+// TestPoisoningAgainstDirectFusion: on a small benchmark, the attacked mean
+// is the plain average of the honest θ_i and the attacker's 1000·θ (its own
+// θ learned directly with Env.LocalIRL), the attacked median stays in the
+// honest coordinate range, and the attacker has the largest outlier score.
+func TestPoisoningAgainstDirectFusion(t *testing.T) {
+	data := []byte(`tolerance: 2
+study:
+  number_of_seeds: 2
+  environments: [{grid_size: 5, number_of_clients: 4}]
+  irl: {irl_iterations: 10}
+  barycenter: {barycenter_iterations: 5}
+  fusion_methods: [mean, barycenter, median, geometric-median]
+attacks:
+  - {name: scale-1000, rationale: r, kind: scale, factor: 1000, clients: 1}
+  - {name: flip-mean, rationale: r, kind: flip-mean, factor: 5, clients: 1}
+`)
+	p, err := LoadPoisoning(data, "test", DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunPoisoning(context.Background(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 2*4 {
+		t.Fatalf("%d rows, want 8", len(res.Rows))
+	}
+	c := p.Study
+	e := c.Environments[0]
+	for s := range c.NumberOfSeeds {
+		seed := c.Seed + uint64(s)
+		st, err := c.buildSetup(e, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		honest := c.studyClients(st)
+		h := &Fit{GridSize: e.GridSize, Seed: seed}
+		if err := c.federate(context.Background(), "h", h, st, honest, purposePrivacy); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.attacked(context.Background(), p.Attacks[0], e, seed, st, honest, h.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The attacker: client 4 of the family, learning on its own.
+		spec, _ := c.family(e).Client(seed, 4)
+		env, err := NewEnv(spec, c.Expert.DiscountFactor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		demos, _ := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, 4), env.GreedyPolicy(c.Expert.TrueReward), c.Expert.EpisodesPerClient)
+		own, err := env.LocalIRL(context.Background(), demos, c.IRL, c.IRL.IRLIterations, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := append(append([][]float64{}, h.Local...), []float64{1000 * own.Theta[0], 1000 * own.Theta[1]})
+		want, err := fusion.Mean(sent, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx.Slices(t, "attacked mean", f.Fused["mean"], want, 1e-15, 1e-12)
+		for j := range 2 {
+			lo, hi := h.Local[0][j], h.Local[0][j]
+			for _, th := range h.Local {
+				lo, hi = min(lo, th[j]), max(hi, th[j])
+			}
+			if v := f.Fused["median"][j]; v < lo || v > hi {
+				t.Errorf("seed %d: attacked median θ[%d] = %v outside the honest range [%v, %v]", seed, j, v, lo, hi)
+			}
+		}
+		if !attackersFlagged(f.OutlierScores["mean"], 4) {
+			t.Errorf("seed %d: outlier scores %v do not flag the attacker", seed, f.OutlierScores["mean"])
+		}
+		if len(f.InDist["mean"]) != 4 || len(f.InDist[ColLocal]) != 4 {
+			t.Errorf("evaluated %d environments, want the 4 honest ones", len(f.InDist["mean"]))
+		}
+	}
+	md := string(PoisoningMarkdown(res))
+	for _, want := range []string{"## scale-1000", "| geometric-median |", "## flip-mean"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("poisoning.md lacks %q", want)
+		}
+	}
+	if _, err := PoisoningForestPNG(res); err != nil {
+		t.Fatal(err)
+	}
+}
