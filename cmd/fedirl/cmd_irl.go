@@ -88,7 +88,7 @@ positive.`,
 	f.Float64Var(&o.cfg.LearningRate, "lr", 5e-3, "learning rate η")
 	f.Float64Var(&o.cfg.L2, "l2", 0, "L2 regularization weight λ")
 	f.Float64Var(&o.cfg.Temperature, "temperature", 1e-3, "soft Bellman temperature τ > 0 (1 = classical MaxEnt IRL)")
-	f.IntVar(&o.cfg.MaxIter, "iters", 100, "budget of gradient steps")
+	countVar(f, &o.cfg.MaxIter, "iters", 100, "gradient steps", "budget of gradient steps")
 	f.Float64Var(&o.cfg.GradTol, "grad-tol", 1e-8, "stop when the gradient 2-norm is at most this (negative: never)")
 	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent) or "adam"`)
 	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")

@@ -133,7 +133,7 @@ normalized to mass 1.
 	dist.Flags().Float64Var(&eps, "eps", ot.DefaultEps, "entropic regularization, in squared-smallest-spacing units")
 	dist.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	dist.Flags().BoolVar(&logDom, "log", false, "log-domain Sinkhorn (use for small ε)")
-	dist.Flags().IntVar(&iters, "iters", 10000, "maximum Sinkhorn iterations")
+	countVar(dist.Flags(), &iters, "iters", 10000, "iterations", "maximum Sinkhorn iterations")
 	dist.Flags().Float64Var(&tol, "tol", 1e-9, "stop when the marginal error is below this")
 	dist.Flags().StringVar(&exact, "exact", "auto", "exact W2² by LP: auto (n² ≤ 40000) | always | never")
 	dist.Flags().StringVarP(&out, "out", "o", "-", "output JSON file (- for stdout)")

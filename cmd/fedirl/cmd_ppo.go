@@ -52,13 +52,13 @@ type ppoTrainFlags struct {
 func (f *ppoTrainFlags) register(cmd *cobra.Command, jobsName string) {
 	cmd.Flags().StringVar(&f.preset, "preset", "", `hyperparameter preset: "sb3", "paper", an environment id with an RL Zoo preset, or "" for the environment's preset (sb3 if none)`)
 	cmd.Flags().StringVar(&f.config, "config", "", "YAML or JSON file of PPO hyperparameters overriding the preset: stable-baselines3's PPO argument names (n_steps, batch_size, …), or an RL Zoo hyperparams/ppo.yml entry as rl-zoo3 writes it (n_timesteps, policy, normalize, lin_ schedules, policy_kwargs), bare or under its environment id")
-	cmd.Flags().IntVar(&f.steps, "steps", 0, "environment steps to train (default: the preset's total_steps; with --preset paper, the paper's expert steps)")
+	countVar(cmd.Flags(), &f.steps, "steps", 0, "environment steps", "environment steps to train (default: the preset's total_steps; with --preset paper, the paper's expert steps)")
 	cmd.Flags().IntVar(&f.client, "client", -1, "train in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
 	cmd.Flags().IntVar(&f.evalEvery, "eval-every", 5000, "evaluate the deterministic policy every N steps (0: never)")
-	cmd.Flags().IntVar(&f.evalEpisodes, "eval-episodes", 10, "episodes per evaluation")
-	cmd.Flags().IntVar(&f.workers, jobsName, 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
+	countVar(cmd.Flags(), &f.evalEpisodes, "eval-episodes", 10, "episodes", "episodes per evaluation")
+	countVar(cmd.Flags(), &f.workers, jobsName, 1, "the number of things run at the same time", "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
 	deprecatedAlias(cmd, "workers", jobsName)
-	cmd.Flags().IntVar(&f.window, "window", 100, "episodes in the running mean of training returns")
+	countVar(cmd.Flags(), &f.window, "window", 100, "episodes", "episodes in the running mean of training returns")
 	cmd.Flags().StringVar(&f.precision, "precision", "", "floating-point type of the networks during training: float32 or float64 (default: float32; float64 with use_sde, which float32 does not implement)")
 }
 
@@ -264,7 +264,7 @@ func newPPOEvalCmd() *cobra.Command {
 	cmd.Flags().StringVar(&policy, "policy", "", "policy checkpoint (policy.json from ppo train)")
 	cmd.Flags().StringVar(&env, "env", "", "environment id (default: from config.json beside the policy)")
 	cmd.Flags().IntVar(&client, "client", -1, "evaluate in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
-	cmd.Flags().IntVar(&episodes, "episodes", 10, "number of episodes")
+	countVar(cmd.Flags(), &episodes, "episodes", 10, "episodes", "number of episodes")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the episodes' initial states")
 	cmd.Flags().BoolVar(&stochastic, "stochastic", false, "sample actions instead of taking the mode")
 	cmd.Flags().StringVar(&out, "out", "", "JSON output file (empty or -: stdout)")
@@ -330,8 +330,8 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 	cmd.Flags().StringVar(&envList, "env", "CartPole-v1,Pendulum-v1,Acrobot-v1", "comma-separated environment ids")
 	deprecatedAlias(cmd, "envs", "env")
 	cmd.Flags().Uint64Var(&firstSeed, "seed", 0, "first seed")
-	cmd.Flags().IntVar(&seeds, "seeds", 5, "number of seeds: --seed, …, --seed+--seeds−1")
-	cmd.Flags().IntVar(&jobs, "jobs", 1, "runs trained at the same time (results do not depend on it)")
+	countVar(cmd.Flags(), &seeds, "seeds", 5, "seeds", "number of seeds: --seed, …, --seed+--seeds−1")
+	countVar(cmd.Flags(), &jobs, "jobs", 1, "the number of things run at the same time", "runs trained at the same time (results do not depend on it)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder")
 	return cmd
 }

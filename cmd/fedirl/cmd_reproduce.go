@@ -105,7 +105,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	}
 	f := gw.Flags()
 	f.StringVar(&configPath, "config", "", "YAML/JSON config file (keys as in the paper; see the run folder's config.yaml)")
-	f.IntVar(&seeds, "seeds", 5, "number of seeds (Table 1 and Table 2)")
+	countVar(f, &seeds, "seeds", 5, "seeds", "number of seeds (Table 1 and Table 2)")
 	f.Int64Var(&seed, "seed", 1, "first seed")
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")

@@ -145,7 +145,7 @@ declared before the sweep was first run.`,
 	f := cmd.Flags()
 	f.StringVar(&regimesPath, "regimes", "", "regimes file (YAML: regimes: [{name, rationale, overrides}]; default the built-in list)")
 	f.StringVar(&configPath, "config", "", "base study config the regimes override (default the study's defaults)")
-	f.IntVar(&seeds, "seeds", 5, "number of seeds per regime (Table 1 and Table 2)")
+	countVar(f, &seeds, "seeds", 5, "seeds", "number of seeds per regime (Table 1 and Table 2)")
 	f.Int64Var(&seed, "seed", 1, "first seed: the regimes use --seed, …, --seed+--seeds−1")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-gridworld-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the reduced smoke-test study (2 seeds, fewer clients)")
