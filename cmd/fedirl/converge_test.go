@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/npy"
 )
 
@@ -163,5 +165,54 @@ func TestBarycenterNPYInputs(t *testing.T) {
 	other := write("other.npy", npy.EncodeFloat64([]int{3, 2}, vals))
 	if _, err := execute(newBarycenterCmd(), "--out", filepath.Join(dir, "x.json"), f64, other); err == nil || !strings.Contains(err.Error(), "other.npy has shape [3 2]") {
 		t.Errorf("measures of different shapes: error %v", err)
+	}
+}
+
+// TestConnHintNamesTheFlag: each connection mistake that no retry fixes is
+// reported with the flag that fixes it; other errors pass through unchanged.
+func TestConnHintNamesTheFlag(t *testing.T) {
+	for kind, want := range map[error]string{
+		federation.ErrPlaintextServer: "give the client --insecure",
+		federation.ErrTLSServer:       "drop --insecure",
+		federation.ErrUnknownHost:     "--server",
+		federation.ErrCertificate:     "--ca",
+	} {
+		err := connHint(fmt.Errorf("task t: %w", &federation.ConnError{Kind: kind, Msg: "transport says"}))
+		if !errors.Is(err, kind) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "transport says") {
+			t.Errorf("%v: %q, want the kind, the transport's message and %q", kind, err, want)
+		}
+	}
+	plain := errors.New("Unavailable: connection refused")
+	if connHint(plain) != plain {
+		t.Errorf("a transient error was rewritten: %v", connHint(plain))
+	}
+}
+
+// TestClientRerunKeepsReport: a client run that found its task already fused
+// (nothing learnt or submitted) does not overwrite an existing --out; a run
+// that learnt does, and a first run writes even with nothing learnt.
+func TestClientRerunKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	learnt := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1, Local: federation.LocalResult{Theta: []float64{1, 2}}}},
+		Final: federation.FusedResult{Theta: []float64{3, 4}, Method: "mean"}}
+	rerun := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1}}, Final: learnt.Final}
+	var stderr bytes.Buffer
+	if err := writeClientReport(&stderr, out, learnt); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(out)
+	if err := writeClientReport(&stderr, out, rerun); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, first) || !strings.Contains(stderr.String(), "kept "+out) {
+		t.Errorf("rerun after fusion: file changed %v, stderr %q", !bytes.Equal(kept, first), stderr.String())
+	}
+	fresh := filepath.Join(dir, "fresh.json")
+	if err := writeClientReport(&stderr, fresh, rerun); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(fresh); err != nil || !strings.Contains(string(b), `"mean"`) {
+		t.Errorf("first run with nothing learnt: %s, %v", b, err)
 	}
 }
