@@ -1,8 +1,8 @@
 """Talking to a fedirl server from Python: fetch a task, learn theta_i (with `fedirl irl`, or any way you
 like), submit it and fetch the fused theta.
 
-The gRPC stubs are generated at first use from proto/federation.proto with grpc_tools into a temporary
-folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
+The gRPC stubs are generated at first use from federation.proto (the checkout's proto/, else the copy
+installed with the package) with grpc_tools into a temporary folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
 python3-grpc-tools).
 """
 import importlib
@@ -16,7 +16,10 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+# The checkout's proto/ when running from the repository, else the copy installed with the package
+# (python/fedirl/federation.proto, kept identical to proto/federation.proto by TestPythonPackageProtoCopy).
+_REPO_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+DEFAULT_PROTO_DIR = _REPO_PROTO_DIR if os.path.exists(os.path.join(_REPO_PROTO_DIR, "federation.proto")) else HERE
 
 _stubs = None
 
