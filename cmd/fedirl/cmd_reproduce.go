@@ -86,7 +86,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			if err != nil {
 				if ctx.Err() != nil {
 					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
-					fmt.Fprintf(run.File, "interrupted after %v\n", time.Since(start).Round(time.Millisecond))
+					fmt.Fprintf(run.File, "interrupted after %v (a rerun starts the study over)\n", time.Since(start).Round(time.Millisecond))
 					return errInterrupted
 				}
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
