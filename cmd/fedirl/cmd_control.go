@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -199,7 +201,7 @@ present), resolution.png, log.txt.`,
 			if out == "" {
 				out = filepath.Join("runs", "control-"+name)
 			}
-			run, ctx, err := startRun(cmd, out, true) // a resumed run appends to its log
+			run, ctx, err := startRun(cmd, "fedirl reproduce control", out, true) // a resumed run appends to its log
 			if err != nil {
 				return err
 			}
@@ -280,6 +282,50 @@ func seedsText(first uint64, n int) string {
 	return fmt.Sprintf("seeds %d, %d, …, %d", first, first+1, first+uint64(n)-1)
 }
 
+// checkShards refuses a merge into out of folders that are not shards of
+// one control run: each must hold a `fedirl reproduce control` run
+// (config.yaml and units/), all with the same config.yaml; out must not
+// hold another command's run. Each refusal is one line naming the folder.
+func checkShards(out string, shards []string) error {
+	const kind = "fedirl reproduce control"
+	if err := checkRunFolder(out, kind); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	var first []byte
+	for i, dir := range shards {
+		if other := otherRun(dir, kind); other != "" {
+			return fmt.Errorf("merge: %s holds a `%s` run, not a shard of `%s`", dir, other, kind)
+		}
+		cfg, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+		if err != nil {
+			return fmt.Errorf("merge: %s is not a `%s` run folder (no config.yaml)", dir, kind)
+		}
+		if st, err := os.Stat(filepath.Join(dir, "units")); err != nil || !st.IsDir() {
+			return fmt.Errorf("merge: %s is not a `%s` run folder (no units/)", dir, kind)
+		}
+		if i == 0 {
+			first = cfg
+			continue
+		}
+		if !bytes.Equal(cfg, first) {
+			a, b := strings.Split(string(first), "\n"), strings.Split(string(cfg), "\n")
+			line := 0
+			for line < min(len(a), len(b)) && a[line] == b[line] {
+				line++
+			}
+			got, want := "(end)", "(end)"
+			if line < len(b) {
+				got = strings.TrimSpace(b[line])
+			}
+			if line < len(a) {
+				want = strings.TrimSpace(a[line])
+			}
+			return fmt.Errorf("merge: %s ran with another config than %s: config.yaml line %d is %q, not %q (shards of one run share their config)", dir, shards[0], line+1, got, want)
+		}
+	}
+	return nil
+}
+
 // mapsClone returns a copy of m.
 func mapsClone(m map[string]int) map[string]int {
 	out := map[string]int{}
@@ -310,6 +356,9 @@ func newControlMergeCmd() *cobra.Command {
 				cfg = control.QuickConfig()
 			case full:
 				cfg = control.FullConfig()
+			}
+			if err := checkShards(args[0], args[1:]); err != nil {
+				return err
 			}
 			if configPath == "" && len(args) > 1 && !quick && !full {
 				// The shards' folders hold the resolved config they ran with.

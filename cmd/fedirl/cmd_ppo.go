@@ -297,7 +297,7 @@ func checkOutFolder(out string) error {
 	if st, err := os.Stat(out); err == nil && !st.IsDir() {
 		return fmt.Errorf("--out %s is a file: give a folder (the run writes config.json, policy.json, curve.csv, curve.json and curve.png into it)", out)
 	}
-	return nil
+	return checkRunFolder(out, "fedirl ppo train")
 }
 
 func newPPOEvalCmd() *cobra.Command {

@@ -71,7 +71,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 					out += "-quick"
 				}
 			}
-			run, ctx, err := startRun(cmd, out, false)
+			run, ctx, err := startRun(cmd, "fedirl reproduce gridworld", out, false)
 			if err != nil {
 				return err
 			}
@@ -162,9 +162,14 @@ func (r *runLog) Close() {
 	r.File.Close()
 }
 
-// startRun creates the run folder out, opens its log.txt (appended to or
-// truncated) and returns it with a context that Ctrl-C cancels.
-func startRun(cmd *cobra.Command, out string, appendLog bool) (*runLog, context.Context, error) {
+// startRun creates the run folder out of the command kind (its log.txt's
+// first words, e.g. "fedirl reproduce control"), opens its log.txt
+// (appended to or truncated) and returns it with a context that Ctrl-C
+// cancels. A folder that holds another command's run is refused.
+func startRun(cmd *cobra.Command, kind, out string, appendLog bool) (*runLog, context.Context, error) {
+	if err := checkRunFolder(out, kind); err != nil {
+		return nil, nil, err
+	}
 	f, err := openRunFolder(out, appendLog)
 	if err != nil {
 		return nil, nil, err

@@ -113,7 +113,7 @@ declared before the sweep was first run.`,
 					out += "-quick"
 				}
 			}
-			run, ctx, err := startRun(cmd, out, true)
+			run, ctx, err := startRun(cmd, "fedirl sweep gridworld", out, true)
 			if err != nil {
 				return err
 			}
