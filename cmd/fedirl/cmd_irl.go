@@ -81,8 +81,8 @@ positive.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runIRL(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.spec, "spec", "", "MDP and feature spec (JSON; required)")
-	f.StringVar(&o.demos, "demos", "", "demonstrations (JSON Lines; required)")
+	f.StringVar(&o.spec, "spec", "", "MDP and feature spec (JSON, or .npz of sparse transitions; required)")
+	f.StringVar(&o.demos, "demos", "", "demonstrations (JSON Lines, or .npz: padded states/actions or imitation's obs/acts/indices; required)")
 	f.StringVarP(&o.out, "out", "o", "-", `output JSON file ("-" = stdout)`)
 	f.StringVar(&o.theta0, "theta0", "", `warm-start θ: a JSON array, or a previous output file with a "theta" key`)
 	f.Float64Var(&o.cfg.LearningRate, "lr", 5e-3, "learning rate η")
@@ -124,11 +124,11 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	}
 	m, phi, err := irl.LoadMDP(o.spec)
 	if err != nil {
-		return err
+		return fmt.Errorf("--spec: %w (%s)", err, specFormats)
 	}
 	demos, err := irl.ReadTrajectoriesAny(o.demos, m)
 	if err != nil {
-		return err
+		return fmt.Errorf("--demos: %w (%s)", err, demosFormats)
 	}
 	cfg := o.cfg
 	cfg.Solver = mdp.Options{Tol: o.tol, Workers: o.workers, Newton: o.solver == "newton"}
@@ -149,6 +149,12 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	}
 	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Solver: o.solver, Result: res})
 }
+
+// The input formats of "fedirl irl", named in its errors.
+const (
+	specFormats  = `--spec wants the JSON MDP spec of "fedirl irl --help", or a .npz of sparse transitions`
+	demosFormats = `--demos wants JSON Lines {"states": [...], "actions": [...]}, one trajectory per line, or a .npz of padded "states"/"actions" or imitation's "obs"/"acts"/"indices"`
+)
 
 // readTheta reads θ from a JSON array or an object with a "theta" key.
 func readTheta(path string) ([]float64, error) {
