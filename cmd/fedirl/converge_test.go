@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,11 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/npy"
 )
 
-// writeMeasures writes k random positive measures of n entries as JSON
 // arrays into dir, drawn from a fixed seed, and returns their paths.
 func writeMeasures(t *testing.T, dir string, k, n int) []string {
 	t.Helper()
@@ -53,9 +50,6 @@ func execute(cmd *cobra.Command, args ...string) (string, error) {
 	return stderr.String(), err
 }
 
-// TestUnconvergedSolversAreLoud runs README's stabilized ε = 0.01 barycenter
-// on a 32×21×5 lattice with a small cap (it stops unconverged) and an easy
-// ot distance that stops at its cap: each warns on stderr naming the reached
 // marginal error and --iters, still writes its output, and fails with
 // --strict; a converged run prints nothing on stderr.
 func TestUnconvergedSolversAreLoud(t *testing.T) {
@@ -103,7 +97,6 @@ func TestUnconvergedSolversAreLoud(t *testing.T) {
 	}
 }
 
-// encodeNPY returns .npy bytes of the given dtype ("<f4", "<i8") and shape
 // holding vals, by retyping pkg/npy's float64 encoding.
 func encodeNPY(dtype string, shape []int, vals []float64) []byte {
 	raw := npy.EncodeFloat64(shape, vals)
@@ -122,8 +115,6 @@ func encodeNPY(dtype string, shape []int, vals []float64) []byte {
 	return append([]byte(hdr), body.Bytes()...)
 }
 
-// TestBarycenterNPYInputs: float32 and int64 .npy measures are read as the
-// same measure as float64 ones; an unsupported dtype is refused naming the
 // file and dtype; --shape contradicting the arrays' own shape is refused.
 func TestBarycenterNPYInputs(t *testing.T) {
 	dir := t.TempDir()
@@ -165,137 +156,5 @@ func TestBarycenterNPYInputs(t *testing.T) {
 	other := write("other.npy", npy.EncodeFloat64([]int{3, 2}, vals))
 	if _, err := execute(newBarycenterCmd(), "--out", filepath.Join(dir, "x.json"), f64, other); err == nil || !strings.Contains(err.Error(), "other.npy has shape [3 2]") {
 		t.Errorf("measures of different shapes: error %v", err)
-	}
-}
-
-// TestConnHintNamesTheFlag: each connection mistake that no retry fixes is
-// reported with the flag that fixes it; other errors pass through unchanged.
-func TestConnHintNamesTheFlag(t *testing.T) {
-	for kind, want := range map[error]string{
-		federation.ErrPlaintextServer: "give the client --insecure",
-		federation.ErrTLSServer:       "drop --insecure",
-		federation.ErrUnknownHost:     "--server",
-		federation.ErrCertificate:     "--ca",
-	} {
-		err := connHint(fmt.Errorf("task t: %w", &federation.ConnError{Kind: kind, Msg: "transport says"}))
-		if !errors.Is(err, kind) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "transport says") {
-			t.Errorf("%v: %q, want the kind, the transport's message and %q", kind, err, want)
-		}
-	}
-	plain := errors.New("Unavailable: connection refused")
-	if connHint(plain) != plain {
-		t.Errorf("a transient error was rewritten: %v", connHint(plain))
-	}
-}
-
-// TestClientRerunKeepsReport: a client run that found its task already fused
-// (nothing learnt or submitted) does not overwrite an existing --out; a run
-// that learnt does, and a first run writes even with nothing learnt.
-func TestClientRerunKeepsReport(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "report.json")
-	learnt := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1, Local: federation.LocalResult{Theta: []float64{1, 2}}}},
-		Final: federation.FusedResult{Theta: []float64{3, 4}, Method: "mean"}}
-	rerun := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1}}, Final: learnt.Final}
-	var stderr bytes.Buffer
-	if err := writeClientReport(&stderr, out, learnt); err != nil {
-		t.Fatal(err)
-	}
-	first, _ := os.ReadFile(out)
-	if err := writeClientReport(&stderr, out, rerun); err != nil {
-		t.Fatal(err)
-	}
-	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, first) || !strings.Contains(stderr.String(), "kept "+out) {
-		t.Errorf("rerun after fusion: file changed %v, stderr %q", !bytes.Equal(kept, first), stderr.String())
-	}
-	fresh := filepath.Join(dir, "fresh.json")
-	if err := writeClientReport(&stderr, fresh, rerun); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(fresh); err != nil || !strings.Contains(string(b), `"mean"`) {
-		t.Errorf("first run with nothing learnt: %s, %v", b, err)
-	}
-}
-
-// TestOutIntoAnotherRunRefused: a study, sweep or ppo train run whose --out
-// holds another command's run is refused before anything is written; its
-// own folder (a rerun, a resume) is accepted.
-func TestOutIntoAnotherRunRefused(t *testing.T) {
-	dir := t.TempDir()
-	control := filepath.Join(dir, "control")
-	os.MkdirAll(control, 0o755)
-	os.WriteFile(filepath.Join(control, "log.txt"), []byte("fedirl reproduce control (quick, protocol well-posed): CartPole-v1, seeds 1, 2, …\n"), 0o644)
-	ppoRun := filepath.Join(dir, "ppo")
-	os.MkdirAll(ppoRun, 0o755)
-	os.WriteFile(filepath.Join(ppoRun, "policy.json"), []byte("{}"), 0o644)
-	os.WriteFile(filepath.Join(ppoRun, "curve.csv"), []byte("steps\n"), 0o644)
-	for _, c := range []struct {
-		cmd  func() *cobra.Command
-		args []string
-		want string
-	}{
-		{newReproduceGridworldCmd, []string{"--quick", "--out", control}, "holds a `fedirl reproduce control` run: give this `fedirl reproduce gridworld` run another folder"},
-		{newSweepGridworldCmd, []string{"--quick", "--out", control}, "holds a `fedirl reproduce control` run"},
-		{newReproduceControlCmd, []string{"--quick", "--out", ppoRun}, "holds a `fedirl ppo train` run"},
-		{newPPOTrainCmd, []string{"--steps", "64", "--out", control}, "holds a `fedirl reproduce control` run"},
-	} {
-		before, _ := os.ReadDir(filepath.Dir(c.args[len(c.args)-1]))
-		_, err := execute(c.cmd(), c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
-		}
-		after, _ := os.ReadDir(filepath.Dir(c.args[len(c.args)-1]))
-		if len(after) != len(before) {
-			t.Errorf("%v: wrote into the parent folder", c.args)
-		}
-	}
-	if got, _ := os.ReadDir(control); len(got) != 1 {
-		t.Errorf("refused runs wrote into %s: %d files", control, len(got))
-	}
-	for _, kind := range []string{"fedirl reproduce control"} {
-		if o := otherRun(control, kind); o != "" {
-			t.Errorf("a control folder for a control rerun: %q", o)
-		}
-	}
-}
-
-// TestControlMergeRefusesForeignShards: merge refuses, in one line naming
-// the folder, a shard with another config, a grid-world run folder, and a
-// folder that is no run at all.
-func TestControlMergeRefusesForeignShards(t *testing.T) {
-	dir := t.TempDir()
-	shard := func(name, cfg string) string {
-		d := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Join(d, "units"), 0o755)
-		os.WriteFile(filepath.Join(d, "config.yaml"), []byte(cfg), 0o644)
-		os.WriteFile(filepath.Join(d, "log.txt"), []byte("fedirl reproduce control (quick, protocol well-posed): …\n"), 0o644)
-		return d
-	}
-	a := shard("a", "seed: 1\nnumber_of_seeds: 2\n")
-	b := shard("b", "seed: 1\nnumber_of_seeds: 3\n")
-	gw := filepath.Join(dir, "gw")
-	os.MkdirAll(gw, 0o755)
-	os.WriteFile(filepath.Join(gw, "config.yaml"), []byte("environments: []\n"), 0o644)
-	os.WriteFile(filepath.Join(gw, "log.txt"), []byte("fedirl reproduce gridworld: 3 grid sizes\n"), 0o644)
-	empty := filepath.Join(dir, "empty")
-	os.MkdirAll(empty, 0o755)
-	out := filepath.Join(dir, "out")
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{out, a, b}, b + ` ran with another config than ` + a + `: config.yaml line 2 is "number_of_seeds: 3", not "number_of_seeds: 2"`},
-		{[]string{out, a, gw}, gw + " holds a `fedirl reproduce gridworld` run, not a shard of `fedirl reproduce control`"},
-		{[]string{out, empty}, empty + " is not a `fedirl reproduce control` run folder (no config.yaml)"},
-		{[]string{gw, a}, "--out " + gw + " holds a `fedirl reproduce gridworld` run"},
-	} {
-		cmd := newReproduceControlCmd()
-		_, err := execute(cmd, append([]string{"merge"}, c.args...)...)
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("merge %v: error %v, want one line containing %q", c.args, err, c.want)
-		}
-	}
-	if _, err := os.Stat(out); err == nil {
-		t.Errorf("refused merges created %s", out)
 	}
 }
