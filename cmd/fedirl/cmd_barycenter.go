@@ -10,13 +10,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sbinet/npyio/npy"
 	"github.com/spf13/cobra"
 
+	"github.com/fedirl/fedirl/pkg/npy"
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
@@ -34,13 +35,18 @@ func (f *otLatticeFlags) register(cmd *cobra.Command) {
 }
 
 // lattice builds the lattice from the flags, with shape taken from the
-// flag or else from fallback (the input's own shape).
-func (f *otLatticeFlags) lattice(fallback []int, n int, source string) (ot.Lattice, error) {
+// flag or else from fallback (the input's own shape, read from
+// fallbackSource). A --shape that contradicts a multi-dimensional input
+// shape is refused rather than silently reinterpreting the data.
+func (f *otLatticeFlags) lattice(fallback []int, fallbackSource string, n int, source string) (ot.Lattice, error) {
 	shape := fallback
 	if f.shape != "" {
 		s, err := otParseInts(f.shape)
 		if err != nil {
 			return ot.Lattice{}, fmt.Errorf("--shape: %w", err)
+		}
+		if len(fallback) > 1 && !slices.Equal(s, fallback) {
+			return ot.Lattice{}, fmt.Errorf("--shape %s contradicts the shape %v of %s: leave --shape out, or save the array with that shape", f.shape, fallback, fallbackSource)
 		}
 		shape = s
 	}
@@ -119,6 +125,7 @@ type otInput struct {
 	measures [][]float64
 	names    []string // where each measure came from, for errors
 	shape    []int    // from a bundle or .npy header, if any
+	shapeSrc string   // the file that gave shape
 	weights  []float64
 }
 
@@ -157,7 +164,7 @@ func otReadInputs(paths []string) (*otInput, error) {
 				in.measures = append(in.measures, x)
 				in.names = append(in.names, name)
 			}
-			in.shape, in.weights = b.Shape, b.Weights
+			in.shape, in.shapeSrc, in.weights = b.Shape, paths[0], b.Weights
 			return in, in.check()
 		}
 	}
@@ -169,7 +176,9 @@ func otReadInputs(paths []string) (*otInput, error) {
 		in.measures = append(in.measures, x)
 		in.names = append(in.names, p)
 		if in.shape == nil && len(shape) > 1 {
-			in.shape = shape
+			in.shape, in.shapeSrc = shape, p
+		} else if len(shape) > 1 && !slices.Equal(shape, in.shape) {
+			return nil, fmt.Errorf("%s has shape %v but %s has shape %v", p, shape, in.shapeSrc, in.shape)
 		}
 	}
 	return in, in.check()
@@ -211,14 +220,13 @@ func otReadMeasureFile(path string) ([]float64, []int, error) {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	case ".npy":
-		r, err := npy.NewReader(f)
+		// float64, float32, int64 and int32 arrays are read (converted to
+		// float64); any other dtype is refused naming it.
+		a, err := npy.ReadFile(path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: not a .npy file: %w", path, err)
+			return nil, nil, err
 		}
-		shape = append([]int(nil), r.Header.Descr.Shape...)
-		if err := r.Read(&x); err != nil {
-			return nil, nil, fmt.Errorf("%s: reading %s array as float64: %w", path, r.Header.Descr.Type, err)
-		}
+		x, shape = a.Values(), a.Shape
 	case ".csv", ".txt", ".tsv":
 		x, shape, err = otParseCSV(f)
 		if err != nil {
@@ -351,6 +359,7 @@ func newBarycenterCmd() *cobra.Command {
 		eps, tol, momentum   float64
 		step                 float64
 		absEps, logDom       bool
+		strict               bool
 		iters, inner         int
 	)
 	cmd := &cobra.Command{
@@ -421,7 +430,7 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 					return fmt.Errorf("%s: %w", src, err)
 				}
 			}
-			l, err := lf.lattice(in.shape, len(in.measures[0]), in.names[0])
+			l, err := lf.lattice(in.shape, in.shapeSrc, len(in.measures[0]), in.names[0])
 			if err != nil {
 				return err
 			}
@@ -449,11 +458,17 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 					w[i] = 1 / float64(len(w))
 				}
 			}
-			return writeJSON(out, barycenterOutput{
+			if err := writeJSON(out, barycenterOutput{
 				Barycenter: r.Barycenter, Shape: l.Shape(), Method: m.String(), LogDomain: logDom || m == ot.Stabilized, Eps: eps, EpsAbsolute: abs,
 				Weights: w, Iterations: r.Iterations, MarginalError: r.MarginalError, Converged: r.Converged,
 				Seconds: time.Since(start).Seconds(),
-			})
+			}); err != nil {
+				return err
+			}
+			if !r.Converged && tol >= 0 {
+				return unconverged(cmd, strict, "the barycenter", r.Iterations, r.MarginalError, tol)
+			}
+			return nil
 		},
 	}
 	lf.register(cmd)
@@ -462,12 +477,13 @@ Output JSON: {"barycenter", "shape", "iterations", "marginal_error", "converged"
 	cmd.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	cmd.Flags().StringVar(&method, "method", "ibp", "ibp | stabilized | debiased | paper")
 	cmd.Flags().BoolVar(&logDom, "log", false, "run debiased/paper in the log domain (finite at small ε; ibp --log = stabilized)")
-	cmd.Flags().IntVar(&iters, "iters", 0, "maximum (outer) iterations (default 1000; 50 for paper)")
+	countVar(cmd.Flags(), &iters, "iters", 0, "iterations", "maximum (outer) iterations (default 1000; 50 for paper)")
 	cmd.Flags().Float64Var(&tol, "tol", 1e-9, "stop when the marginal error is below this (negative: run all iterations)")
-	cmd.Flags().IntVar(&inner, "inner", 10, "paper: Sinkhorn iterations per barycenter step")
+	countVar(cmd.Flags(), &inner, "inner", 10, "iterations", "paper: Sinkhorn iterations per barycenter step")
 	cmd.Flags().Float64Var(&momentum, "momentum", 0, "paper: heavy-ball momentum of the barycenter step (0: none)")
 	cmd.Flags().Float64Var(&step, "step", 0.25, "paper: mirror-descent step size (units of 1/ε)")
 	cmd.Flags().StringVarP(&out, "out", "o", "-", "output JSON file (- for stdout)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit non-zero (after writing --out) when the solver stops at --iters without reaching --tol; without it, a warning on stderr")
 	deprecatedAlias(cmd, "output", "out")
 	return cmd
 }

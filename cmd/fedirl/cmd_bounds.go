@@ -92,7 +92,7 @@ The same numbers for the first seed of each grid size are in a run's bounds.json
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&size, "size", 5, "grid side N")
+	countVar(f, &size, "size", 5, "cells per side", "grid side N")
 	f.Int64Var(&seed, "seed", 1, "study seed")
 	f.StringVar(&configPath, "config", "", "study config file")
 	f.StringVar(&runDir, "run", "", "run folder whose config.yaml to use")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -49,6 +51,7 @@ func newReproduceControlCmd() *cobra.Command {
 		envList, lattice, configPath, out, shard, protocol string
 		quick, full, plan                                  bool
 		seeds, jobs, planShards                            int
+		seed                                               uint64
 	)
 	bins := map[string]*int{}
 	cmd := &cobra.Command{
@@ -165,6 +168,9 @@ present), resolution.png, log.txt.`,
 				}
 				cfg.NumberOfSeeds = seeds
 			}
+			if cmd.Flags().Changed("seed") {
+				cfg.Seed = seed
+			}
 			var sh control.Shard
 			if shard != "" {
 				var err error
@@ -184,8 +190,8 @@ present), resolution.png, log.txt.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "fedirl reproduce control (%s, protocol %s): %s, %d seeds, %d+%d clients — modelled cost per unit on this machine\n\n",
-					name, cfg.Protocol, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients)
+				fmt.Fprintf(cmd.OutOrStdout(), "fedirl reproduce control (%s, protocol %s): %s, %s, %d+%d clients — modelled cost per unit on this machine\n\n",
+					name, cfg.Protocol, strings.Join(cfg.Envs, ", "), seedsText(cfg.Seed, cfg.NumberOfSeeds), cfg.NumberOfClients, cfg.HeldOutClients)
 				p.Write(cmd.OutOrStdout(), jobs)
 				return nil
 			}
@@ -195,7 +201,7 @@ present), resolution.png, log.txt.`,
 			if out == "" {
 				out = filepath.Join("runs", "control-"+name)
 			}
-			run, ctx, err := startRun(cmd, out, true) // a resumed run appends to its log
+			run, ctx, err := startRun(cmd, "fedirl reproduce control", out, true) // a resumed run appends to its log
 			if err != nil {
 				return err
 			}
@@ -206,8 +212,8 @@ present), resolution.png, log.txt.`,
 			if shard != "" {
 				part = "shard " + shard
 			}
-			fmt.Fprintf(log, "fedirl reproduce control (%s, protocol %s): %s, %d seeds, %d+%d clients, %d jobs, GOMAXPROCS %d, %s, started %s\n",
-				name, cfg.Protocol, strings.Join(cfg.Envs, ", "), cfg.NumberOfSeeds, cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), part, start.UTC().Format(time.RFC3339))
+			fmt.Fprintf(log, "fedirl reproduce control (%s, protocol %s): %s, %s, %d+%d clients, %d jobs, GOMAXPROCS %d, %s, started %s\n",
+				name, cfg.Protocol, strings.Join(cfg.Envs, ", "), seedsText(cfg.Seed, cfg.NumberOfSeeds), cfg.NumberOfClients, cfg.HeldOutClients, jobs, runtime.GOMAXPROCS(0), part, start.UTC().Format(time.RFC3339))
 			st, err := control.New(cfg, out, jobs, run.File)
 			if err != nil {
 				return err
@@ -247,18 +253,80 @@ present), resolution.png, log.txt.`,
 	f.BoolVar(&quick, "quick", false, "smoke test of the plumbing (≤ 60 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets; its numbers mean nothing")
 	f.BoolVar(&full, "full", false, "the paper's scale: 6+2 clients, 10 seeds, all four environments")
 	f.StringVar(&protocol, "protocol", control.ProtocolWellPosed, "well-posed (horizon-matched absorbing-state IRL by Newton's method on lattices that pass the ladder, normalized rewards) or paper (the appendix as written: paper lattices, GD 5e-3, τ 1e-3, no normalisation)")
-	f.IntVar(&seeds, "seeds", 0, "number of seeds (default: the preset's)")
+	f.Uint64Var(&seed, "seed", 1, "first seed: the run uses seeds --seed, …, --seed+--seeds−1 (default: the preset's, config key seed)")
+	countVar(f, &seeds, "seeds", 0, "seeds", "number of seeds (default: the preset's, config key number_of_seeds)")
 	f.BoolVar(&plan, "plan", false, "print every unit's modelled cost and the wall-time estimate, and run nothing")
-	f.IntVar(&planShards, "plan-shards", 0, "with --plan: also estimate a split into this many shards (--shard i/n)")
-	f.IntVar(&jobs, "jobs", 2, "units run in parallel (results do not depend on it)")
+	countVar(f, &planShards, "plan-shards", 0, "shards", "with --plan: also estimate a split into this many shards (--shard i/n)")
+	countVar(f, &jobs, "jobs", 2, "the number of things run at the same time", "units run in parallel (results do not depend on it)")
 	for _, a := range controlAxisNames() {
 		bins[a] = new(int)
-		f.IntVar(bins[a], "n-"+a, 0, fmt.Sprintf("bins of the %q lattice axis in every selected environment that has one (0: the lattice preset's)", a))
+		countVar(f, bins[a], "n-"+a, 0, "bins", fmt.Sprintf("bins of the %q lattice axis in every selected environment that has one (0: the lattice preset's)", a))
 	}
 	cmd.AddCommand(newControlMergeCmd())
 	return cmd
 }
 
+// seedsText lists the seeds first, first+1, …, first+n−1 as "seeds 7, 8"
+// (or "seeds 1, 2, …, 10" when there are more than four).
+func seedsText(first uint64, n int) string {
+	switch {
+	case n == 1:
+		return fmt.Sprintf("seed %d", first)
+	case n <= 4:
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprint(first + uint64(i))
+		}
+		return "seeds " + strings.Join(parts, ", ")
+	}
+	return fmt.Sprintf("seeds %d, %d, …, %d", first, first+1, first+uint64(n)-1)
+}
+
+// checkShards refuses a merge into out of folders that are not shards of
+// one control run: each must hold a `fedirl reproduce control` run
+// (config.yaml and units/), all with the same config.yaml; out must not
+// hold another command's run. Each refusal is one line naming the folder.
+func checkShards(out string, shards []string) error {
+	const kind = "fedirl reproduce control"
+	if err := checkRunFolder(out, kind); err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	var first []byte
+	for i, dir := range shards {
+		if other := otherRun(dir, kind); other != "" {
+			return fmt.Errorf("merge: %s holds a `%s` run, not a shard of `%s`", dir, other, kind)
+		}
+		cfg, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+		if err != nil {
+			return fmt.Errorf("merge: %s is not a `%s` run folder (no config.yaml)", dir, kind)
+		}
+		if st, err := os.Stat(filepath.Join(dir, "units")); err != nil || !st.IsDir() {
+			return fmt.Errorf("merge: %s is not a `%s` run folder (no units/)", dir, kind)
+		}
+		if i == 0 {
+			first = cfg
+			continue
+		}
+		if !bytes.Equal(cfg, first) {
+			a, b := strings.Split(string(first), "\n"), strings.Split(string(cfg), "\n")
+			line := 0
+			for line < min(len(a), len(b)) && a[line] == b[line] {
+				line++
+			}
+			got, want := "(end)", "(end)"
+			if line < len(b) {
+				got = strings.TrimSpace(b[line])
+			}
+			if line < len(a) {
+				want = strings.TrimSpace(a[line])
+			}
+			return fmt.Errorf("merge: %s ran with another config than %s: config.yaml line %d is %q, not %q (shards of one run share their config)", dir, shards[0], line+1, got, want)
+		}
+	}
+	return nil
+}
+
+// mapsClone returns a copy of m.
 func mapsClone(m map[string]int) map[string]int {
 	out := map[string]int{}
 	for k, v := range m {
@@ -288,6 +356,9 @@ func newControlMergeCmd() *cobra.Command {
 				cfg = control.QuickConfig()
 			case full:
 				cfg = control.FullConfig()
+			}
+			if err := checkShards(args[0], args[1:]); err != nil {
+				return err
 			}
 			if configPath == "" && len(args) > 1 && !quick && !full {
 				// The shards' folders hold the resolved config they ran with.

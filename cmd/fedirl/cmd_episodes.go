@@ -139,7 +139,7 @@ were truncated). Episode k resets with seed --seed + k.
 	f.StringVar(&policy, "policy", "random", "random, zero, heuristic or a PPO checkpoint file")
 	f.StringArrayVar(&params, "param", nil, "k=v parameter override (repeatable)")
 	f.IntVar(&client, "client", -1, fmt.Sprintf("the paper's client i, counted from 0 (0..%d; -1: the default environment)", envs.MaxClient))
-	f.IntVar(&episodes, "episodes", 10, "number of episodes")
+	countVar(f, &episodes, "episodes", 10, "episodes", "number of episodes")
 	f.Uint64Var(&seed, "seed", 0, "first episode's reset seed (and the random policy's stream)")
 	return cmd
 }

@@ -590,7 +590,7 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 		defer cancel()
 		if sts, err = c.Status(ctx); err != nil {
-			return fmt.Errorf("status from %s: %w", f.server, err)
+			return connHint(fmt.Errorf("status from %s: %w", f.server, err))
 		}
 	}
 	if sts == nil {
@@ -721,7 +721,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 		defer cancel()
 		if tokens, err = c.CreateTask(ctx, spec, clients); err != nil {
-			return fmt.Errorf("creating task on %s: %w", f.server, err)
+			return connHint(fmt.Errorf("creating task on %s: %w", f.server, err))
 		}
 		f.store = f.server
 	} else {
@@ -894,7 +894,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	}
 	rep, err := federation.RunClient(ctx, conn, learner, cfg)
 	if err != nil {
-		return err
+		return connHint(err)
 	}
-	return writeJSON(f.out, rep)
+	return writeClientReport(cmd.ErrOrStderr(), f.out, rep)
 }

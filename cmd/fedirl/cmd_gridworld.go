@@ -87,9 +87,9 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 		},
 	}
 	f := export.Flags()
-	f.IntVar(&size, "size", 5, "grid side N")
+	countVar(f, &size, "size", 5, "cells per side", "grid side N")
 	f.IntVar(&client, "client", 0, "client index, counted from 0 (below --clients)")
-	f.IntVar(&clients, "clients", 0, "number of clients in the federation (default: the study's, 3/10/20 for N = 5/10/20)")
+	countVar(f, &clients, "clients", 0, "clients", "number of clients in the federation (default: the study's, 3/10/20 for N = 5/10/20)")
 	f.Int64Var(&seed, "seed", 1, "study seed")
 	f.StringVar(&out, "out", "gridworld-export", "output folder")
 	f.StringVar(&configPath, "config", "", "study config (expert settings); default: the built-in study")

@@ -81,14 +81,14 @@ positive.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runIRL(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.spec, "spec", "", "MDP and feature spec (JSON; required)")
-	f.StringVar(&o.demos, "demos", "", "demonstrations (JSON Lines; required)")
+	f.StringVar(&o.spec, "spec", "", "MDP and feature spec (JSON, or .npz of sparse transitions; required)")
+	f.StringVar(&o.demos, "demos", "", "demonstrations (JSON Lines, or .npz: padded states/actions or imitation's obs/acts/indices; required)")
 	f.StringVarP(&o.out, "out", "o", "-", `output JSON file ("-" = stdout)`)
 	f.StringVar(&o.theta0, "theta0", "", `warm-start θ: a JSON array, or a previous output file with a "theta" key`)
 	f.Float64Var(&o.cfg.LearningRate, "lr", 5e-3, "learning rate η")
 	f.Float64Var(&o.cfg.L2, "l2", 0, "L2 regularization weight λ")
 	f.Float64Var(&o.cfg.Temperature, "temperature", 1e-3, "soft Bellman temperature τ > 0 (1 = classical MaxEnt IRL)")
-	f.IntVar(&o.cfg.MaxIter, "iters", 100, "budget of gradient steps")
+	countVar(f, &o.cfg.MaxIter, "iters", 100, "gradient steps", "budget of gradient steps")
 	f.Float64Var(&o.cfg.GradTol, "grad-tol", 1e-8, "stop when the gradient 2-norm is at most this (negative: never)")
 	f.StringVar(&o.cfg.Optimizer, "optimizer", irl.OptimizerGD, `"gd" (gradient ascent), "adam", "lbfgs" or "newton" (Newton's method with the exact Hessian: converges in a few steps at τ ≳ 0.1)`)
 	f.BoolVar(&o.cfg.InitFromMDP, "init-from-mdp", false, "draw s0 from the spec's init instead of the demonstrations' first states")
@@ -124,11 +124,11 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	}
 	m, phi, err := irl.LoadMDP(o.spec)
 	if err != nil {
-		return err
+		return fmt.Errorf("--spec: %w (%s)", err, specFormats)
 	}
 	demos, err := irl.ReadTrajectoriesAny(o.demos, m)
 	if err != nil {
-		return err
+		return fmt.Errorf("--demos: %w (%s)", err, demosFormats)
 	}
 	cfg := o.cfg
 	cfg.Solver = mdp.Options{Tol: o.tol, Workers: o.workers, Newton: o.solver == "newton"}
@@ -155,6 +155,12 @@ func runIRL(cmd *cobra.Command, o *irlOptions) error {
 	}
 	return writeJSON(o.out, irlOutput{Spec: o.spec, Demos: o.demos, Config: cfg, SolverTol: o.tol, Solver: o.solver, Result: res})
 }
+
+// The input formats of "fedirl irl", named in its errors.
+const (
+	specFormats  = `--spec wants the JSON MDP spec of "fedirl irl --help", or a .npz of sparse transitions`
+	demosFormats = `--demos wants JSON Lines {"states": [...], "actions": [...]}, one trajectory per line, or a .npz of padded "states"/"actions" or imitation's "obs"/"acts"/"indices"`
+)
 
 // readTheta reads θ from a JSON array or an object with a "theta" key.
 func readTheta(path string) ([]float64, error) {

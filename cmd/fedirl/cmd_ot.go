@@ -38,6 +38,7 @@ func newOTCmd() *cobra.Command {
 		eps, tol float64
 		absEps   bool
 		logDom   bool
+		strict   bool
 		exact    string
 		iters    int
 	)
@@ -72,7 +73,7 @@ normalized to mass 1.
 			if len(in.measures) != 2 {
 				return fmt.Errorf("want two measures, got %d", len(in.measures))
 			}
-			l, err := lf.lattice(in.shape, len(in.measures[0]), in.names[0])
+			l, err := lf.lattice(in.shape, in.shapeSrc, len(in.measures[0]), in.names[0])
 			if err != nil {
 				return err
 			}
@@ -126,17 +127,24 @@ normalized to mass 1.
 				}
 				return fmt.Errorf("entropic cost: %w", sinkErr)
 			}
-			return writeJSON(out, o)
+			if err := writeJSON(out, o); err != nil {
+				return err
+			}
+			if !o.Converged && tol >= 0 {
+				return unconverged(cmd, strict, "Sinkhorn", o.Iterations, o.MarginalError, tol)
+			}
+			return nil
 		},
 	}
 	lf.register(dist)
 	dist.Flags().Float64Var(&eps, "eps", ot.DefaultEps, "entropic regularization, in squared-smallest-spacing units")
 	dist.Flags().BoolVar(&absEps, "abs-eps", false, "take --eps in raw cost units (POT's reg)")
 	dist.Flags().BoolVar(&logDom, "log", false, "log-domain Sinkhorn (use for small ε)")
-	dist.Flags().IntVar(&iters, "iters", 10000, "maximum Sinkhorn iterations")
+	countVar(dist.Flags(), &iters, "iters", 10000, "iterations", "maximum Sinkhorn iterations")
 	dist.Flags().Float64Var(&tol, "tol", 1e-9, "stop when the marginal error is below this")
 	dist.Flags().StringVar(&exact, "exact", "auto", "exact W2² by LP: auto (n² ≤ 40000) | always | never")
 	dist.Flags().StringVarP(&out, "out", "o", "-", "output JSON file (- for stdout)")
+	dist.Flags().BoolVar(&strict, "strict", false, "exit non-zero (after writing --out) when Sinkhorn stops at --iters without reaching --tol; without it, a warning on stderr")
 	deprecatedAlias(dist, "output", "out")
 	cmd.AddCommand(dist)
 	return cmd

@@ -73,7 +73,7 @@ over seeds. Writes into --out:
 			if out == "" {
 				out = fmt.Sprintf("runs/poisoning-seed%d-n%d", p.Study.Seed, p.Study.NumberOfSeeds)
 			}
-			run, ctx, err := startRun(cmd, out, false)
+			run, ctx, err := startRun(cmd, "fedirl sweep poisoning", out, false)
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ over seeds. Writes into --out:
 	}
 	f := cmd.Flags()
 	f.StringVar(&regimesPath, "regimes", "", "benchmark file (YAML: study, tolerance, attacks; default the built-in, pre-declared one)")
-	f.IntVar(&seeds, "seeds", 0, "number of seeds (default the file's study.number_of_seeds)")
+	countVar(f, &seeds, "seeds", 0, "seeds", "number of seeds (default the file's study.number_of_seeds)")
 	f.Int64Var(&seed, "seed", 1, "first seed (default the file's study.seed)")
 	f.StringVar(&out, "out", "", "output folder (default runs/poisoning-seed<seed>-n<seeds>)")
 	f.Bool("print-regimes", false, "print the built-in benchmark file and exit")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -44,6 +45,71 @@ type ppoTrainFlags struct {
 	workers      int
 	window       int
 	precision    string
+	// run is the run config read from --config when it is a run folder's
+	// config.json (ppo train's own output); nil for a hyperparameter file.
+	run *ppostudy.RunConfig
+}
+
+// readRunConfig reads --config as a run folder's config.json when it is one
+// (a JSON object with "env" and "ppo"), strictly, into f.run; a
+// hyperparameter file is left to resolve.
+func (f *ppoTrainFlags) readRunConfig() error {
+	if f.config == "" {
+		return nil
+	}
+	b, err := os.ReadFile(f.config)
+	if err != nil {
+		return fmt.Errorf("reading --config: %w", err)
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(b, &probe) != nil || probe["env"] == nil || probe["ppo"] == nil {
+		return nil
+	}
+	var rc ppostudy.RunConfig
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rc); err != nil {
+		return fmt.Errorf("--config %s (a run's config.json): %w", f.config, err)
+	}
+	f.run = &rc
+	return nil
+}
+
+// applyRun takes every setting of the run config (f.run) that was not given
+// as a flag: environment, client, seed, evaluation, window and precision.
+// --preset is refused with it: the run config holds resolved hyperparameters.
+func (f *ppoTrainFlags) applyRun(cmd *cobra.Command, env *string) error {
+	rc := f.run
+	if rc == nil {
+		return nil
+	}
+	changed := func(name string) bool { return flagChanged(cmd, name) }
+	if changed("preset") {
+		return fmt.Errorf("--preset with --config %s: a run's config.json holds the resolved hyperparameters (preset %q); leave --preset out, or edit its \"ppo\" block", f.config, rc.Preset)
+	}
+	if !changed("env") {
+		*env = rc.Env
+	}
+	if !changed("client") {
+		f.client = rc.Client
+	}
+	if !changed("seed") {
+		f.seed = rc.Seed
+	}
+	if !changed("eval-every") {
+		f.evalEvery = rc.EvalEvery
+	}
+	if !changed("eval-episodes") {
+		f.evalEpisodes = rc.EvalEpisodes
+	}
+	if !changed("window") {
+		f.window = rc.Window
+	}
+	if !changed("precision") {
+		f.precision = string(rc.Precision)
+	}
+	f.preset = rc.Preset
+	return nil
 }
 
 // register adds the shared flags to cmd; jobsName is the name of the flag for
@@ -51,14 +117,14 @@ type ppoTrainFlags struct {
 // whose --jobs counts runs).
 func (f *ppoTrainFlags) register(cmd *cobra.Command, jobsName string) {
 	cmd.Flags().StringVar(&f.preset, "preset", "", `hyperparameter preset: "sb3", "paper", an environment id with an RL Zoo preset, or "" for the environment's preset (sb3 if none)`)
-	cmd.Flags().StringVar(&f.config, "config", "", "YAML or JSON file of PPO hyperparameters overriding the preset: stable-baselines3's PPO argument names (n_steps, batch_size, …), or an RL Zoo hyperparams/ppo.yml entry as rl-zoo3 writes it (n_timesteps, policy, normalize, lin_ schedules, policy_kwargs), bare or under its environment id")
-	cmd.Flags().IntVar(&f.steps, "steps", 0, "environment steps to train (default: the preset's total_steps; with --preset paper, the paper's expert steps)")
+	cmd.Flags().StringVar(&f.config, "config", "", "YAML or JSON file of PPO hyperparameters overriding the preset: stable-baselines3's PPO argument names (n_steps, batch_size, …), or an RL Zoo hyperparams/ppo.yml entry as rl-zoo3 writes it (n_timesteps, policy, normalize, lin_ schedules, policy_kwargs), bare or under its environment id; ppo train also takes a run folder's config.json (the whole run: env, client, seed, hyperparameters, evaluation; flags override)")
+	countVar(cmd.Flags(), &f.steps, "steps", 0, "environment steps", "environment steps to train (default: the preset's total_steps; with --preset paper, the paper's expert steps)")
 	cmd.Flags().IntVar(&f.client, "client", -1, "train in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
 	cmd.Flags().IntVar(&f.evalEvery, "eval-every", 5000, "evaluate the deterministic policy every N steps (0: never)")
-	cmd.Flags().IntVar(&f.evalEpisodes, "eval-episodes", 10, "episodes per evaluation")
-	cmd.Flags().IntVar(&f.workers, jobsName, 1, "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
+	countVar(cmd.Flags(), &f.evalEpisodes, "eval-episodes", 10, "episodes", "episodes per evaluation")
+	countVar(cmd.Flags(), &f.workers, jobsName, 1, "the number of things run at the same time", "goroutines for the update (1 or 2; results are identical; 1 is faster on a 2-core machine)")
 	deprecatedAlias(cmd, "workers", jobsName)
-	cmd.Flags().IntVar(&f.window, "window", 100, "episodes in the running mean of training returns")
+	countVar(cmd.Flags(), &f.window, "window", 100, "episodes", "episodes in the running mean of training returns")
 	cmd.Flags().StringVar(&f.precision, "precision", "", "floating-point type of the networks during training: float32 or float64 (default: float32; float64 with use_sde, which float32 does not implement)")
 }
 
@@ -111,7 +177,10 @@ func (f *ppoTrainFlags) resolve(env string) (ppo.Config, string, ppo.Precision, 
 			cfg.TotalSteps = s
 		}
 	}
-	if f.config != "" {
+	if f.run != nil {
+		// A run's config.json: its resolved hyperparameters, exactly.
+		cfg = f.run.PPO
+	} else if f.config != "" {
 		b, err := os.ReadFile(f.config)
 		if err != nil {
 			return cfg, name, "", fmt.Errorf("reading --config: %w", err)
@@ -164,14 +233,24 @@ func newPPOTrainCmd() *cobra.Command {
 	var env, out string
 	cmd := &cobra.Command{
 		Use:   "train",
-		Short: "Train a PPO policy and write policy.json, curve.csv/json/png and config.json",
+		Short: "Train a PPO policy and write policy.json, curve.csv/json/png and config.json (rerun it with --config)",
 		Example: `  fedirl ppo train --env CartPole-v1 --steps 100000 --seed 1 --out runs/cartpole
-  fedirl ppo train --env Pendulum-v1 --client 3 --preset paper --out runs/pend-c3`,
+  fedirl ppo train --env Pendulum-v1 --client 3 --preset paper --out runs/pend-c3
+  fedirl ppo train --config runs/cartpole/config.json --out runs/cartpole-again   # the same run again (flags override)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.readRunConfig(); err != nil {
+				return err
+			}
+			if err := f.applyRun(cmd, &env); err != nil {
+				return err
+			}
 			if err := f.check(cmd, "jobs"); err != nil {
 				return err
 			}
 			if err := checkEnvClient(env, f.client); err != nil {
+				return err
+			}
+			if err := checkOutFolder(out); err != nil {
 				return err
 			}
 			cfg, preset, prec, err := f.resolve(env)
@@ -207,6 +286,18 @@ func newPPOTrainCmd() *cobra.Command {
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed (same seed, same output bytes)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder (empty: print the summary only)")
 	return cmd
+}
+
+// checkOutFolder refuses an --out that exists and is not a folder, before
+// any work is done.
+func checkOutFolder(out string) error {
+	if out == "" {
+		return nil
+	}
+	if st, err := os.Stat(out); err == nil && !st.IsDir() {
+		return fmt.Errorf("--out %s is a file: give a folder (the run writes config.json, policy.json, curve.csv, curve.json and curve.png into it)", out)
+	}
+	return checkRunFolder(out, "fedirl ppo train")
 }
 
 func newPPOEvalCmd() *cobra.Command {
@@ -264,7 +355,7 @@ func newPPOEvalCmd() *cobra.Command {
 	cmd.Flags().StringVar(&policy, "policy", "", "policy checkpoint (policy.json from ppo train)")
 	cmd.Flags().StringVar(&env, "env", "", "environment id (default: from config.json beside the policy)")
 	cmd.Flags().IntVar(&client, "client", -1, "evaluate in the paper's client i's perturbed environment, i counted from 0 (-1: the default environment)")
-	cmd.Flags().IntVar(&episodes, "episodes", 10, "number of episodes")
+	countVar(cmd.Flags(), &episodes, "episodes", 10, "episodes", "number of episodes")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the episodes' initial states")
 	cmd.Flags().BoolVar(&stochastic, "stochastic", false, "sample actions instead of taking the mode")
 	cmd.Flags().StringVar(&out, "out", "", "JSON output file (empty or -: stdout)")
@@ -330,8 +421,8 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 	cmd.Flags().StringVar(&envList, "env", "CartPole-v1,Pendulum-v1,Acrobot-v1", "comma-separated environment ids")
 	deprecatedAlias(cmd, "envs", "env")
 	cmd.Flags().Uint64Var(&firstSeed, "seed", 0, "first seed")
-	cmd.Flags().IntVar(&seeds, "seeds", 5, "number of seeds: --seed, …, --seed+--seeds−1")
-	cmd.Flags().IntVar(&jobs, "jobs", 1, "runs trained at the same time (results do not depend on it)")
+	countVar(cmd.Flags(), &seeds, "seeds", 5, "seeds", "number of seeds: --seed, …, --seed+--seeds−1")
+	countVar(cmd.Flags(), &jobs, "jobs", 1, "the number of things run at the same time", "runs trained at the same time (results do not depend on it)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder")
 	return cmd
 }

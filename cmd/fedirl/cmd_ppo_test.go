@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fedirl/fedirl/pkg/experiments/ppostudy"
 )
 
 // TestPPOTrainSameSeedSameBytes runs "fedirl ppo train" twice with the same
@@ -125,5 +128,55 @@ func TestPPOTrainSDEPrecision(t *testing.T) {
 	err = train(filepath.Join(dir, "float32"), "--precision", "float32")
 	if err == nil || !strings.Contains(err.Error(), "--precision float32") || !strings.Contains(err.Error(), "use_sde") {
 		t.Errorf("use_sde with --precision float32: error %v, want one naming --precision float32 and use_sde", err)
+	}
+}
+
+// TestPPOTrainRerunsItsConfig: "ppo train --config RUN/config.json" reruns
+// the run (same bytes in every file), flags given beside it override it,
+// and an --out that is a file is refused before training.
+func TestPPOTrainRerunsItsConfig(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	train := func(args ...string) error {
+		cmd := newPPOTrainCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		return cmd.Execute()
+	}
+	if err := train("--env", "Acrobot-v1", "--client", "2", "--steps", "512", "--eval-every", "256", "--eval-episodes", "2", "--seed", "5", "--window", "7", "--out", a); err != nil {
+		t.Fatal(err)
+	}
+	if err := train("--config", filepath.Join(a, "config.json"), "--out", b); err != nil {
+		t.Fatalf("rerun from its own config.json: %v", err)
+	}
+	for _, f := range []string{"config.json", "policy.json", "curve.csv", "curve.json", "curve.png"} {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, err := os.ReadFile(filepath.Join(b, f))
+		if err != nil || !bytes.Equal(x, y) {
+			t.Errorf("%s: rerun differs (%v)", f, err)
+		}
+	}
+	if err := train("--config", filepath.Join(a, "config.json"), "--seed", "6", "--out", c); err != nil {
+		t.Fatal(err)
+	}
+	var rc ppostudy.RunConfig
+	raw, _ := os.ReadFile(filepath.Join(c, "config.json"))
+	if err := json.Unmarshal(raw, &rc); err != nil || rc.Seed != 6 || rc.Env != "Acrobot-v1" || rc.Client != 2 || rc.Window != 7 || rc.PPO.TotalSteps != 512 {
+		t.Errorf("--seed 6 over the run config: %+v (%v)", rc, err)
+	}
+	if err := train("--config", filepath.Join(a, "config.json"), "--preset", "sb3", "--out", c); err == nil || !strings.Contains(err.Error(), "--preset") {
+		t.Errorf("--preset beside a run config: %v, want a refusal", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"env": "CartPole-v1", "ppo": {}, "colour": 1}`), 0o644)
+	if err := train("--config", bad, "--out", c); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown key in a run config: %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	start := time.Now()
+	if err := train("--steps", "100000", "--out", file); err == nil || !strings.Contains(err.Error(), "--out "+file+" is a file") || time.Since(start) > 5*time.Second {
+		t.Errorf("--out FILE: %v after %v, want a refusal before training", err, time.Since(start))
 	}
 }

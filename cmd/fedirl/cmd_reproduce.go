@@ -71,7 +71,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 					out += "-quick"
 				}
 			}
-			run, ctx, err := startRun(cmd, out, false)
+			run, ctx, err := startRun(cmd, "fedirl reproduce gridworld", out, false)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 			if err != nil {
 				if ctx.Err() != nil {
 					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
-					fmt.Fprintf(run.File, "interrupted after %v\n", time.Since(start).Round(time.Millisecond))
+					fmt.Fprintf(run.File, "interrupted after %v (a rerun starts the study over)\n", time.Since(start).Round(time.Millisecond))
 					return errInterrupted
 				}
 				fmt.Fprintf(log, "failed after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
@@ -105,7 +105,7 @@ Same config and seeds → byte-identical tables and config, whatever GOMAXPROCS.
 	}
 	f := gw.Flags()
 	f.StringVar(&configPath, "config", "", "YAML/JSON config file (keys as in the paper; see the run folder's config.yaml)")
-	f.IntVar(&seeds, "seeds", 5, "number of seeds (Table 1 and Table 2)")
+	countVar(f, &seeds, "seeds", 5, "seeds", "number of seeds (Table 1 and Table 2)")
 	f.Int64Var(&seed, "seed", 1, "first seed")
 	f.StringVar(&out, "out", "", "run folder (default runs/gridworld-seed<seed>-n<seeds>)")
 	f.BoolVar(&quick, "quick", false, "reduced smoke-test study (2 seeds; 3, 5 and 3 clients on 20×20, 10×10, 5×5; 5 ablation clients; 50 evaluation episodes if sampled)")
@@ -162,9 +162,14 @@ func (r *runLog) Close() {
 	r.File.Close()
 }
 
-// startRun creates the run folder out, opens its log.txt (appended to or
-// truncated) and returns it with a context that Ctrl-C cancels.
-func startRun(cmd *cobra.Command, out string, appendLog bool) (*runLog, context.Context, error) {
+// startRun creates the run folder out of the command kind (its log.txt's
+// first words, e.g. "fedirl reproduce control"), opens its log.txt
+// (appended to or truncated) and returns it with a context that Ctrl-C
+// cancels. A folder that holds another command's run is refused.
+func startRun(cmd *cobra.Command, kind, out string, appendLog bool) (*runLog, context.Context, error) {
+	if err := checkRunFolder(out, kind); err != nil {
+		return nil, nil, err
+	}
 	f, err := openRunFolder(out, appendLog)
 	if err != nil {
 		return nil, nil, err

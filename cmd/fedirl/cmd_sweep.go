@@ -117,7 +117,7 @@ declared before the sweep was first run.`,
 					out += "-quick"
 				}
 			}
-			run, ctx, err := startRun(cmd, out, true)
+			run, ctx, err := startRun(cmd, "fedirl sweep gridworld", out, true)
 			if err != nil {
 				return err
 			}
@@ -149,7 +149,7 @@ declared before the sweep was first run.`,
 	f := cmd.Flags()
 	f.StringVar(&regimesPath, "regimes", "", "regimes file (YAML: regimes: [{name, rationale, overrides}]; default the built-in list)")
 	f.StringVar(&configPath, "config", "", "base study config the regimes override (default the study's defaults)")
-	f.IntVar(&seeds, "seeds", 5, "number of seeds per regime (Table 1 and Table 2)")
+	countVar(f, &seeds, "seeds", 5, "seeds", "number of seeds per regime (Table 1 and Table 2)")
 	f.Int64Var(&seed, "seed", 1, "first seed: the regimes use --seed, …, --seed+--seeds−1")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-gridworld-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the reduced smoke-test study (2 seeds, fewer clients)")
@@ -204,9 +204,6 @@ nothing that is already there: a killed sweep resumes.`,
 			if err := checkJobs("jobs", jobs); err != nil {
 				return err
 			}
-			if seeds < 1 {
-				return fmt.Errorf("--seeds %d: want ≥ 1", seeds)
-			}
 			base := control.SweepBase(quick)
 			if configPath != "" {
 				var err error
@@ -245,7 +242,7 @@ nothing that is already there: a killed sweep resumes.`,
 					out += "-quick"
 				}
 			}
-			run, ctx, err := startRun(cmd, out, true)
+			run, ctx, err := startRun(cmd, "fedirl sweep control", out, true)
 			if err != nil {
 				return err
 			}
@@ -277,7 +274,7 @@ nothing that is already there: a killed sweep resumes.`,
 	f := cmd.Flags()
 	f.StringVar(&regimesPath, "regimes", "", "regimes file (YAML: regimes: [{name, rationale, overrides}]; default the built-in, pre-declared list)")
 	f.StringVar(&configPath, "config", "", "base study config the regimes override (default: the default study with 10 seeds on Pendulum-v1 and CartPole-v1)")
-	f.IntVar(&seeds, "seeds", 10, "number of seeds per regime")
+	countVar(f, &seeds, "seeds", 10, "seeds", "number of seeds per regime")
 	f.Uint64Var(&seed, "seed", 1, "first seed: the regimes use --seed, …, --seed+--seeds−1")
 	f.StringVar(&out, "out", "", "output folder (default runs/sweep-control-seed<seed>-n<seeds>); rerun into it to resume")
 	f.BoolVar(&quick, "quick", false, "base on the smoke-test study (2 seeds, tiny budgets): tests the plumbing, its numbers mean nothing")

@@ -91,7 +91,7 @@ func addJobsFlag(cmd *cobra.Command, p *int, def int, usage string) {
 	if def == 0 {
 		def = runtime.GOMAXPROCS(0)
 	}
-	cmd.Flags().IntVar(p, "jobs", def, usage+" (results do not depend on it)")
+	countVar(cmd.Flags(), p, "jobs", def, "the number of things run at the same time", usage+" (results do not depend on it)")
 	deprecatedAlias(cmd, "workers", "jobs")
 }
 
@@ -101,4 +101,40 @@ func checkJobs(name string, n int) error {
 		return fmt.Errorf("--%s %d: want ≥ 1 (the number of things run at the same time)", name, n)
 	}
 	return nil
+}
+
+// countValue is an int flag that counts something (jobs, seeds, iterations,
+// episodes): setting it to 0 or a negative number fails while the command
+// line is parsed, before any work, with pflag's
+// `invalid argument "0" for "--jobs" flag: want ≥ 1 …`.
+type countValue struct {
+	p    *int
+	what string
+}
+
+// String returns the current count.
+func (c *countValue) String() string { return strconv.Itoa(*c.p) }
+
+// Set parses s and refuses a count below 1.
+func (c *countValue) Set(s string) error {
+	v, err := strconv.ParseInt(s, 0, strconv.IntSize)
+	if err != nil {
+		return fmt.Errorf("want a whole number ≥ 1 (%s)", c.what)
+	}
+	if v < 1 {
+		return fmt.Errorf("want ≥ 1 (%s)", c.what)
+	}
+	*c.p = int(v)
+	return nil
+}
+
+// Type returns "int", as pflag's own int flags do.
+func (c *countValue) Type() string { return "int" }
+
+// countVar registers --name as a count flag on fs: its default def may be 0
+// ("not given: the preset's"), but an explicit value below 1 is refused.
+// what says what is counted, for the refusal.
+func countVar(fs *pflag.FlagSet, p *int, name string, def int, what, usage string) {
+	*p = def
+	fs.Var(&countValue{p: p, what: what}, name, usage)
 }

@@ -225,6 +225,10 @@ func fromStatus(ctx context.Context, err error) error {
 	}
 	st, _ := status.FromError(err)
 	switch st.Code() {
+	case codes.Unavailable:
+		if ce := permanentConnError(st.Message()); ce != nil {
+			return ce // not retryable: RunClient stops at once
+		}
 	case codes.Canceled:
 		return fmt.Errorf("%w: %s", context.Canceled, st.Message())
 	case codes.DeadlineExceeded, codes.Aborted:

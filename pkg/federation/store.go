@@ -135,6 +135,9 @@ func OpenStoreWith(path string, o StoreOptions) (*Store, error) {
 // error wrapping ErrStoreDamaged; nothing is written to a file that fails.
 func openChecked(path string, o StoreOptions) (*bolt.DB, error) {
 	if fi, err := os.Stat(path); err == nil {
+		if err := checkIsBolt(path); err != nil {
+			return nil, err
+		}
 		if err := checkStore(path, fi.Size()); err != nil {
 			return nil, err
 		}

@@ -139,3 +139,34 @@ func TestDeleteTask(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNonStoreFileIsNamed: a --store path holding some other file is
+// refused as "not a fedirl store" saying what the file looks like, not
+// called damaged, and left as it was.
+func TestNonStoreFileIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		body string
+		want string
+	}{
+		"tokens.json": {`{"alice": "0123"}`, "a JSON file"},
+		"notes.txt":   {"remember the milk\n" + strings.Repeat("x", 200), "a text file"},
+		"old.sqlite":  {"SQLite format 3\x00" + strings.Repeat("\x00", 100), "an SQLite database"},
+	} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(c.body), 0o600)
+		for _, o := range []StoreOptions{{Create: true}, {ReadOnly: true}} {
+			s, err := OpenStoreWith(p, o)
+			if err == nil {
+				s.Close()
+				t.Fatalf("%s opened as a store", name)
+			}
+			if !errors.Is(err, ErrNotStore) || errors.Is(err, ErrStoreDamaged) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s %+v: %v, want ErrNotStore naming %s and %q", name, o, err, p, c.want)
+			}
+		}
+		if after, _ := os.ReadFile(p); string(after) != c.body {
+			t.Errorf("%s modified", name)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package npy decodes NumPy .npy arrays and .npz archives of them: the
-// little-endian float64, int64 and int32 arrays in C order that Python users
-// write with numpy.save and numpy.savez.
+// little-endian float64, float32, int64 and int32 arrays in C order that
+// Python users write with numpy.save and numpy.savez.
 //
 // It is hand-written rather than using github.com/sbinet/npyio because that
 // library's v0.6.0 header parser panics on corrupt input (a header without a
@@ -31,18 +31,20 @@ const MaxBytes = 1 << 31
 // Dtype names accepted by Decode (NumPy's descr strings).
 const (
 	Float64 = "<f8"
+	Float32 = "<f4"
 	Int64   = "<i8"
 	Int32   = "<i4"
 )
 
 // Array is a decoded array: its shape and its values in C order, as float64
-// (dtype <f8) or int64 (dtypes <i8 and <i4); the other slice is nil.
+// (dtypes <f8 and <f4, converted exactly) or int64 (dtypes <i8 and <i4); the
+// other slice is nil.
 type Array struct {
-	// Dtype is the NumPy descr of the stored array ("<f8", "<i8" or "<i4").
+	// Dtype is the NumPy descr of the stored array ("<f8", "<f4", "<i8" or "<i4").
 	Dtype string
 	// Shape is the array's shape (empty for a 0-d scalar).
 	Shape []int
-	// Floats holds the values of a float64 array.
+	// Floats holds the values of a float64 or float32 array.
 	Floats []float64
 	// Ints holds the values of an int64 or int32 array.
 	Ints []int64
@@ -59,6 +61,19 @@ func (a *Array) Len() int {
 
 // IsInt reports whether the array holds integers.
 func (a *Array) IsInt() bool { return a.Dtype == Int64 || a.Dtype == Int32 }
+
+// Values returns the elements as float64 whatever the dtype: Floats itself,
+// or the integers converted (exact below 2^53 in magnitude).
+func (a *Array) Values() []float64 {
+	if !a.IsInt() {
+		return a.Floats
+	}
+	out := make([]float64, len(a.Ints))
+	for i, v := range a.Ints {
+		out[i] = float64(v)
+	}
+	return out
+}
 
 var (
 	descrRE   = regexp.MustCompile(`'descr'\s*:\s*'([^']*)'`)
@@ -115,10 +130,10 @@ func Decode(raw []byte) (*Array, error) {
 	switch a.Dtype {
 	case Float64, Int64:
 		size = 8
-	case Int32:
+	case Int32, Float32:
 		size = 4
 	default:
-		return nil, fmt.Errorf("has dtype %s, want little-endian float64, int64 or int32", a.Dtype)
+		return nil, fmt.Errorf("has dtype %s, want little-endian float64, float32, int64 or int32", a.Dtype)
 	}
 	if n > len(body)/size || n*size != len(body) {
 		return nil, fmt.Errorf("holds %d data bytes, want %v values of %d bytes", len(body), a.Shape, size)
@@ -128,6 +143,11 @@ func Decode(raw []byte) (*Array, error) {
 		a.Floats = make([]float64, n)
 		for i := range a.Floats {
 			a.Floats[i] = math.Float64frombits(binary.LittleEndian.Uint64(body[8*i:]))
+		}
+	case Float32:
+		a.Floats = make([]float64, n)
+		for i := range a.Floats {
+			a.Floats[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(body[4*i:])))
 		}
 	case Int64:
 		a.Ints = make([]int64, n)

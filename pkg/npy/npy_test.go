@@ -1,6 +1,7 @@
 package npy
 
 import (
+	"encoding/binary"
 	"math"
 	"path/filepath"
 	"slices"
@@ -84,7 +85,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"magic", []byte("not an array at all"), "bad magic"},
 		{"truncated body", good[:len(good)-3], "holds 29 data bytes"},
 		{"fortran", []byte(strings.Replace(string(good), "False", "True ", 1)), "Fortran order"},
-		{"dtype", []byte(strings.Replace(string(good), "<f8", "<f4", 1)), "has dtype <f4"},
+		{"dtype", []byte(strings.Replace(string(good), "<f8", "<f2", 1)), "has dtype <f2, want little-endian float64, float32"},
 		{"huge shape", []byte(strings.Replace(string(good), "(2, 2)", "(9999999999, 9)", 1)), "too large"},
 		{"header", good[:14], "truncated .npy header"},
 	} {
@@ -103,4 +104,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %d values for shape %v", len(a.Floats)+len(a.Ints), a.Shape)
 		}
 	})
+}
+
+// TestDecodeFloat32AndValues: a float32 array decodes to the exact float64 of
+// each float32, and Values converts integer arrays.
+func TestDecodeFloat32AndValues(t *testing.T) {
+	want := []float32{1.5, -0.1, 3e-8, 7}
+	body := make([]byte, 4*len(want))
+	for i, v := range want {
+		binary.LittleEndian.PutUint32(body[4*i:], math.Float32bits(v))
+	}
+	hdr := strings.Replace(string(EncodeFloat64([]int{2, 2}, []float64{0, 0, 0, 0})), "<f8", "<f4", 1)
+	raw := append([]byte(hdr[:len(hdr)-32]), body...)
+	a, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range want {
+		if a.Floats[i] != float64(v) || a.Values()[i] != float64(v) {
+			t.Errorf("element %d: %v, want float64(float32 %v) = %v", i, a.Floats[i], v, float64(v))
+		}
+	}
+	ia := &Array{Dtype: Int64, Shape: []int{2}, Ints: []int64{-3, 1 << 40}}
+	if v := ia.Values(); v[0] != -3 || v[1] != 1<<40 {
+		t.Errorf("Values of int64 %v = %v", ia.Ints, v)
+	}
 }

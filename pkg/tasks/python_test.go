@@ -92,9 +92,10 @@ func TestPythonClientFederatesWithGoClient(t *testing.T) {
 }
 
 // TestPythonRunLoader trains a tiny PPO run with the CLI and checks that
-// examples/python/fedirl_runs.py reads its curve.csv into the same numbers
-// as the curve.json written beside it (NaN where no evaluation ran), and its
-// config.
+// the Python package's loader, fedirl.load_run (which
+// examples/python/fedirl_runs.py uses), reads its curve.csv into the same
+// numbers as the curve.json written beside it (NaN where no evaluation
+// ran), and its config.
 func TestPythonRunLoader(t *testing.T) {
 	var py string
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
@@ -112,16 +113,16 @@ func TestPythonRunLoader(t *testing.T) {
 	runCLI(t, "ppo", "train", "--env", "CartPole-v1", "--steps", "2048", "--eval-every", "1024", "--seed", "3", "--out", dir)
 	script := `import json, sys
 sys.path.insert(0, sys.argv[1])
-import fedirl_runs
-run = fedirl_runs.load(sys.argv[2])
+import fedirl
+run = fedirl.load_run(sys.argv[2])
 t = run.tables["curve"]
 ev = [None if v != v else float(v) for v in t["eval_return"]]
 print(json.dumps({"steps": [int(v) for v in t["steps"]], "eval": ev, "env": run.config["env"], "json": sorted(run.json)}))`
-	cmd := exec.Command(py, "-c", script, filepath.Join(root, "examples", "python"), dir)
+	cmd := exec.Command(py, "-c", script, filepath.Join(root, "python"), dir)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("fedirl_runs: %v\n%s", err, out)
+		t.Fatalf("fedirl.load_run: %v\n%s", err, out)
 	}
 	var got struct {
 		Steps []int      `json:"steps"`
@@ -157,5 +158,25 @@ print(json.dumps({"steps": [int(v) for v in t["steps"]], "eval": ev, "env": run.
 	}
 	if evals == 0 || got.Env != "CartPole-v1" || strings.Join(got.JSON, ",") != "config,curve,policy" {
 		t.Errorf("evaluations %d, config env %q, JSON files %v", evals, got.Env, got.JSON)
+	}
+}
+
+// TestPythonPackageProtoCopy: the Python package installs its own copy of
+// the federation protocol (python/fedirl/federation.proto, package data,
+// used when the package runs outside a checkout); it must equal
+// proto/federation.proto byte for byte.
+func TestPythonPackageProtoCopy(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	want, err := os.ReadFile(filepath.Join(root, "proto", "federation.proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "python", "fedirl", "federation.proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("python/fedirl/federation.proto differs from proto/federation.proto: cp proto/federation.proto python/fedirl/")
 	}
 }

@@ -1,20 +1,22 @@
 """fedirl's Python side: federate your own problem.
 
   lattice   the lattice and feature map Phi of a "lattice" task (as the Go server builds them)
-  model     a client's lattice MDP from its own simulator or logged transitions; value iteration
+  model     a client's lattice MDP from its own simulator (GymnasiumState adapts classic-control envs) or
+            logged transitions; value iteration
   client    gRPC client (fetch task, submit theta, fetch the fused theta) and `fedirl irl` runner
   runs      loaders for every file a fedirl run folder writes
 
-numpy is required; grpcio and grpcio-tools only for client.Client; PyYAML only for config.yaml; pandas only
-for Table.to_pandas.
+Install: pip install ./python (numpy is required; grpcio and grpcio-tools only for client.Client; PyYAML only
+for config.yaml; pandas only for Table.to_pandas; gymnasium only if you adapt its environments).
 """
 from .lattice import Axis, Lattice, LatticeTask, check_client_features, rbf_matrix, uniform_rbf
-from .model import LatticeMDP, mdp_from_transitions, sample_mdp, write_demos_imitation, write_demos_jsonl
-from .runs import Figure, Run, Table, load_file, load_run
+from .model import (GymnasiumState, LatticeMDP, mdp_from_transitions, sample_mdp, write_demos_imitation,
+                    write_demos_jsonl)
+from .runs import Figure, Pickled, Run, Table, load_file, load_run
 
 __all__ = ["Axis", "Lattice", "LatticeTask", "check_client_features", "rbf_matrix", "uniform_rbf",
-           "LatticeMDP", "mdp_from_transitions", "sample_mdp", "write_demos_imitation", "write_demos_jsonl",
-           "Figure", "Run", "Table", "load_file", "load_run", "client"]
+           "GymnasiumState", "LatticeMDP", "mdp_from_transitions", "sample_mdp", "write_demos_imitation",
+           "write_demos_jsonl", "Figure", "Pickled", "Run", "Table", "load_file", "load_run", "client"]
 
 
 def __getattr__(name):

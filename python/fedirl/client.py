@@ -1,8 +1,8 @@
 """Talking to a fedirl server from Python: fetch a task, learn theta_i (with `fedirl irl`, or any way you
 like), submit it and fetch the fused theta.
 
-The gRPC stubs are generated at first use from proto/federation.proto with grpc_tools into a temporary
-folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
+The gRPC stubs are generated at first use from federation.proto (the checkout's proto/, else the copy
+installed with the package) with grpc_tools into a temporary folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
 python3-grpc-tools).
 """
 import importlib
@@ -16,7 +16,10 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+# The checkout's proto/ when running from the repository, else the copy installed with the package
+# (python/fedirl/federation.proto, kept identical to proto/federation.proto by TestPythonPackageProtoCopy).
+_REPO_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+DEFAULT_PROTO_DIR = _REPO_PROTO_DIR if os.path.exists(os.path.join(_REPO_PROTO_DIR, "federation.proto")) else HERE
 
 _stubs = None
 
@@ -64,6 +67,53 @@ def _is_loopback(addr):
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+# Transport failures that no retry fixes, by the words of gRPC's C core and OpenSSL, with the likely fix.
+_CONNECTION_FIXES = [
+    (("WRONG_VERSION_NUMBER", "wrong version number", "first record does not look like a TLS handshake"), True,
+     "the server speaks plaintext (it was started with --insecure): pass insecure=True (loopback only), "
+     "or restart the server with --tls-cert and --tls-key"),
+    (("DNS resolution failed", "no such host"), None, "check the host name of the server address (host:port)"),
+    (("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "Peer name", "is not in peer certificate"), True,
+     "pass ca= the PEM of the CA that signed the server's certificate, and dial the name it was issued for "
+     "(see README-federation, \"Certificates for TLS and mutual TLS\")"),
+    (("Socket closed", "Connection reset by peer"), False,
+     "the server may serve TLS: drop insecure=True and pass ca= (a server that is down gives the same error)"),
+]
+
+
+def explain_rpc_error(err, server, tls):
+    """A FedirlError naming the likely fix for a gRPC connection failure, or None when none is known."""
+    details = f"{err.details() if hasattr(err, 'details') else err}"
+    for needles, when_tls, fix in _CONNECTION_FIXES:
+        if when_tls is not None and when_tls != tls:
+            continue
+        if any(n in details for n in needles):
+            return FedirlError(f"cannot talk to {server}: {details}\n  fix: {fix}")
+    return None
+
+
+class _ExplainedStub:
+    """Wraps a gRPC stub so that a connection failure raises a FedirlError naming the likely fix."""
+
+    def __init__(self, stub, server, insecure):
+        self._stub, self._server, self._tls = stub, server, not insecure
+
+    def __getattr__(self, name):
+        method = getattr(self._stub, name)
+
+        def call(*args, **kwargs):
+            import grpc
+            try:
+                return method(*args, **kwargs)
+            except grpc.RpcError as e:
+                if e.code() == grpc.StatusCode.UNAVAILABLE:
+                    explained = explain_rpc_error(e, self._server, self._tls)
+                    if explained is not None:
+                        raise explained from e
+                raise
+        return call
+
+
 class Client:
     """One client's connection to a fedirl server."""
 
@@ -77,7 +127,7 @@ class Client:
         else:
             roots = open(ca, "rb").read() if ca else None
             self.channel = grpc.secure_channel(server, grpc.ssl_channel_credentials(root_certificates=roots))
-        self.stub = pb_grpc.FederationStub(self.channel)
+        self.stub = _ExplainedStub(pb_grpc.FederationStub(self.channel), server, insecure)
         self.client_id = client_id
         self.md = [("authorization", "Bearer " + token)]
 

@@ -109,10 +109,61 @@ def _step(sim, action):
     return np.asarray(state, dtype=np.float64), bool(terminated)
 
 
+class GymnasiumState:
+    """Adapts a Gymnasium environment to what sample_mdp needs (set_state, get_state, step) when its simulator
+    keeps its state in an attribute, as Gymnasium's classic-control environments do: CartPole-v1,
+    Pendulum-v1, Acrobot-v1, MountainCar-v0 and MountainCarContinuous-v0 hold it in env.unwrapped.state
+    (Pendulum's is (theta, theta_dot), not its cos/sin observation).
+
+        import gymnasium as gym, fedirl
+        sim = fedirl.GymnasiumState(gym.make("CartPole-v1"))
+        mdp = fedirl.sample_mdp(sim, task, gamma=0.99)   # task's state axes: x, x_dot, theta, theta_dot
+
+    Steps go to env.unwrapped, so wrappers (TimeLimit, OrderEnforcing, the passive checker) neither truncate
+    nor refuse the single steps sample_mdp takes from states it sets. A Discrete action space gets int
+    actions, a Box space arrays of its dtype and shape. An environment without such an attribute is refused
+    with a message; give it set_state/get_state yourself (see examples/own-problem/mountaincar.py)."""
+
+    def __init__(self, env, attr="state", seed=0):
+        env.reset(seed=seed)
+        self.env = getattr(env, "unwrapped", env)
+        self.attr = attr
+        name = type(self.env).__name__
+        if getattr(self.env, attr, None) is None:
+            raise TypeError(f"{name} keeps no state in .{attr} after reset: pass attr= the attribute that "
+                            "holds its state, or give your simulator set_state/get_state (see sample_mdp)")
+        self.shape = np.shape(getattr(self.env, attr))
+        space = getattr(self.env, "action_space", None)
+        self._discrete = space is not None and hasattr(space, "n")
+        self._box = None if self._discrete or space is None else (space.dtype, space.shape)
+
+    def set_state(self, x):
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != self.shape:
+            raise ValueError(f"state {x.tolist()} has shape {x.shape}, {type(self.env).__name__}.{self.attr} "
+                             f"has shape {self.shape}: the task's state axes must be the simulator's state")
+        cur = getattr(self.env, self.attr)
+        setattr(self.env, self.attr, tuple(x.tolist()) if isinstance(cur, tuple) else x.copy())
+        if hasattr(self.env, "steps_beyond_terminated"):  # CartPole warns when stepped after termination
+            self.env.steps_beyond_terminated = None
+
+    def get_state(self):
+        return np.array(getattr(self.env, self.attr), dtype=np.float64)
+
+    def step(self, action):
+        if self._discrete:
+            action = int(round(float(np.ravel(action)[0])))
+        elif self._box is not None:
+            dtype, shape = self._box
+            action = np.asarray(action, dtype=dtype).reshape(shape)
+        return self.env.step(action)
+
+
 def sample_mdp(sim, task, gamma, samples=1, seed=0, interpolate=True):
     """Builds a client's lattice MDP from its own simulator.
 
     sim is any object with set_state(x) (x: the state coordinates of a lattice point) and step(action)
+    (a Gymnasium classic-control environment through GymnasiumState(env))
     returning Gymnasium's (obs, reward, terminated, truncated, info) or gym's 4-tuple; the next state is
     sim.get_state() if it has one, else the observation. For every lattice state s and action a the simulator
     is set to `samples` states (the point itself, then points drawn uniformly in its cell, seeded) and stepped
@@ -185,11 +236,13 @@ def write_demos_jsonl(path, trajectories):
 
 
 def write_demos_imitation(path, trajectories):
-    """Writes demonstrations in imitation's trajectory .npz layout (obs = T+1 state indices per episode)."""
+    """Writes demonstrations in imitation's trajectory .npz layout (obs = T+1 state indices per episode), with
+    every field imitation.data.serialize.load splits: obs, acts, infos (empty dicts, as imitation writes
+    trajectories without infos), terminal, rews (zeros) and indices."""
     obs = np.concatenate([np.asarray(s, dtype=np.int64) for s, _ in trajectories])
     acts = np.concatenate([np.asarray(a, dtype=np.int64) for _, a in trajectories])
     if any(len(s) != len(a) + 1 for s, a in trajectories):
         raise ValueError("imitation's layout needs T+1 states per episode of T actions")
     indices = np.cumsum([len(a) for _, a in trajectories[:-1]]).astype(np.int64)
     np.savez(path, obs=obs, acts=acts, indices=indices, rews=np.zeros(len(acts)),
-             terminal=np.ones(len(trajectories), dtype=bool))
+             terminal=np.ones(len(trajectories), dtype=bool), infos=np.full(len(acts), {}))

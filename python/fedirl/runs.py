@@ -4,6 +4,15 @@ Python and numpy structures: no pandas needed (Table.to_pandas() converts when p
 Every file kind a run folder holds is read: tables (.csv, .tsv) as Table, .json as parsed JSON, .jsonl as a
 list of parsed lines, .md/.txt/.log as text, .npz as a dict of arrays, .npy as an array, config.yaml
 through PyYAML (a clear error when it is absent), .png figures as Figure (path and bytes on demand).
+
+    import fedirl
+    run = fedirl.load_run("runs/gridworld-seed1-n5")
+    run["table1.csv"]["success_mean"]    # by file name: a Table, its columns as numpy arrays
+    run.tables["table1"]                 # the same Table, by name without the extension
+    run.json["bounds"], run.arrays["units/ab12/demos"]["obs"], run.config
+
+Arrays pickled by NumPy (imitation's `infos`, an object array of dicts) are not unpickled while loading:
+they load as Pickled, whose .load() unpickles on request (only for files you trust).
 """
 import csv
 import json
@@ -63,6 +72,33 @@ class Figure:
             return f.read()
 
 
+class Pickled:
+    """An array of an .npz that NumPy stored pickled (dtype object); .load() unpickles it on request."""
+
+    def __init__(self, path, key):
+        self.path, self.key = path, key
+
+    def load(self):
+        with np.load(self.path, allow_pickle=True) as z:
+            return z[self.key]
+
+    def __repr__(self):
+        return f"Pickled({self.path!r}, {self.key!r})"
+
+
+def _load_npz(path):
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        for k in z.files:
+            try:
+                out[k] = z[k]
+            except ValueError as e:
+                if "allow_pickle" not in str(e):
+                    raise
+                out[k] = Pickled(path, k)
+    return out
+
+
 class YAMLUnavailable:
     """Stands for a YAML file when PyYAML is not installed: .text holds the file, any key access raises."""
 
@@ -96,8 +132,7 @@ def load_file(path):
         with open(path, encoding="utf-8") as f:
             return f.read()
     if ext == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        return _load_npz(path)
     if ext == ".npy":
         return np.load(path, allow_pickle=False)
     if ext in (".yaml", ".yml"):
@@ -114,24 +149,56 @@ def load_file(path):
 
 
 class Run(dict):
-    """A run folder: a dict from path relative to the folder (with / separators) to the loaded file."""
+    """A run folder: a dict from path relative to the folder (with / separators) to the loaded file, with
+    views by kind keyed by that path without its extension: .tables (CSV/TSV as Table), .json (parsed
+    .json), .arrays (.npz as dicts, .npy as arrays), .figures, and .config (the resolved config)."""
 
     def __init__(self, folder, files):
         super().__init__(files)
         self.folder = folder
 
+    def _kind(self, exts):
+        names = [k for k in self if os.path.splitext(k)[1].lower() in exts]
+        stems = [os.path.splitext(k)[0] for k in names]
+        # Two files of one kind with the same stem (t.csv, t.tsv) keep their extensions.
+        return {(stem if stems.count(stem) == 1 else k): self[k] for k, stem in zip(names, stems)}
+
+    @property
+    def tables(self):
+        """CSV and TSV tables by path without extension, e.g. run.tables["table1"]["success_mean"]."""
+        return self._kind((".csv", ".tsv"))
+
+    @property
+    def json(self):
+        """Parsed .json files by path without extension."""
+        return self._kind((".json",))
+
+    @property
+    def arrays(self):
+        """.npz files (dicts of arrays) and .npy arrays by path without extension."""
+        return self._kind((".npz", ".npy"))
+
+    @property
+    def figures(self):
+        """.png/.svg/.pdf figures by path without extension."""
+        return self._kind((".png", ".svg", ".pdf"))
+
     @property
     def config(self):
-        """The resolved config (config.yaml), or an ImportError naming PyYAML when it is absent."""
+        """The resolved config: config.yaml (an ImportError naming PyYAML when it is absent) or config.json
+        (what `ppo train` writes)."""
         c = self.get("config.yaml")
         if c is None:
-            raise KeyError(f"{self.folder}: no config.yaml")
+            c = self.get("config.json")
+        if c is None:
+            raise KeyError(f"{self.folder}: no config.yaml or config.json")
         if isinstance(c, YAMLUnavailable):
             raise ImportError(c.message)
         return c
 
-    def tables(self):
-        return {k: v for k, v in self.items() if isinstance(v, Table)}
+    def __repr__(self):
+        return (f"Run({self.folder!r}: {len(self)} files; tables {sorted(self.tables)}, "
+                f"json {sorted(self.json)}, arrays {len(self.arrays)}, figures {len(self.figures)})")
 
 
 def load_run(folder, skip=(".tmp",)):

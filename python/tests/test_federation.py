@@ -38,10 +38,10 @@ class FederationTest(unittest.TestCase):
             self.fail(f"fedirl {' '.join(args)}: {p.stderr}")
         return p
 
-    def start_server(self, store):
+    def start_server(self, store, *extra):
         addr_file = os.path.join(self.dir, "addr")
         self.server = subprocess.Popen([self.bin, "server", "--store", store, "--listen", "127.0.0.1:0", "--insecure",
-                                        "--addr-file", addr_file], stderr=subprocess.DEVNULL)
+                                        "--addr-file", addr_file, *extra], stderr=subprocess.DEVNULL)
         for _ in range(400):
             if os.path.exists(addr_file) and open(addr_file).read().strip():
                 return open(addr_file).read().strip()
@@ -117,6 +117,28 @@ class FederationTest(unittest.TestCase):
             c1.submit("line", np.ones(3))
         c1.close()
         c2.close()
+
+    def test_tls_against_plaintext_server_names_the_fix(self):
+        from fedirl import client as fc
+        addr = self.start_server(os.path.join(self.dir, "fed.db"), "--init")
+        c = fc.Client(addr, "c0", "no-token")  # TLS by default; the server is plaintext
+        start = time.monotonic()
+        with self.assertRaisesRegex(fc.FedirlError, "insecure=True"):
+            c.get_task("t")
+        self.assertLess(time.monotonic() - start, 5)
+        c.close()
+        # The Go client: the same mistake fails at once, naming --insecure.
+        p = subprocess.run([self.bin, "server", "status", "--server", addr, "--admin-token-file", self.admin_file()],
+                           capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--insecure", p.stderr)
+        self.assertIn("plaintext", p.stderr)
+
+    def admin_file(self):
+        path = os.path.join(self.dir, "admin-token")
+        with open(path, "w") as f:
+            f.write("not-a-real-token\n")
+        return path
 
     def test_refusals(self):
         from fedirl import client as fc

@@ -7,8 +7,9 @@ import unittest
 
 import numpy as np
 
-from fedirl import Axis, LatticeMDP, LatticeTask, mdp_from_transitions, sample_mdp, uniform_rbf
+from fedirl import Axis, GymnasiumState, LatticeMDP, LatticeTask, mdp_from_transitions, sample_mdp, uniform_rbf
 from fedirl.model import write_demos_imitation, write_demos_jsonl
+import imitation_layout
 
 
 class Line:
@@ -119,6 +120,67 @@ class FilesTest(unittest.TestCase):
             np.testing.assert_array_equal(z["obs"], [0, 1, 2, 3, 5])
             np.testing.assert_array_equal(z["acts"], [2, 2, 2])
             np.testing.assert_array_equal(z["indices"], [2])
+            # imitation's loader splits every field it needs, infos included.
+            got = imitation_layout.load_trajectories(os.path.join(d, "d.npz"))
+            self.assertEqual([list(t["obs"]) for t in got], [[0, 1, 2], [3, 5]])
+            self.assertEqual([list(t["infos"]) for t in got], [[{}, {}], [{}]])
+
+    def test_gymnasium_adapter_matches_a_set_state_simulator(self):
+        # Shaped like Gymnasium's classic control: wrappers around env.unwrapped, whose .state (a tuple, as
+        # older CartPole keeps it) the step reads; a Discrete action space that wants int actions; a
+        # TimeLimit that would truncate after one step.
+        class Discrete:
+            n = 3
+
+        class LineEnv:
+            action_space = Discrete()
+
+            def __init__(self):
+                self.state = None
+
+            def reset(self, seed=None):
+                self.state = (0.0,)
+                return np.array(self.state), {}
+
+            def step(self, a):
+                if not isinstance(a, int):
+                    raise AssertionError(f"action {a!r} is not an int")
+                x = min(max(self.state[0] + (a - 1) * 0.5, 0), 4)
+                self.state = (x,)
+                return np.array([x, 99.0]), -1.0, x >= 4, False, {}  # the observation is not the state
+
+        class TimeLimit:
+            def __init__(self, env):
+                self.unwrapped = env
+
+            def reset(self, seed=None):
+                return self.unwrapped.reset(seed=seed)
+
+            def step(self, a):
+                raise AssertionError("the adapter must step env.unwrapped")
+
+        task = line_task()
+        want = sample_mdp(Line(0.5), task, gamma=0.9)
+        got = sample_mdp(GymnasiumState(TimeLimit(LineEnv())), task, gamma=0.9)
+        np.testing.assert_array_equal(dense(got), dense(want))
+        sim = GymnasiumState(LineEnv())
+        with self.assertRaisesRegex(ValueError, "shape"):
+            sim.set_state([1.0, 2.0])
+
+        class Stateless:
+            def reset(self, seed=None):
+                return np.zeros(1), {}
+        with self.assertRaisesRegex(TypeError, "keeps no state in .state"):
+            GymnasiumState(Stateless())
+
+    @unittest.skipUnless(__import__("support").have("gymnasium"), "gymnasium is not installed")
+    def test_gymnasium_cartpole(self):
+        import gymnasium as gym
+        env = gym.make("CartPole-v1")
+        sim = GymnasiumState(env)
+        sim.set_state([0.1, 0.0, 0.05, 0.0])
+        obs, _, _, _, _ = sim.step(1)
+        np.testing.assert_array_equal(sim.get_state(), obs)
 
     def test_row_ptr_length_checked(self):
         with self.assertRaisesRegex(ValueError, "row_ptr"):

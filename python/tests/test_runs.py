@@ -10,8 +10,9 @@ import unittest
 import numpy as np
 
 from fedirl import load_run
-from fedirl.runs import Figure, Table, YAMLUnavailable
+from fedirl.runs import Figure, Pickled, Table, YAMLUnavailable
 
+import imitation_layout
 import support
 
 # The file kinds pkg/experiments and cmd/fedirl write into run folders.
@@ -60,6 +61,15 @@ class RealRunTest(unittest.TestCase):
                     self.assertEqual(value.read()[:8], b"\x89PNG\r\n\x1a\n")
             if support.have("yaml"):
                 self.assertIn("seed", run.config, d)
+            # The views by kind cover the same files.
+            self.assertEqual(len(run.tables) + len(run.json) + len(run.arrays) + len(run.figures),
+                             sum(os.path.splitext(k)[1] in (".csv", ".tsv", ".json", ".npz", ".npy", ".png") for k in run))
+            # Demonstrations (the control study's units) read as imitation's loader reads them.
+            for name in run:
+                if name.endswith(".npz") and "demos" in name:
+                    trajs = imitation_layout.load_trajectories(os.path.join(d, name))
+                    self.assertGreater(len(trajs), 0, name)
+                    self.assertIsInstance(run[name]["infos"], Pickled)
 
 
 class KindsTest(unittest.TestCase):
@@ -76,7 +86,8 @@ class KindsTest(unittest.TestCase):
                 f.write('{"a": 1}\n\n{"a": 2}\n')
             with open(os.path.join(d, "summary.md"), "w") as f:
                 f.write("# hi\n")
-            np.savez(os.path.join(d, "units", "demos.npz"), obs=np.arange(6.0).reshape(3, 2), acts=np.arange(2))
+            np.savez(os.path.join(d, "units", "demos.npz"), obs=np.arange(6.0).reshape(3, 2), acts=np.arange(2),
+                     infos=np.full(2, {}))
             np.save(os.path.join(d, "theta.npy"), np.array([0.5, -1.0]))
             with open(os.path.join(d, "config.yaml"), "w") as f:
                 f.write("seed: 3\nirl:\n  optimizer: adam\n")
@@ -97,6 +108,14 @@ class KindsTest(unittest.TestCase):
             self.assertEqual(run["units/l.jsonl"], [{"a": 1}, {"a": 2}])
             self.assertEqual(run["summary.md"], "# hi\n")
             np.testing.assert_array_equal(run["units/demos.npz"]["obs"], np.arange(6.0).reshape(3, 2))
+            self.assertEqual(list(run["units/demos.npz"]["infos"].load()), [{}, {}])  # unpickled on request only
+            # The views by kind, keyed without the extension (the examples' idiom).
+            self.assertIs(run.tables["t.csv"], run["t.csv"])  # t.tsv too: same stem, so extensions kept
+            self.assertIs(run.tables["t.tsv"], run["t.tsv"])
+            self.assertEqual(run.json["t"], {"rows": [1, 2]})
+            np.testing.assert_array_equal(run.arrays["theta"], [0.5, -1.0])
+            self.assertIn("units/demos", run.arrays)
+            self.assertIn("x", run.figures)
             np.testing.assert_array_equal(run["theta.npy"], [0.5, -1.0])
             self.assertIsInstance(run["x.png"], Figure)
             if support.have("yaml"):
@@ -124,6 +143,12 @@ class KindsTest(unittest.TestCase):
             self.assertIn("seed: 3", run["config.yaml"].text)
             with self.assertRaisesRegex(ImportError, "PyYAML"):
                 run.config
+
+            # ppo train's folder has config.json, no config.yaml.
+            os.remove(os.path.join(d, "config.yaml"))
+            with open(os.path.join(d, "config.json"), "w") as f:
+                json.dump({"env": "CartPole-v1"}, f)
+            self.assertEqual(load_run(d).config, {"env": "CartPole-v1"})
 
             with open(os.path.join(d, "weird.bin"), "w") as f:
                 f.write("?")

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/irl"
+	fnpy "github.com/fedirl/fedirl/pkg/npy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -126,9 +128,17 @@ func dense(rows [][]float64) *mat.Dense {
 	return m
 }
 
+// DemosFields are the arrays of a demonstrations file: imitation's
+// trajectory fields as its imitation.data.serialize .npz loader splits
+// them (obs, acts, infos, terminal, rews, indices), then states.
+var DemosFields = []string{"obs", "acts", "rews", "terminal", "indices", "states", "infos"}
+
+// writeDemos writes d as an .npz archive of DemosFields. infos is what
+// imitation writes for trajectories without info dicts (an object array of
+// empty dicts, one per action); fedirl's readers ignore it.
 func writeDemos(path string, d *Demos) error {
 	var buf bytes.Buffer
-	w := npz.NewWriter(&buf)
+	zw := zip.NewWriter(&buf)
 	idx := make([]int64, 0, len(d.Lengths))
 	at := int64(0)
 	for _, n := range d.Lengths[:len(d.Lengths)-1] {
@@ -139,12 +149,20 @@ func writeDemos(path string, d *Demos) error {
 		name string
 		v    any
 	}{{"obs", dense(d.Obs)}, {"acts", dense(d.Acts)}, {"rews", d.Rews}, {"terminal", d.Terminal},
-		{"indices", idx}, {"states", dense(d.States)}} {
-		if err := w.Write(e.name, e.v); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
+		{"indices", idx}, {"states", dense(d.States)}, {"infos", nil}} {
+		ew, err := zw.Create(e.name)
+		if err == nil {
+			if e.v == nil {
+				_, err = ew.Write(fnpy.EncodeEmptyDicts(len(d.Acts)))
+			} else {
+				err = npy.Write(ew, e.v)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: field %s: %w", path, e.name, err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := zw.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return report.WriteFile(path, buf.Bytes())

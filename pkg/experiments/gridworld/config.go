@@ -198,8 +198,10 @@ type Config struct {
 	// Privacy is local differential privacy of the clients' sent θ (off by default).
 	Privacy PrivacyConfig `yaml:"privacy" json:"privacy"`
 	// Workers is the number of cells run at once (results do not depend on
-	// it); 0 means 2. Within a cell the clients learn concurrently.
-	Workers int `yaml:"workers" json:"workers"`
+	// it); 0 means 2. Within a cell the clients learn concurrently. Its key
+	// is jobs, as the --jobs flag; LoadConfig still reads the old key
+	// workers, with a warning.
+	Workers int `yaml:"jobs" json:"jobs"`
 }
 
 // DefaultConfig returns the default study (README-gridworld.md explains
@@ -248,6 +250,9 @@ func LoadConfig(path string, base Config) (Config, error) {
 	if err != nil {
 		return base, fmt.Errorf("reading config: %w", err)
 	}
+	if data, err = renameDeprecatedKeys(data, path); err != nil {
+		return base, err
+	}
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	c := base
@@ -258,6 +263,44 @@ func LoadConfig(path string, base Config) (Config, error) {
 		return base, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// Warn receives the config loader's deprecation warnings (an old key that
+// is still read); by default they go to stderr.
+var Warn = func(msg string) { fmt.Fprintln(os.Stderr, "fedirl: warning:", msg) }
+
+// deprecatedKeys maps old top-level config keys to their names now.
+var deprecatedKeys = map[string]string{"workers": "jobs"}
+
+// renameDeprecatedKeys rewrites old top-level keys of a config document to
+// their current names, warning once per key; a document that gives both
+// spellings is refused. Documents it cannot parse are returned unchanged
+// for the decoder to report.
+func renameDeprecatedKeys(data []byte, path string) ([]byte, error) {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return data, nil
+	}
+	m := doc.Content[0]
+	changed := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k := m.Content[i]
+		now, old := deprecatedKeys[k.Value]
+		if !old {
+			continue
+		}
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			if m.Content[j].Value == now {
+				return nil, fmt.Errorf("config %s: both %s (line %d) and its old name %s (line %d): keep %s", path, now, m.Content[j].Line, k.Value, k.Line, now)
+			}
+		}
+		Warn(fmt.Sprintf("config %s: key %s (line %d) is deprecated, use %s", path, k.Value, k.Line, now))
+		k.Value, changed = now, true
+	}
+	if !changed {
+		return data, nil
+	}
+	return yaml.Marshal(&doc)
 }
 
 var (
@@ -460,7 +503,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ablation.number_of_seeds = %d, want ≥ 0 (0 = number_of_seeds)", a.NumberOfSeeds)
 	}
 	if c.Workers < 0 {
-		return fmt.Errorf("workers = %d, want ≥ 0 (0 = 2)", c.Workers)
+		return fmt.Errorf("jobs = %d, want ≥ 0 (0 = 2)", c.Workers)
 	}
 	return c.validateMethods()
 }

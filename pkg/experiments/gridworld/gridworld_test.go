@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/fedirl/fedirl/pkg/approx"
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/federation"
@@ -228,7 +230,8 @@ func TestConfigErrorsNameKeys(t *testing.T) {
 		{"ablation: {weak_theta_noise: -0.1}\n", "ablation.weak_theta_noise"},
 		{"ablation: {weak_expert_epsilon: 1.5}\n", "ablation.weak_expert_epsilon"},
 		{"ablation: {weak_episodes: -2}\n", "ablation.weak_episodes"},
-		{"workers: -1\n", "workers"},
+		{"jobs: -1\n", "jobs"},
+		{"jobs: 2\nworkers: 3\n", "both jobs (line 1) and its old name workers (line 2)"},
 		{"privacy: {epsilon: -1, delta: 1e-5, clip: 1}\n", "privacy.epsilon"},
 		{"privacy: {epsilon: .inf, delta: 1e-5, clip: 1}\n", "privacy.epsilon"},
 		{"privacy: {epsilon: 1, delta: 1, clip: 1}\n", "privacy.delta"},
@@ -471,5 +474,29 @@ func TestFusionMethodsAreColumns(t *testing.T) {
 			t.Errorf("%s and %s share a style", m, other)
 		}
 		seen[styleOf(m)] = m
+	}
+}
+
+// TestConfigOldWorkersKey: the old key workers is still read, as jobs, with
+// a deprecation warning naming both keys; written configs say jobs.
+func TestConfigOldWorkersKey(t *testing.T) {
+	var warned []string
+	old := Warn
+	Warn = func(m string) { warned = append(warned, m) }
+	defer func() { Warn = old }()
+	p := filepath.Join(t.TempDir(), "old.yaml")
+	if err := os.WriteFile(p, []byte("number_of_seeds: 3\nworkers: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(p, DefaultConfig())
+	if err != nil || c.Workers != 1 || c.NumberOfSeeds != 3 {
+		t.Fatalf("workers: 1 loaded as jobs %d, seeds %d (%v)", c.Workers, c.NumberOfSeeds, err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "key workers (line 2) is deprecated, use jobs") {
+		t.Errorf("warnings %q", warned)
+	}
+	y, err := yaml.Marshal(c)
+	if err != nil || !strings.Contains(string(y), "\njobs: 1\n") || strings.Contains(string(y), "workers") {
+		t.Errorf("written config:\n%s", y)
 	}
 }

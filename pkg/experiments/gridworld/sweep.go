@@ -495,8 +495,26 @@ func SweepForestPNG(results []SweepResult, labels []string) ([]byte, error) {
 		return nil, fmt.Errorf("sweep forest plot: no rows")
 	}
 	n := len(panels[0].Rows)
-	return report.ForestPNG("Regime sweep: paired success differences between fusions, mean and 95 % t-interval over seeds (* interval excludes 0)",
-		panels, 2, 460, 70+22*float64(n))
+	return report.ForestPNG(sweepForestHeader(results, labels), panels, 2, 460, 70+22*float64(n))
+}
+
+// sweepForestHeader is forest.png's header: what is drawn and, when labels
+// leaves rows out (Table 2's smaller weak fractions), which ones and where
+// they are.
+func sweepForestHeader(results []SweepResult, labels []string) string {
+	h := "Regime sweep: paired success differences between fusions, mean and 95 % t-interval over seeds (* interval excludes 0)"
+	var omitted []string
+	for _, res := range results {
+		for _, r := range res.Rows {
+			if l := r.Label(); !slices.Contains(labels, l) && !slices.Contains(omitted, l) {
+				omitted = append(omitted, l)
+			}
+		}
+	}
+	if len(omitted) > 0 {
+		h += "\nNot drawn: " + strings.Join(omitted, "; ") + " (every row is in sweep.md and sweep.csv)"
+	}
+	return h
 }
 
 // ForestLabels picks the forest plot's rows: every Table-1 grid size and

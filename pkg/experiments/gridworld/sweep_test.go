@@ -5,8 +5,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 )
 
 // TestDefaultRegimes: the built-in regimes file parses, every regime
@@ -152,5 +155,33 @@ func TestSweepResumesAndMatchesStudy(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("stored")) {
 		t.Fatal("a regime with a changed config was reused")
+	}
+}
+
+// TestSweepForestStatesOmissions: forest.png draws every grid size and
+// Table 2's largest weak fraction only; the rows it leaves out are named in
+// its header, and the figure still renders.
+func TestSweepForestStatesOmissions(t *testing.T) {
+	pd := map[string]report.Paired{"barycenter-mean": {Mean: 0.5, Lo: -1, Hi: 2, N: 3}}
+	var rows []SweepRow
+	rows = append(rows, SweepRow{Table: "table1", GridSize: 5, In: pd, HeldOut: pd})
+	for _, p := range []float64{0, 0.25, 0.5} {
+		rows = append(rows, SweepRow{Table: "table2", GridSize: 5, WeakFraction: p, In: pd, HeldOut: pd})
+	}
+	res := []SweepResult{{Regime: "a", Rows: rows}, {Regime: "b", Rows: rows}}
+	labels := ForestLabels(res)
+	if !slices.Equal(labels, []string{"5×5", "T2 p=0.50"}) {
+		t.Fatalf("labels %v", labels)
+	}
+	h := sweepForestHeader(res, labels)
+	if !strings.Contains(h, "Not drawn: T2 p=0.00; T2 p=0.25 (every row is in sweep.md and sweep.csv)") {
+		t.Errorf("header %q does not name the omitted rows", h)
+	}
+	if h := sweepForestHeader(res, []string{"5×5", "T2 p=0.00", "T2 p=0.25", "T2 p=0.50"}); strings.Contains(h, "Not drawn") {
+		t.Errorf("nothing omitted, header %q", h)
+	}
+	png, err := SweepForestPNG(res, labels)
+	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Fatalf("forest.png: %d bytes, %v", len(png), err)
 	}
 }

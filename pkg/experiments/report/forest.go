@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -137,24 +138,29 @@ func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH flo
 	for len(grid[rows-1]) < cols {
 		grid[rows-1] = append(grid[rows-1], nil)
 	}
-	headH := vg.Points(26 + 12*float64(len(inLegend)))
+	headH := vg.Points(26 + 12*float64(len(inLegend)) + headerLineH*float64(strings.Count(header, "\n")))
 	return HeadedPNG(header, legend, grid, vg.Points(panelW*float64(cols)), vg.Points(panelH*float64(rows))+headH, headH,
 		draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(16), PadY: vg.Points(14),
 			PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
 }
 
-// HeadedPNG renders a w × h PNG: a centred one-line header, legend (top
-// left, below the header) and, in the area below headH, the plots of grid
-// aligned by tiles (nil cells stay empty).
+// headerLineH is the height of one more line of a HeadedPNG header.
+const headerLineH = 13
+
+// HeadedPNG renders a w × h PNG: a centred header (one line per "\n"
+// part; headH must include headerLineH points for each extra line), legend
+// (top left, below the header) and, in the area below headH, the plots of
+// grid aligned by tiles (nil cells stay empty).
 func HeadedPNG(header string, legend plot.Legend, grid [][]*plot.Plot, w, h, headH vg.Length, tiles draw.Tiles) ([]byte, error) {
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	hf := plot.DefaultFont
 	hf.Size = vg.Points(11)
+	extra := vg.Points(headerLineH * float64(strings.Count(header, "\n")))
 	dc.FillText(draw.TextStyle{Color: color.Black, Font: hf, Handler: plot.DefaultTextHandler, XAlign: draw.XCenter},
-		vg.Point{X: w / 2, Y: h - vg.Points(16)}, header)
+		vg.Point{X: w / 2, Y: h - vg.Points(16) - extra}, header)
 	lc := dc
-	lc.Max.Y -= vg.Points(22)
+	lc.Max.Y -= vg.Points(22) + extra
 	lc.Min.X += vg.Points(10)
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(9)

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/federation"
+)
+
+// reported with the flag that fixes it; other errors pass through unchanged.
+func TestConnHintNamesTheFlag(t *testing.T) {
+	for kind, want := range map[error]string{
+		federation.ErrPlaintextServer: "give the client --insecure",
+		federation.ErrTLSServer:       "drop --insecure",
+		federation.ErrUnknownHost:     "--server",
+		federation.ErrCertificate:     "--ca",
+	} {
+		err := connHint(fmt.Errorf("task t: %w", &federation.ConnError{Kind: kind, Msg: "transport says"}))
+		if !errors.Is(err, kind) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "transport says") {
+			t.Errorf("%v: %q, want the kind, the transport's message and %q", kind, err, want)
+		}
+	}
+	plain := errors.New("Unavailable: connection refused")
+	if connHint(plain) != plain {
+		t.Errorf("a transient error was rewritten: %v", connHint(plain))
+	}
+}
+
+// that learnt does, and a first run writes even with nothing learnt.
+func TestClientRerunKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "report.json")
+	learnt := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1, Local: federation.LocalResult{Theta: []float64{1, 2}}}},
+		Final: federation.FusedResult{Theta: []float64{3, 4}, Method: "mean"}}
+	rerun := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1}}, Final: learnt.Final}
+	var stderr bytes.Buffer
+	if err := writeClientReport(&stderr, out, learnt); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := os.ReadFile(out)
+	if err := writeClientReport(&stderr, out, rerun); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, first) || !strings.Contains(stderr.String(), "kept "+out) {
+		t.Errorf("rerun after fusion: file changed %v, stderr %q", !bytes.Equal(kept, first), stderr.String())
+	}
+	fresh := filepath.Join(dir, "fresh.json")
+	if err := writeClientReport(&stderr, fresh, rerun); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(fresh); err != nil || !strings.Contains(string(b), `"mean"`) {
+		t.Errorf("first run with nothing learnt: %s, %v", b, err)
+	}
+}
