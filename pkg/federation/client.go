@@ -2,6 +2,9 @@ package federation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -54,6 +57,47 @@ type ClientPrivacy struct {
 	// and tests pass a seeded *rand.Rand. The noise of a round is drawn once,
 	// so a retried submission resends the same θ.
 	Noise privacy.Source
+	// Ledger, when set, makes the release of each round happen once
+	// whatever happens to the process: the task is begun in the ledger
+	// before anything is learned, each round's noised θ is recorded there
+	// (fsynced) before it is sent, and a round already in the ledger is
+	// re-sent byte for byte, without learning or drawing noise again. A
+	// client without a ledger that is restarted draws fresh noise: a second
+	// release (fedirl client therefore requires one).
+	Ledger *privacy.Ledger
+	// Budget, when set (it needs Ledger), refuses, before anything is
+	// learned or sent, a task that would take the exact composition of every
+	// release committed in the ledger above it.
+	Budget *privacy.Budget
+}
+
+// SpecFingerprint returns the hex SHA-256 of spec's JSON encoding: what a
+// client's privacy ledger records to tell a task from another with the same
+// id.
+func SpecFingerprint(spec *TaskSpec) string {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		panic("federation: TaskSpec does not encode: " + err.Error()) // plain data: cannot happen
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// begin records the task in the client's ledger (checking the budget)
+// before anything is learned or sent; a no-op without a ledger.
+func (p *ClientPrivacy) begin(spec *TaskSpec, clientID string, m *privacy.Mechanism) error {
+	if p.Ledger == nil {
+		if p.Budget != nil {
+			return errors.New("privacy: a budget needs a ledger (ClientPrivacy.Ledger) to count what was spent")
+		}
+		return nil
+	}
+	err := p.Ledger.Begin(privacy.LedgerTask{Task: spec.ID, Client: clientID, Fingerprint: SpecFingerprint(spec),
+		Declaration: m.Declaration(), Started: time.Now().UTC()}, p.Budget)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	return nil
 }
 
 // mechanism calibrates the client's mechanism for a task, or returns nil
@@ -97,7 +141,11 @@ type RoundReport struct {
 	Local LocalResult `json:"local"`
 	// Sent is the θ that left the client (clipped and noised) when the
 	// client runs with Privacy; nil otherwise (Local.Theta was sent).
-	Sent   []float64    `json:"sent_theta,omitempty"`
+	Sent []float64 `json:"sent_theta,omitempty"`
+	// Resent marks a round whose release was found in the privacy ledger
+	// (an earlier run of the client released it) and sent again as it was:
+	// nothing was learned (Local is empty) and no noise drawn.
+	Resent bool         `json:"resent,omitempty"`
 	Submit SubmitResult `json:"submit"`
 	Fused  FusedResult  `json:"fused"`
 }
@@ -177,6 +225,9 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 		d := mech.Declaration()
 		cfg.Logf("privacy: (ε = %v, δ = %v) over %d rounds, clip %v, noise multiplier %.6g (std %.6g per component, %s accounting)",
 			d.Epsilon, d.Delta, d.Rounds, d.Clip, d.Sigma, d.NoiseStd(), d.Conversion)
+		if err := cfg.Privacy.begin(&info.Spec, cfg.ClientID, mech); err != nil {
+			return rep, err
+		}
 	}
 	warm := info.WarmStart
 	round := info.CurrentRound
@@ -187,29 +238,52 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 	for ; round <= info.Spec.Rounds; round++ {
 		rr := RoundReport{Round: round}
 		if !info.Done {
-			if !info.Spec.WarmStart {
-				warm = nil
-			}
-			local, err := learner.Learn(ctx, info.Spec, warm)
-			if err != nil {
-				return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
-			}
-			rr.Local = local
-			cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
-			if cfg.BeforeSubmit != nil {
-				if err := cfg.BeforeSubmit(ctx, round); err != nil {
-					return rep, err
+			var prior *privacy.Release
+			if mech != nil && cfg.Privacy.Ledger != nil {
+				if prior, err = cfg.Privacy.Ledger.Released(cfg.TaskID, cfg.ClientID, round); err != nil {
+					return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
 				}
 			}
-			sub := Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
-				DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
-			if mech != nil {
-				d := mech.Declaration()
-				sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
-				// The mechanism covers θ only: the data-dependent metadata
-				// stays home (a "demos" weighting then falls back to uniform).
-				sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
-				rr.Sent = slices.Clone(sub.Theta)
+			var sub Submission
+			if prior != nil {
+				// Released by an earlier run: send the same bytes again.
+				d := prior.Declaration
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: prior.Theta, Privacy: &d}
+				rr.Sent, rr.Resent = slices.Clone(prior.Theta), true
+				cfg.Logf("round %d: re-sending the theta released at %s (privacy ledger; no new noise)", round, prior.ReleasedAt.Format(time.RFC3339))
+			} else {
+				if !info.Spec.WarmStart {
+					warm = nil
+				}
+				local, err := learner.Learn(ctx, info.Spec, warm)
+				if err != nil {
+					return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
+				}
+				rr.Local = local
+				cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
+				if cfg.BeforeSubmit != nil {
+					if err := cfg.BeforeSubmit(ctx, round); err != nil {
+						return rep, err
+					}
+				}
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
+					DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
+				if mech != nil {
+					d := mech.Declaration()
+					sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
+					// The mechanism covers θ only: the data-dependent metadata
+					// stays home (a "demos" weighting then falls back to uniform).
+					sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
+					rr.Sent = slices.Clone(sub.Theta)
+					if l := cfg.Privacy.Ledger; l != nil {
+						// Durable before it leaves: a crash from here on re-sends these bytes.
+						err := l.Record(privacy.Release{Task: cfg.TaskID, Client: cfg.ClientID, Round: round,
+							Mechanism: privacy.MechanismGaussian, Declaration: d, Theta: rr.Sent, ReleasedAt: time.Now().UTC()})
+						if err != nil {
+							return rep, fmt.Errorf("task %s round %d: nothing sent: %w", cfg.TaskID, round, err)
+						}
+					}
+				}
 			}
 			res, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "submitting", func(ctx context.Context) (SubmitResult, error) {
 				return fed.Submit(ctx, sub)
@@ -217,11 +291,18 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			switch {
 			case CodeOf(err) == CodeFailedPrecondition:
 				cfg.Logf("round %d: submission not taken: %v", round, err)
+			case CodeOf(err) == CodeAlreadyExists && sub.Privacy != nil:
+				return rep, fmt.Errorf("task %s round %d: the server holds another theta of this client for the round (released by a run without this privacy ledger?); this run's theta is recorded as released but was not accepted: %w", cfg.TaskID, round, err)
 			case err != nil:
 				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
 			default:
 				rr.Submit = res
 				cfg.Logf("round %d: submitted (%s)", round, res.Message)
+				if mech != nil && cfg.Privacy.Ledger != nil {
+					if err := cfg.Privacy.Ledger.Acknowledge(cfg.TaskID, cfg.ClientID, round, time.Now()); err != nil {
+						return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
+					}
+				}
 			}
 		}
 		for {
