@@ -837,7 +837,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			return fmt.Errorf("%s is required", name)
 		}
 	}
-	dp, err := f.dp.params(cmd)
+	dp, err := f.dp.clientPrivacy(cmd)
 	if err != nil {
 		return err
 	}
@@ -867,9 +867,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if f.quiet {
 		cfg.Logf = nil
 	}
-	if dp != nil {
-		cfg.Privacy = &federation.ClientPrivacy{Params: *dp} // noise from crypto/rand
-	}
+	cfg.Privacy = dp // nil without --dp-*; noise from crypto/rand
 	if f.pauseBeforeSubmit > 0 {
 		cfg.BeforeSubmit = func(ctx context.Context, round int) error {
 			logger.Printf("round %d: pausing %v before submitting", round, f.pauseBeforeSubmit)
