@@ -188,11 +188,14 @@ func (x *TaskSpec) GetPrivacy() *PrivacyRequirement {
 
 // PrivacyRequirement is the minimum privacy level of a task: each client's θ_i
 // must be released (ε, δ)-DP over all the task's rounds with ε ≤ max_epsilon
-// and δ ≤ max_delta.
+// and δ ≤ max_delta, clipped to the task's clip (unless client_clip lets each
+// client choose its clipping norm).
 type PrivacyRequirement struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MaxEpsilon    float64                `protobuf:"fixed64,1,opt,name=max_epsilon,json=maxEpsilon,proto3" json:"max_epsilon,omitempty"`
 	MaxDelta      float64                `protobuf:"fixed64,2,opt,name=max_delta,json=maxDelta,proto3" json:"max_delta,omitempty"`
+	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`                              // the clipping norm C every declaration must carry; 0: not set
+	ClientClip    bool                   `protobuf:"varint,4,opt,name=client_clip,json=clientClip,proto3" json:"client_clip,omitempty"` // each client chooses C (clip is then 0)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +242,20 @@ func (x *PrivacyRequirement) GetMaxDelta() float64 {
 		return x.MaxDelta
 	}
 	return 0
+}
+
+func (x *PrivacyRequirement) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *PrivacyRequirement) GetClientClip() bool {
+	if x != nil {
+		return x.ClientClip
+	}
+	return false
 }
 
 // PrivacyDeclaration states the noise on a submitted θ: clipped to L2 norm
@@ -1245,11 +1262,14 @@ const file_federation_proto_rawDesc = "" +
 	"\n" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
 	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\x127\n" +
-	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"R\n" +
+	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x87\x01\n" +
 	"\x12PrivacyRequirement\x12\x1f\n" +
 	"\vmax_epsilon\x18\x01 \x01(\x01R\n" +
 	"maxEpsilon\x12\x1b\n" +
-	"\tmax_delta\x18\x02 \x01(\x01R\bmaxDelta\"\xa6\x01\n" +
+	"\tmax_delta\x18\x02 \x01(\x01R\bmaxDelta\x12\x12\n" +
+	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x1f\n" +
+	"\vclient_clip\x18\x04 \x01(\bR\n" +
+	"clientClip\"\xa6\x01\n" +
 	"\x12PrivacyDeclaration\x12\x18\n" +
 	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // execTaskCreate runs "fedirl server task create" with args on a fresh
@@ -117,6 +118,51 @@ func TestMetricsWarning(t *testing.T) {
 		got := metricsWarning(tc.addr, tc.token, tc.tls)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("metricsWarning(%s, token %v, tls %v) = %q, want %q", tc.addr, tc.token, tc.tls, got, tc.want)
+		}
+	}
+}
+
+// TestTaskCreateSetsClip: a private task must set the clipping norm
+// (--dp-clip) or let clients choose it (--dp-client-clip), not both; the
+// stored requirement carries the task's C.
+func TestTaskCreateSetsClip(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "fed.db")
+	base := []string{"--store", store, "--gridworld-size", "5", "--clients", "a,b", "--dp-max-epsilon", "2", "--dp-max-delta", "1e-5", "--tokens-out", filepath.Join(dir, "tok.json")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "exactly one of --dp-clip"},
+		{[]string{"--dp-clip", "0.05", "--dp-client-clip"}, "exactly one of --dp-clip"},
+		{[]string{"--dp-clip", "0"}, "--dp-clip 0"},
+		{[]string{"--dp-clip", "-Inf"}, "--dp-clip"},
+	} {
+		if err := execTaskCreate(t, "", append(append([]string{"--id", "x"}, base...), c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	if err := execTaskCreate(t, "", "--store", store, "--id", "y", "--gridworld-size", "5", "--clients", "a", "--dp-clip", "0.05", "--tokens-out", filepath.Join(dir, "t0.json")); err == nil || !strings.Contains(err.Error(), "--dp-max-epsilon") {
+		t.Errorf("--dp-clip without a requirement: %v", err)
+	}
+	if err := execTaskCreate(t, "", append(append([]string{"--id", "c"}, base...), "--dp-clip", "0.05")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := execTaskCreate(t, "", append(append([]string{"--id", "free"}, base...), "--dp-client-clip")...); err != nil {
+		t.Fatal(err)
+	}
+	s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for id, want := range map[string]privacy.Requirement{"c": {MaxEpsilon: 2, MaxDelta: 1e-5, Clip: 0.05}, "free": {MaxEpsilon: 2, MaxDelta: 1e-5, ClientClip: true}} {
+		spec, err := s.Task(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Privacy == nil || *spec.Privacy != want {
+			t.Errorf("task %s: stored requirement %+v, want %+v", id, spec.Privacy, want)
 		}
 	}
 }

@@ -195,9 +195,9 @@ type dpFlags struct {
 
 func (d *dpFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.Float64Var(&d.eps, "dp-epsilon", 0, "send θ with (ε, δ)-differential privacy over the task's rounds: ε (> 0; with --dp-delta, --dp-clip and --dp-ledger)")
+	f.Float64Var(&d.eps, "dp-epsilon", 0, "send θ with (ε, δ)-differential privacy over the task's rounds: ε (> 0; with --dp-delta and --dp-ledger)")
 	f.Float64Var(&d.delta, "dp-delta", 0, "δ of the differential privacy, in (0, 1)")
-	f.Float64Var(&d.clip, "dp-clip", 0, "clip θ to this L2 norm C before adding N(0, (σ·2C)² I) noise (> 0)")
+	f.Float64Var(&d.clip, "dp-clip", 0, "clip θ to this L2 norm C before adding N(0, (σ·2C)² I) noise (> 0); only for a task that lets clients choose C (default: the task's C)")
 	f.StringVar(&d.conversion, "dp-conversion", string(privacy.ConversionAnalytic), "accounting over rounds: analytic or zcdp")
 	f.StringVar(&d.ledger, "dp-ledger", "", "this client's privacy ledger (a file, created if missing; required with --dp-epsilon): every noised θ is recorded there before it is sent, re-sent as it is after a restart, and counted by \"fedirl privacy ledger\"")
 	f.Float64Var(&d.budget, "dp-budget", 0, "refuse, before learning, a task that would take the exact composition of all the ledger's releases above this ε (with --dp-budget-delta)")
@@ -208,10 +208,11 @@ func (d *dpFlags) register(cmd *cobra.Command) {
 var dpFlagNames = map[string]string{"epsilon": "dp-epsilon", "delta": "dp-delta", "clip": "dp-clip", "conversion": "dp-conversion"}
 
 // params returns the client's privacy parameters, or nil when no --dp-*
-// flag is set; setting some but not all of epsilon, delta and clip is an
-// error naming the missing flag, and so is a missing --dp-ledger.
+// flag is set; setting one of epsilon and delta without the other is an
+// error naming the missing flag, and so is a missing --dp-ledger. Clip is 0
+// (the task's C) without --dp-clip.
 func (d *dpFlags) params(cmd *cobra.Command) (*privacy.Params, error) {
-	names := []string{"dp-epsilon", "dp-delta", "dp-clip"}
+	names := []string{"dp-epsilon", "dp-delta"}
 	var set, missing []string
 	for _, n := range names {
 		if cmd.Flags().Changed(n) {
@@ -221,18 +222,22 @@ func (d *dpFlags) params(cmd *cobra.Command) (*privacy.Params, error) {
 		}
 	}
 	if len(set) == 0 {
-		for _, n := range []string{"dp-conversion", "dp-ledger", "dp-budget", "dp-budget-delta"} {
+		for _, n := range []string{"dp-clip", "dp-conversion", "dp-ledger", "dp-budget", "dp-budget-delta"} {
 			if cmd.Flags().Changed(n) {
-				return nil, fmt.Errorf("--%s needs --dp-epsilon, --dp-delta and --dp-clip", n)
+				return nil, fmt.Errorf("--%s needs --dp-epsilon and --dp-delta", n)
 			}
 		}
 		return nil, nil
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%s given without %s: differential privacy needs all three", strings.Join(set, ", "), strings.Join(missing, ", "))
+		return nil, fmt.Errorf("%s given without %s: differential privacy needs both", strings.Join(set, ", "), strings.Join(missing, ", "))
 	}
 	p := privacy.Params{Epsilon: d.eps, Delta: d.delta, Clip: d.clip, Conversion: privacy.Conversion(d.conversion)}
-	if err := p.Validate(); err != nil {
+	check := p
+	if !cmd.Flags().Changed("dp-clip") {
+		check.Clip = 1 // the task's C, checked when the task is fetched
+	}
+	if err := check.Validate(); err != nil {
 		return nil, flagError(err, dpFlagNames)
 	}
 	if d.ledger == "" {

@@ -103,7 +103,8 @@ func TestPrivacyFlagsRefused(t *testing.T) {
 		{[]string{"--dp-epsilon", "1", "--dp-delta", "2", "--dp-clip", "1"}, "--dp-delta"},
 		{[]string{"--dp-epsilon", "1", "--dp-delta", "1e-5", "--dp-clip", "0"}, "--dp-clip"},
 		{[]string{"--dp-epsilon", "1", "--dp-delta", "1e-5", "--dp-clip", "NaN"}, "--dp-clip"},
-		{[]string{"--dp-epsilon", "1", "--dp-delta", "1e-5"}, "--dp-clip"},
+		{[]string{"--dp-epsilon", "1", "--dp-delta", "1e-5"}, "--dp-ledger"},
+		{[]string{"--dp-epsilon", "1", "--dp-clip", "1"}, "--dp-delta"},
 		{[]string{"--dp-clip", "1"}, "--dp-epsilon"},
 	} {
 		_, err := runFresh(newClientCmd(), append(base, tc.args...)...)

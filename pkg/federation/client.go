@@ -51,7 +51,9 @@ type ClientConfig struct {
 type ClientPrivacy struct {
 	// Params are ε, δ (for the whole task), the clipping norm C and the
 	// conversion; Rounds 0 means the task's number of rounds, and fewer
-	// rounds than the task has are refused.
+	// rounds than the task has are refused. Clip 0 means the task's C
+	// (TaskSpec.Privacy.Clip); a Clip other than the task's is refused
+	// before anything is learned.
 	Params privacy.Params
 	// Noise is the noise source; nil means privacy.CryptoSource(). Studies
 	// and tests pass a seeded *rand.Rand. The noise of a round is drawn once,
@@ -114,6 +116,18 @@ func (p *ClientPrivacy) mechanism(spec *TaskSpec) (*privacy.Mechanism, privacy.S
 	params := p.Params
 	if params.Rounds == 0 {
 		params.Rounds = spec.Rounds
+	}
+	var taskClip float64
+	if spec.Privacy != nil {
+		taskClip = spec.Privacy.Clip
+	}
+	switch {
+	case params.Clip == 0 && taskClip == 0:
+		return nil, nil, fmt.Errorf("task %s does not set the clipping norm C: choose one (--dp-clip), from data that is not what the noise protects", spec.ID)
+	case params.Clip == 0:
+		params.Clip = taskClip
+	case taskClip != 0 && params.Clip != taskClip:
+		return nil, nil, fmt.Errorf("clipping norm %v (--dp-clip), but task %s sets C = %v: omit --dp-clip to use the task's", params.Clip, spec.ID, taskClip)
 	}
 	if params.Rounds < spec.Rounds {
 		return nil, nil, fmt.Errorf("privacy accounted for %d rounds, task %s has %d", params.Rounds, spec.ID, spec.Rounds)

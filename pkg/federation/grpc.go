@@ -256,14 +256,14 @@ func requirementToPB(r *privacy.Requirement) *pb.PrivacyRequirement {
 	if r == nil {
 		return nil
 	}
-	return &pb.PrivacyRequirement{MaxEpsilon: r.MaxEpsilon, MaxDelta: r.MaxDelta}
+	return &pb.PrivacyRequirement{MaxEpsilon: r.MaxEpsilon, MaxDelta: r.MaxDelta, Clip: r.Clip, ClientClip: r.ClientClip}
 }
 
 func requirementFromPB(p *pb.PrivacyRequirement) *privacy.Requirement {
 	if p == nil {
 		return nil
 	}
-	return &privacy.Requirement{MaxEpsilon: p.GetMaxEpsilon(), MaxDelta: p.GetMaxDelta()}
+	return &privacy.Requirement{MaxEpsilon: p.GetMaxEpsilon(), MaxDelta: p.GetMaxDelta(), Clip: p.GetClip(), ClientClip: p.GetClientClip()}
 }
 
 func declarationToPB(d *privacy.Declaration) *pb.PrivacyDeclaration {

@@ -106,8 +106,9 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
 	if c.Privacy.enabled() {
-		// The server checks every client's declaration against this.
-		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta}
+		// The server checks every client's declaration against this; the
+		// task sets the study's C (pre-declared from pilot fits).
+		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta, Clip: c.Privacy.Clip}
 	}
 	if spec.Fusion, err = tasks.EncodeFusion(opt); err != nil {
 		return federation.TaskSpec{}, err
