@@ -66,6 +66,7 @@ type taskOptions struct {
 	maxNorm, lr, l2, temperature                                         float64
 	dpMaxEps, dpMaxDelta, dpClip                                         float64
 	dpClientClip                                                         bool
+	centralEps, centralDelta, centralClip                                float64
 	limits                                                               federation.Limits
 }
 
@@ -344,6 +345,9 @@ your own problem"), or is built from flags: with
 	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
 	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
 	tf.Float64Var(&f.dpClip, "dp-clip", 0, "the clipping norm C every private client uses (with --dp-max-epsilon; choose it from public or pilot data, not from the clients' fits)")
+	tf.Float64Var(&f.centralEps, "central-dp-epsilon", 0, "central differential privacy for a trusted server: every fused θ is (ε, δ)-DP over the task's rounds towards whoever sees it (mean fusion only; with --central-dp-delta and --central-dp-clip)")
+	tf.Float64Var(&f.centralDelta, "central-dp-delta", 0, "δ of the central differential privacy, in (0, 1)")
+	tf.Float64Var(&f.centralClip, "central-dp-clip", 0, "the norm C the server clips each θ_i to before the mean; noise N(0, (σ·2C·max α_i)² I) is added to the mean")
 	tf.BoolVar(&f.dpClientClip, "dp-client-clip", false, "let each private client choose its C instead of --dp-clip (C is sent in clear: one chosen from a client's own θ leaks it)")
 	registerLimits(cmd, &f.limits)
 	return cmd
@@ -684,6 +688,15 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return flagError(err, map[string]string{"max_epsilon": "dp-max-epsilon", "max_delta": "dp-max-delta", "clip": "dp-clip"})
 		}
 	}
+	if fl := cmd.Flags(); fl.Changed("central-dp-epsilon") || fl.Changed("central-dp-delta") || fl.Changed("central-dp-clip") {
+		if !fl.Changed("central-dp-epsilon") || !fl.Changed("central-dp-delta") || !fl.Changed("central-dp-clip") {
+			return errors.New("--central-dp-epsilon, --central-dp-delta and --central-dp-clip go together")
+		}
+		spec.CentralPrivacy = &privacy.Central{Epsilon: f.centralEps, Delta: f.centralDelta, Clip: f.centralClip}
+		if err := spec.CentralPrivacy.Validate(); err != nil {
+			return flagError(err, map[string]string{"epsilon": "central-dp-epsilon", "delta": "central-dp-delta", "clip": "central-dp-clip"})
+		}
+	}
 	if spec.Fusion, err = tasks.EncodeFusion(fopt); err != nil {
 		return err
 	}
@@ -738,8 +751,14 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := f.limits.CheckSpec(&spec); err != nil {
 			return err
 		}
-		if err := (&tasks.Fuser{Limits: f.limits}).Validate(spec); err != nil {
+		fuser := &tasks.Fuser{Limits: f.limits}
+		if err := fuser.Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
+		}
+		if spec.CentralPrivacy != nil {
+			if err := federation.CheckCentralFusion(cmd.Context(), fuser, spec); err != nil {
+				return fmt.Errorf("task spec %s: %w", spec.ID, err)
+			}
 		}
 		store, err := federation.OpenStore(f.store)
 		if err != nil {

@@ -166,3 +166,41 @@ func TestTaskCreateSetsClip(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskCreateCentralPrivacy: the central-privacy flags go together, are
+// checked, and are refused with a fusion that is not a weighted mean (the
+// offline path runs the coordinator's check); a mean task stores them.
+func TestTaskCreateCentralPrivacy(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "fed.db")
+	central := []string{"--central-dp-epsilon", "1", "--central-dp-delta", "1e-5", "--central-dp-clip", "0.05"}
+	base := []string{"--store", store, "--gridworld-size", "5", "--clients", "a,b", "--tokens-out", filepath.Join(dir, "tok.json")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--central-dp-epsilon", "1"}, "go together"},
+		{[]string{"--central-dp-epsilon", "1", "--central-dp-delta", "1e-5", "--central-dp-clip", "0"}, "--central-dp-clip 0"},
+		{[]string{"--central-dp-epsilon", "-1", "--central-dp-delta", "1e-5", "--central-dp-clip", "1"}, "--central-dp-epsilon -1"},
+		{append([]string{"--fusion", "barycentric"}, central...), "weighted mean"},
+	} {
+		if err := execTaskCreate(t, "", append(append([]string{"--id", "x"}, base...), c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+	if err := execTaskCreate(t, "", append(append([]string{"--id", "m"}, base...), central...)...); err != nil {
+		t.Fatal(err)
+	}
+	s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	spec, err := s.Task("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (privacy.Central{Epsilon: 1, Delta: 1e-5, Clip: 0.05}); spec.CentralPrivacy == nil || *spec.CentralPrivacy != want {
+		t.Errorf("stored central privacy %+v, want %+v", spec.CentralPrivacy, want)
+	}
+}

@@ -61,11 +61,12 @@ func methodName(m string) string {
 	return "fusion method " + m
 }
 
-// checkCentralFusion fuses three synthetic clipped vectors (norms C, C/2,
+// CheckCentralFusion fuses three synthetic clipped vectors (norms C, C/2,
 // 0.8C, in different directions) with the task's fuser and refuses the task
 // unless the result is their weighted mean: central privacy's sensitivity
-// holds only for such a fusion.
-func checkCentralFusion(ctx context.Context, fuser Fuser, spec TaskSpec) error {
+// holds only for such a fusion. A coordinator runs it in CreateTask; a tool
+// that writes tasks into a store offline runs it too.
+func CheckCentralFusion(ctx context.Context, fuser Fuser, spec TaskSpec) error {
 	c, d := spec.CentralPrivacy.Clip, spec.ThetaDim
 	xs := [][]float64{make([]float64, d), make([]float64, d), make([]float64, d)}
 	xs[0][0] = c

@@ -255,7 +255,7 @@ func (c *Coordinator) checkFusable(spec TaskSpec) error {
 		return errorf(CodeInvalidArgument, "task spec %s: %v", spec.ID, err)
 	}
 	if spec.CentralPrivacy != nil {
-		if err := checkCentralFusion(c.ctx, c.cfg.Fuser, spec); err != nil {
+		if err := CheckCentralFusion(c.ctx, c.cfg.Fuser, spec); err != nil {
 			return errorf(CodeInvalidArgument, "task spec %s: %v", spec.ID, err)
 		}
 	}
