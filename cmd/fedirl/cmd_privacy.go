@@ -32,7 +32,10 @@ func flagError(err error, flags map[string]string) error {
 // sigmaOutput is what "fedirl privacy sigma" prints (encoding/json writes
 // each float64 in the shortest form that parses back to the same bits).
 type sigmaOutput struct {
-	Sigma      float64            `json:"sigma"`
+	Sigma float64 `json:"sigma"`
+	// PerClip is 2σ, the same noise as Opacus' or TF Privacy's
+	// noise_multiplier (noise std per unit of C rather than of Δ = 2C).
+	PerClip    float64            `json:"noise_multiplier_per_clip"`
 	Accounting privacy.Accounting `json:"accounting"`
 	Clip       *float64           `json:"clip,omitempty"`
 	NoiseStd   *float64           `json:"noise_std,omitempty"`
@@ -52,9 +55,19 @@ func newPrivacyCmd() *cobra.Command {
 	sigma := &cobra.Command{
 		Use:   "sigma",
 		Short: "Noise multiplier σ (sensitivity 1) for a target (ε, δ) over R rounds, as JSON",
-		Long: `Prints {"sigma": σ, "accounting": {...}}: the smallest noise multiplier σ of a
-sensitivity-1 Gaussian mechanism such that --rounds releases are (ε, δ)-DP, at
-full float64 precision, and how it was accounted (pkg/privacy):
+		Long: `Prints {"sigma": σ, "noise_multiplier_per_clip": 2σ, "accounting": {...}}: the
+smallest noise multiplier σ of a sensitivity-1 Gaussian mechanism such that
+--rounds releases are (ε, δ)-DP, at full float64 precision, and how it was
+accounted (pkg/privacy).
+
+The convention: σ multiplies the sensitivity Δ = 2C of a θ clipped to norm C
+(neighbours replace a client's whole data set), so the noise standard
+deviation is σ·2C. Opacus' and TF Privacy's noise_multiplier z multiplies C
+itself (their neighbours add or remove one example, sensitivity C): noise std
+z·C. The same noise is z = 2σ (printed as noise_multiplier_per_clip); the same
+(ε, δ), each under its own neighbour relation, is z = σ.
+
+Accounting over R rounds (--conversion):
 
   analytic  (default) one release: the analytic Gaussian mechanism (Balle & Wang
             2018), bisection on δ(ε; σ) = Φ(1/(2σ) − εσ) − e^ε Φ(−1/(2σ) − εσ);
@@ -72,7 +85,7 @@ gives that noise standard deviation.`,
 			if err != nil {
 				return flagError(err, names)
 			}
-			out := sigmaOutput{Sigma: s, Accounting: acc}
+			out := sigmaOutput{Sigma: s, PerClip: 2 * s, Accounting: acc}
 			if cmd.Flags().Changed("clip") {
 				if err := (privacy.Params{Epsilon: eps, Delta: delta, Clip: clip, Rounds: rounds, Conversion: privacy.Conversion(conversion)}).Validate(); err != nil {
 					return flagError(err, names)

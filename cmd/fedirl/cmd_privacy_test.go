@@ -47,6 +47,7 @@ func TestPrivacySigmaCommand(t *testing.T) {
 		}
 		var got struct {
 			Sigma      float64            `json:"sigma"`
+			PerClip    float64            `json:"noise_multiplier_per_clip"`
 			Accounting privacy.Accounting `json:"accounting"`
 			NoiseStd   *float64           `json:"noise_std"`
 		}
@@ -57,6 +58,9 @@ func TestPrivacySigmaCommand(t *testing.T) {
 		json.Unmarshal([]byte(tc.args[1]), &eps)
 		json.Unmarshal([]byte(tc.args[3]), &delta)
 		want, acc, _ := privacy.Calibrate(eps, delta, tc.rounds, tc.conv)
+		if got.PerClip != 2*want {
+			t.Errorf("%v: noise_multiplier_per_clip %v, want 2σ = %v (Opacus' convention: noise std per unit of C)", tc.args, got.PerClip, 2*want)
+		}
 		if got.Sigma != want || got.Accounting.Rounds != tc.rounds || got.Accounting.Conversion != tc.conv || got.Accounting.Rho != acc.Rho {
 			t.Errorf("%v: printed %+v, want σ = %v (bit for bit) and accounting %+v", tc.args, got, want, acc)
 		}
@@ -192,5 +196,19 @@ func TestPrivacyLedgerCommand(t *testing.T) {
 	}
 	if _, err := runFresh(newPrivacyCmd(), "ledger", "--ledger", path, "--delta", "0"); err == nil || !strings.Contains(err.Error(), "--delta 0") {
 		t.Errorf("--delta 0: %v", err)
+	}
+}
+
+// TestPrivacySigmaHelpStatesConvention: the help says what σ multiplies and
+// gives the Opacus / TF Privacy equivalent.
+func TestPrivacySigmaHelpStatesConvention(t *testing.T) {
+	out, err := runFresh(newPrivacyCmd(), "sigma", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Δ = 2C", "σ·2C", "Opacus", "z = 2σ", "noise_multiplier_per_clip"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("privacy sigma --help does not say %q", s)
+		}
 	}
 }
