@@ -105,7 +105,11 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
-	if c.Privacy.enabled() {
+	switch {
+	case c.Privacy.central() && opt.MethodName() == fusion.MethodMean:
+		// The server clips the θ_i it receives in clear and noises the mean.
+		spec.CentralPrivacy = c.Privacy.centralParams()
+	case c.Privacy.enabled():
 		// The server checks every client's declaration against this; the
 		// task sets the study's C (pre-declared from pilot fits).
 		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta, Clip: c.Privacy.Clip}
@@ -155,17 +159,21 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		{Barycenter, c.fusionOptions(method)},
 		{Debiased, c.fusionOptions(ot.Debiased)},
 	}
-	run := federation.InProcessConfig{Fuser: fuser}
-	if c.Privacy.enabled() {
-		run.Privacy = func(i int) *federation.ClientPrivacy {
-			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
-		}
-	}
 	for _, tk := range methods {
 		id := name + "-" + tk.m.String()
 		spec, err := c.fusionTask(id, st, tk.fusion)
 		if err != nil {
 			return err
+		}
+		run := federation.InProcessConfig{Fuser: fuser}
+		localDP := c.Privacy.enabled() && spec.CentralPrivacy == nil
+		if localDP {
+			run.Privacy = func(i int) *federation.ClientPrivacy {
+				return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
+			}
+		} else if spec.CentralPrivacy != nil {
+			// The server's stream: index K, after the clients' 0..K-1.
+			run.CentralNoise = stream(f.Seed, f.GridSize, noisePurpose, len(clients))
 		}
 		fused, reports, err := federation.RunInProcess(ctx, spec, local, run)
 		if err != nil {
@@ -182,11 +190,13 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		if f.Local == nil {
 			for _, rep := range reports {
 				f.Local = append(f.Local, rep.Rounds[0].Local.Theta)
-				if c.Privacy.enabled() {
-					f.Sent = append(f.Sent, rep.Rounds[0].Sent)
-				}
 			}
-		} else if c.Privacy.enabled() {
+		}
+		if localDP && f.Sent == nil {
+			for _, rep := range reports {
+				f.Sent = append(f.Sent, rep.Rounds[0].Sent)
+			}
+		} else if localDP {
 			for i, rep := range reports {
 				if !slices.Equal(rep.Rounds[0].Sent, f.Sent[i]) {
 					return fmt.Errorf("federation %s: client %d sent %v, to the first task %v: the noise must be the same release", id, i, rep.Rounds[0].Sent, f.Sent[i])
