@@ -32,8 +32,9 @@ type ClientConfig struct {
 	Retry    RetryConfig
 	// PollWait is how long one GetFused call may wait on the server (default 10 s).
 	PollWait time.Duration
-	// BeforeSubmit, if set, runs after local learning and before submitting
-	// (used to simulate a client that disappears mid-run).
+	// BeforeSubmit, if set, runs after local learning (and, with privacy,
+	// after the noised θ is drawn and recorded in the ledger) and before
+	// submitting (used to simulate a client that disappears mid-run).
 	BeforeSubmit func(ctx context.Context, round int) error
 	// Logf receives progress lines (default: discarded).
 	Logf func(format string, args ...any)
@@ -275,11 +276,6 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 				}
 				rr.Local = local
 				cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
-				if cfg.BeforeSubmit != nil {
-					if err := cfg.BeforeSubmit(ctx, round); err != nil {
-						return rep, err
-					}
-				}
 				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
 					DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
 				if mech != nil {
@@ -296,6 +292,11 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 						if err != nil {
 							return rep, fmt.Errorf("task %s round %d: nothing sent: %w", cfg.TaskID, round, err)
 						}
+					}
+				}
+				if cfg.BeforeSubmit != nil {
+					if err := cfg.BeforeSubmit(ctx, round); err != nil {
+						return rep, err
 					}
 				}
 			}
