@@ -76,14 +76,15 @@ type ClientPrivacy struct {
 
 // SpecFingerprint returns the hex SHA-256 of spec's JSON encoding: what a
 // client's privacy ledger records to tell a task from another with the same
-// id.
-func SpecFingerprint(spec *TaskSpec) string {
+// id. It fails only on a spec whose probe, irl or fusion section is not
+// valid JSON (a server that sent a malformed task).
+func SpecFingerprint(spec *TaskSpec) (string, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
-		panic("federation: TaskSpec does not encode: " + err.Error()) // plain data: cannot happen
+		return "", fmt.Errorf("task %s: the server's task spec does not encode: %w", spec.ID, err)
 	}
 	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	return hex.EncodeToString(h[:]), nil
 }
 
 // begin records the task in the client's ledger (checking the budget)
@@ -95,7 +96,11 @@ func (p *ClientPrivacy) begin(spec *TaskSpec, clientID string, m *privacy.Mechan
 		}
 		return nil
 	}
-	err := p.Ledger.Begin(privacy.LedgerTask{Task: spec.ID, Client: clientID, Fingerprint: SpecFingerprint(spec),
+	fp, err := SpecFingerprint(spec)
+	if err != nil {
+		return err
+	}
+	err = p.Ledger.Begin(privacy.LedgerTask{Task: spec.ID, Client: clientID, Fingerprint: fp,
 		Declaration: m.Declaration(), Started: time.Now().UTC()}, p.Budget)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", spec.ID, err)
@@ -240,8 +245,10 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 		d := mech.Declaration()
 		cfg.Logf("privacy: (ε = %v, δ = %v) over %d rounds, clip %v, noise multiplier %.6g (std %.6g per component, %s accounting)",
 			d.Epsilon, d.Delta, d.Rounds, d.Clip, d.Sigma, d.NoiseStd(), d.Conversion)
-		if err := cfg.Privacy.begin(&info.Spec, cfg.ClientID, mech); err != nil {
-			return rep, err
+		if !info.Done { // a finished task releases nothing more: nothing to enter
+			if err := cfg.Privacy.begin(&info.Spec, cfg.ClientID, mech); err != nil {
+				return rep, err
+			}
 		}
 	}
 	warm := info.WarmStart

@@ -221,3 +221,29 @@ func TestPrivateClientRefusesToRenoise(t *testing.T) {
 		t.Fatalf("%d submissions stored", n)
 	}
 }
+
+// badSpecFed serves a task whose probe is not JSON (a broken or hostile
+// server).
+type badSpecFed struct{ Federation }
+
+func (badSpecFed) GetTask(ctx context.Context, taskID, clientID string) (TaskInfo, error) {
+	s := testSpec(taskID, 2, 1)
+	s.Rounds, s.Probe = 1, []byte("{not json")
+	return TaskInfo{Spec: s, CurrentRound: 1}, nil
+}
+
+// TestPrivateClientRefusesMalformedTask: a private client with a ledger
+// given a task spec that does not encode refuses it with an error, before
+// learning, instead of panicking.
+func TestPrivateClientRefusesMalformedTask(t *testing.T) {
+	ledger, err := privacy.OpenLedger(filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	learner := &countingLearner{fixedLearner: fixedLearner{Delta: []float64{1, 2}}}
+	_, err = RunClient(context.Background(), badSpecFed{}, learner, ClientConfig{TaskID: "t", ClientID: "alice",
+		Privacy: &ClientPrivacy{Params: privacy.Params{Epsilon: 1, Delta: 1e-5, Clip: 1}, Ledger: ledger}})
+	if err == nil || !strings.Contains(err.Error(), "does not encode") || learner.calls != 0 {
+		t.Fatalf("malformed task: %v after %d learner calls", err, learner.calls)
+	}
+}
