@@ -46,9 +46,12 @@ type TaskSpec struct {
 	MaxThetaNorm    float64                `protobuf:"fixed64,14,opt,name=max_theta_norm,json=maxThetaNorm,proto3" json:"max_theta_norm,omitempty"`
 	// When set, every submission must declare client-side differential
 	// privacy at least this strong (see PrivacyRequirement); unset: none needed.
-	Privacy       *PrivacyRequirement `protobuf:"bytes,17,opt,name=privacy,proto3" json:"privacy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Privacy *PrivacyRequirement `protobuf:"bytes,17,opt,name=privacy,proto3" json:"privacy,omitempty"`
+	// When set, the server (trusted with every θ_i) clips each θ_i and adds
+	// calibrated noise to the fused mean (see CentralPrivacy); unset: none.
+	CentralPrivacy *CentralPrivacy `protobuf:"bytes,18,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -186,20 +189,202 @@ func (x *TaskSpec) GetPrivacy() *PrivacyRequirement {
 	return nil
 }
 
+func (x *TaskSpec) GetCentralPrivacy() *CentralPrivacy {
+	if x != nil {
+		return x.CentralPrivacy
+	}
+	return nil
+}
+
+// CentralPrivacy makes every fused θ of a task (epsilon, delta)-DP over all
+// its rounds towards whoever sees it: the server clips each θ_i to clip,
+// fuses by a weighted mean with weights α and adds N(0, (σ·2·clip·max α)² I).
+type CentralPrivacy struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epsilon       float64                `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64                `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`
+	Conversion    string                 `protobuf:"bytes,4,opt,name=conversion,proto3" json:"conversion,omitempty"` // "analytic" (default) or "zcdp"
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CentralPrivacy) Reset() {
+	*x = CentralPrivacy{}
+	mi := &file_federation_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CentralPrivacy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CentralPrivacy) ProtoMessage() {}
+
+func (x *CentralPrivacy) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CentralPrivacy.ProtoReflect.Descriptor instead.
+func (*CentralPrivacy) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CentralPrivacy) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *CentralPrivacy) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *CentralPrivacy) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *CentralPrivacy) GetConversion() string {
+	if x != nil {
+		return x.Conversion
+	}
+	return ""
+}
+
+// CentralRelease records the noise the server added to a fused θ.
+type CentralRelease struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epsilon       float64                `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta         float64                `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`
+	Sigma         float64                `protobuf:"fixed64,4,opt,name=sigma,proto3" json:"sigma,omitempty"` // noise multiplier at sensitivity 1
+	Rounds        int32                  `protobuf:"varint,5,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	Conversion    string                 `protobuf:"bytes,6,opt,name=conversion,proto3" json:"conversion,omitempty"`
+	Sensitivity   float64                `protobuf:"fixed64,7,opt,name=sensitivity,proto3" json:"sensitivity,omitempty"`           // 2·clip·max α_i
+	NoiseStd      float64                `protobuf:"fixed64,8,opt,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"` // sigma·sensitivity per component
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CentralRelease) Reset() {
+	*x = CentralRelease{}
+	mi := &file_federation_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CentralRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CentralRelease) ProtoMessage() {}
+
+func (x *CentralRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CentralRelease.ProtoReflect.Descriptor instead.
+func (*CentralRelease) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CentralRelease) GetEpsilon() float64 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetDelta() float64 {
+	if x != nil {
+		return x.Delta
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetSigma() float64 {
+	if x != nil {
+		return x.Sigma
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetRounds() int32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetConversion() string {
+	if x != nil {
+		return x.Conversion
+	}
+	return ""
+}
+
+func (x *CentralRelease) GetSensitivity() float64 {
+	if x != nil {
+		return x.Sensitivity
+	}
+	return 0
+}
+
+func (x *CentralRelease) GetNoiseStd() float64 {
+	if x != nil {
+		return x.NoiseStd
+	}
+	return 0
+}
+
 // PrivacyRequirement is the minimum privacy level of a task: each client's θ_i
 // must be released (ε, δ)-DP over all the task's rounds with ε ≤ max_epsilon
-// and δ ≤ max_delta.
+// and δ ≤ max_delta, clipped to the task's clip (unless client_clip lets each
+// client choose its clipping norm).
 type PrivacyRequirement struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	MaxEpsilon    float64                `protobuf:"fixed64,1,opt,name=max_epsilon,json=maxEpsilon,proto3" json:"max_epsilon,omitempty"`
 	MaxDelta      float64                `protobuf:"fixed64,2,opt,name=max_delta,json=maxDelta,proto3" json:"max_delta,omitempty"`
+	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`                              // the clipping norm C every declaration must carry; 0: not set
+	ClientClip    bool                   `protobuf:"varint,4,opt,name=client_clip,json=clientClip,proto3" json:"client_clip,omitempty"` // each client chooses C (clip is then 0)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PrivacyRequirement) Reset() {
 	*x = PrivacyRequirement{}
-	mi := &file_federation_proto_msgTypes[1]
+	mi := &file_federation_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +396,7 @@ func (x *PrivacyRequirement) String() string {
 func (*PrivacyRequirement) ProtoMessage() {}
 
 func (x *PrivacyRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[1]
+	mi := &file_federation_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +409,7 @@ func (x *PrivacyRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrivacyRequirement.ProtoReflect.Descriptor instead.
 func (*PrivacyRequirement) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{1}
+	return file_federation_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PrivacyRequirement) GetMaxEpsilon() float64 {
@@ -239,6 +424,20 @@ func (x *PrivacyRequirement) GetMaxDelta() float64 {
 		return x.MaxDelta
 	}
 	return 0
+}
+
+func (x *PrivacyRequirement) GetClip() float64 {
+	if x != nil {
+		return x.Clip
+	}
+	return 0
+}
+
+func (x *PrivacyRequirement) GetClientClip() bool {
+	if x != nil {
+		return x.ClientClip
+	}
+	return false
 }
 
 // PrivacyDeclaration states the noise on a submitted θ: clipped to L2 norm
@@ -258,7 +457,7 @@ type PrivacyDeclaration struct {
 
 func (x *PrivacyDeclaration) Reset() {
 	*x = PrivacyDeclaration{}
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -270,7 +469,7 @@ func (x *PrivacyDeclaration) String() string {
 func (*PrivacyDeclaration) ProtoMessage() {}
 
 func (x *PrivacyDeclaration) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[2]
+	mi := &file_federation_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -283,7 +482,7 @@ func (x *PrivacyDeclaration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrivacyDeclaration.ProtoReflect.Descriptor instead.
 func (*PrivacyDeclaration) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{2}
+	return file_federation_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PrivacyDeclaration) GetEpsilon() float64 {
@@ -338,7 +537,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +549,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[3]
+	mi := &file_federation_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +562,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{3}
+	return file_federation_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -392,7 +591,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +603,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[4]
+	mi := &file_federation_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +616,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{4}
+	return file_federation_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTaskResponse) GetSpec() *TaskSpec {
@@ -464,7 +663,7 @@ type SubmitRequest struct {
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +675,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[5]
+	mi := &file_federation_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +688,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{5}
+	return file_federation_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SubmitRequest) GetTaskId() string {
@@ -562,7 +761,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +773,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[6]
+	mi := &file_federation_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +786,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{6}
+	return file_federation_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SubmitResponse) GetDuplicate() bool {
@@ -644,7 +843,7 @@ type GetFusedRequest struct {
 
 func (x *GetFusedRequest) Reset() {
 	*x = GetFusedRequest{}
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +855,7 @@ func (x *GetFusedRequest) String() string {
 func (*GetFusedRequest) ProtoMessage() {}
 
 func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +868,7 @@ func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedRequest.ProtoReflect.Descriptor instead.
 func (*GetFusedRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{7}
+	return file_federation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetFusedRequest) GetTaskId() string {
@@ -719,13 +918,15 @@ type FusedResult struct {
 	// Each client's distance to the fused result (an outlier score), in the
 	// order of clients; omitted when the fuser computed none.
 	OutlierScores []float64 `protobuf:"fixed64,12,rep,packed,name=outlier_scores,json=outlierScores,proto3" json:"outlier_scores,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The server's noise on theta when the task sets central_privacy.
+	CentralPrivacy *CentralRelease `protobuf:"bytes,13,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *FusedResult) Reset() {
 	*x = FusedResult{}
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +938,7 @@ func (x *FusedResult) String() string {
 func (*FusedResult) ProtoMessage() {}
 
 func (x *FusedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +951,7 @@ func (x *FusedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusedResult.ProtoReflect.Descriptor instead.
 func (*FusedResult) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{8}
+	return file_federation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FusedResult) GetTaskId() string {
@@ -837,6 +1038,13 @@ func (x *FusedResult) GetOutlierScores() []float64 {
 	return nil
 }
 
+func (x *FusedResult) GetCentralPrivacy() *CentralRelease {
+	if x != nil {
+		return x.CentralPrivacy
+	}
+	return nil
+}
+
 type GetFusedResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Ready       bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
@@ -853,7 +1061,7 @@ type GetFusedResponse struct {
 
 func (x *GetFusedResponse) Reset() {
 	*x = GetFusedResponse{}
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +1073,7 @@ func (x *GetFusedResponse) String() string {
 func (*GetFusedResponse) ProtoMessage() {}
 
 func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +1086,7 @@ func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedResponse.ProtoReflect.Descriptor instead.
 func (*GetFusedResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{9}
+	return file_federation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetFusedResponse) GetReady() bool {
@@ -931,7 +1139,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1151,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1164,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{10}
+	return file_federation_proto_rawDescGZIP(), []int{12}
 }
 
 type TaskStatus struct {
@@ -979,7 +1187,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1199,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1212,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{11}
+	return file_federation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1100,7 +1308,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1112,7 +1320,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1125,7 +1333,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{12}
+	return file_federation_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusResponse) GetTasks() []*TaskStatus {
@@ -1145,7 +1353,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1365,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1378,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{13}
+	return file_federation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTaskRequest) GetSpec() *TaskSpec {
@@ -1196,7 +1404,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1416,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1429,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{14}
+	return file_federation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateTaskResponse) GetTokens() map[string]string {
@@ -1235,7 +1443,7 @@ var File_federation_proto protoreflect.FileDescriptor
 
 const file_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x10federation.proto\x12\tfedirl.v1\"\xe3\x03\n" +
+	"\x10federation.proto\x12\tfedirl.v1\"\xa7\x04\n" +
 	"\bTaskSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -1255,11 +1463,33 @@ const file_federation_proto_rawDesc = "" +
 	"\n" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
 	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\x127\n" +
-	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"R\n" +
+	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacy\x12B\n" +
+	"\x0fcentral_privacy\x18\x12 \x01(\v2\x19.fedirl.v1.CentralPrivacyR\x0ecentralPrivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"t\n" +
+	"\x0eCentralPrivacy\x12\x18\n" +
+	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
+	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x1e\n" +
+	"\n" +
+	"conversion\x18\x04 \x01(\tR\n" +
+	"conversion\"\xe1\x01\n" +
+	"\x0eCentralRelease\x12\x18\n" +
+	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
+	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
+	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x14\n" +
+	"\x05sigma\x18\x04 \x01(\x01R\x05sigma\x12\x16\n" +
+	"\x06rounds\x18\x05 \x01(\x05R\x06rounds\x12\x1e\n" +
+	"\n" +
+	"conversion\x18\x06 \x01(\tR\n" +
+	"conversion\x12 \n" +
+	"\vsensitivity\x18\a \x01(\x01R\vsensitivity\x12\x1b\n" +
+	"\tnoise_std\x18\b \x01(\x01R\bnoiseStd\"\x87\x01\n" +
 	"\x12PrivacyRequirement\x12\x1f\n" +
 	"\vmax_epsilon\x18\x01 \x01(\x01R\n" +
 	"maxEpsilon\x12\x1b\n" +
-	"\tmax_delta\x18\x02 \x01(\x01R\bmaxDelta\"\xa6\x01\n" +
+	"\tmax_delta\x18\x02 \x01(\x01R\bmaxDelta\x12\x12\n" +
+	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x1f\n" +
+	"\vclient_clip\x18\x04 \x01(\bR\n" +
+	"clientClip\"\xa6\x01\n" +
 	"\x12PrivacyDeclaration\x12\x18\n" +
 	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
@@ -1301,7 +1531,7 @@ const file_federation_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\x87\x03\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xcb\x03\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -1317,7 +1547,8 @@ const file_federation_proto_rawDesc = "" +
 	"\x0ffused_unix_nano\x18\n" +
 	" \x01(\x03R\rfusedUnixNano\x127\n" +
 	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12%\n" +
-	"\x0eoutlier_scores\x18\f \x03(\x01R\routlierScores\"\xdd\x01\n" +
+	"\x0eoutlier_scores\x18\f \x03(\x01R\routlierScores\x12B\n" +
+	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +
@@ -1374,51 +1605,55 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_federation_proto_goTypes = []any{
 	(*TaskSpec)(nil),           // 0: fedirl.v1.TaskSpec
-	(*PrivacyRequirement)(nil), // 1: fedirl.v1.PrivacyRequirement
-	(*PrivacyDeclaration)(nil), // 2: fedirl.v1.PrivacyDeclaration
-	(*GetTaskRequest)(nil),     // 3: fedirl.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),    // 4: fedirl.v1.GetTaskResponse
-	(*SubmitRequest)(nil),      // 5: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),     // 6: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),    // 7: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),        // 8: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil),   // 9: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),      // 10: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),         // 11: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),     // 12: fedirl.v1.StatusResponse
-	(*CreateTaskRequest)(nil),  // 13: fedirl.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 14: fedirl.v1.CreateTaskResponse
-	nil,                        // 15: fedirl.v1.CreateTaskResponse.TokensEntry
+	(*CentralPrivacy)(nil),     // 1: fedirl.v1.CentralPrivacy
+	(*CentralRelease)(nil),     // 2: fedirl.v1.CentralRelease
+	(*PrivacyRequirement)(nil), // 3: fedirl.v1.PrivacyRequirement
+	(*PrivacyDeclaration)(nil), // 4: fedirl.v1.PrivacyDeclaration
+	(*GetTaskRequest)(nil),     // 5: fedirl.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),    // 6: fedirl.v1.GetTaskResponse
+	(*SubmitRequest)(nil),      // 7: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),     // 8: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),    // 9: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),        // 10: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),   // 11: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),      // 12: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),         // 13: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),     // 14: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),  // 15: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil), // 16: fedirl.v1.CreateTaskResponse
+	nil,                        // 17: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
-	1,  // 0: fedirl.v1.TaskSpec.privacy:type_name -> fedirl.v1.PrivacyRequirement
-	0,  // 1: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
-	2,  // 2: fedirl.v1.SubmitRequest.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	2,  // 3: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	2,  // 4: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	8,  // 5: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
-	8,  // 6: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
-	11, // 7: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
-	0,  // 8: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
-	15, // 9: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
-	3,  // 10: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
-	5,  // 11: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
-	7,  // 12: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
-	10, // 13: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
-	13, // 14: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
-	4,  // 15: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	6,  // 16: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	9,  // 17: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	12, // 18: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	14, // 19: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 0: fedirl.v1.TaskSpec.privacy:type_name -> fedirl.v1.PrivacyRequirement
+	1,  // 1: fedirl.v1.TaskSpec.central_privacy:type_name -> fedirl.v1.CentralPrivacy
+	0,  // 2: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
+	4,  // 3: fedirl.v1.SubmitRequest.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	4,  // 4: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	4,  // 5: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	2,  // 6: fedirl.v1.FusedResult.central_privacy:type_name -> fedirl.v1.CentralRelease
+	10, // 7: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
+	10, // 8: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
+	13, // 9: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
+	0,  // 10: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
+	17, // 11: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	5,  // 12: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
+	7,  // 13: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
+	9,  // 14: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
+	12, // 15: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
+	15, // 16: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
+	6,  // 17: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	8,  // 18: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	11, // 19: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	14, // 20: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	16, // 21: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	17, // [17:22] is the sub-list for method output_type
+	12, // [12:17] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_federation_proto_init() }
@@ -1432,7 +1667,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

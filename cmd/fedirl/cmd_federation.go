@@ -66,7 +66,9 @@ type taskOptions struct {
 	deadline                                                             time.Duration
 	warmStart                                                            bool
 	maxNorm, lr, l2, temperature                                         float64
-	dpMaxEps, dpMaxDelta                                                 float64
+	dpMaxEps, dpMaxDelta, dpClip                                         float64
+	dpClientClip                                                         bool
+	centralEps, centralDelta, centralClip                                float64
 	limits                                                               federation.Limits
 }
 
@@ -349,6 +351,11 @@ your own problem"), or is built from flags: with
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
 	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
 	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
+	tf.Float64Var(&f.dpClip, "dp-clip", 0, "the clipping norm C every private client uses (with --dp-max-epsilon; choose it from public or pilot data, not from the clients' fits)")
+	tf.Float64Var(&f.centralEps, "central-dp-epsilon", 0, "central differential privacy for a trusted server: every fused θ is (ε, δ)-DP over the task's rounds towards whoever sees it (mean fusion only; with --central-dp-delta and --central-dp-clip)")
+	tf.Float64Var(&f.centralDelta, "central-dp-delta", 0, "δ of the central differential privacy, in (0, 1)")
+	tf.Float64Var(&f.centralClip, "central-dp-clip", 0, "the norm C the server clips each θ_i to before the mean; noise N(0, (σ·2C·max α_i)² I) is added to the mean")
+	tf.BoolVar(&f.dpClientClip, "dp-client-clip", false, "let each private client choose its C instead of --dp-clip (C is sent in clear: one chosen from a client's own θ leaks it)")
 	registerLimits(cmd, &f.limits)
 	return cmd
 }
@@ -369,12 +376,18 @@ the fused θ; with a multi-round task it warm-starts each round from the previou
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
 The final result (and per-round provenance) is written as JSON to --out.
 
-With --dp-epsilon, --dp-delta and --dp-clip, θ_i is clipped to norm C and
+With --dp-epsilon, --dp-delta and --dp-ledger, θ_i is clipped to norm C and
 N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,
 σ calibrated so that all the task's rounds together are (ε, δ)-DP (see
 "fedirl privacy sigma"); the submission declares the mechanism and carries no
-demonstration count, iteration count or gradient norm. A task that requires
-privacy is refused before learning when these flags are missing or too weak.`,
+demonstration count, iteration count or gradient norm. C is the task's (its
+privacy requirement sets it); --dp-clip gives one only for a task that lets
+clients choose, and a --dp-clip other than the task's C is refused. Each
+round's noised θ is recorded in the --dp-ledger file before it is sent and
+re-sent unchanged if the client is restarted, so a round is released once;
+"fedirl privacy ledger" shows what the client has spent, and --dp-budget
+refuses a task that would exceed a total. A task that requires privacy is
+refused before learning when these flags are missing or too weak.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
 	}
@@ -671,13 +684,28 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })
 	set("irl-temperature", func() { icfg.Temperature = f.temperature })
-	if fl := cmd.Flags(); fl.Changed("dp-max-epsilon") || fl.Changed("dp-max-delta") {
+	if fl := cmd.Flags(); fl.Changed("dp-max-epsilon") || fl.Changed("dp-max-delta") || fl.Changed("dp-clip") || fl.Changed("dp-client-clip") {
 		if !fl.Changed("dp-max-epsilon") || !fl.Changed("dp-max-delta") {
-			return errors.New("--dp-max-epsilon and --dp-max-delta go together")
+			return errors.New("--dp-max-epsilon and --dp-max-delta go together (and --dp-clip or --dp-client-clip need them)")
 		}
-		spec.Privacy = &privacy.Requirement{MaxEpsilon: f.dpMaxEps, MaxDelta: f.dpMaxDelta}
+		if fl.Changed("dp-clip") == f.dpClientClip {
+			return errors.New("--dp-max-epsilon needs exactly one of --dp-clip C (the clipping norm every client uses, chosen from public or pilot data) and --dp-client-clip (each client chooses C; it travels in clear, so a C chosen from a client's own θ leaks it)")
+		}
+		spec.Privacy = &privacy.Requirement{MaxEpsilon: f.dpMaxEps, MaxDelta: f.dpMaxDelta, Clip: f.dpClip, ClientClip: f.dpClientClip}
+		if fl.Changed("dp-clip") && !(f.dpClip > 0) {
+			return fmt.Errorf("--dp-clip %v: want a finite value > 0", f.dpClip)
+		}
 		if err := spec.Privacy.Validate(); err != nil {
-			return flagError(err, map[string]string{"max_epsilon": "dp-max-epsilon", "max_delta": "dp-max-delta"})
+			return flagError(err, map[string]string{"max_epsilon": "dp-max-epsilon", "max_delta": "dp-max-delta", "clip": "dp-clip"})
+		}
+	}
+	if fl := cmd.Flags(); fl.Changed("central-dp-epsilon") || fl.Changed("central-dp-delta") || fl.Changed("central-dp-clip") {
+		if !fl.Changed("central-dp-epsilon") || !fl.Changed("central-dp-delta") || !fl.Changed("central-dp-clip") {
+			return errors.New("--central-dp-epsilon, --central-dp-delta and --central-dp-clip go together")
+		}
+		spec.CentralPrivacy = &privacy.Central{Epsilon: f.centralEps, Delta: f.centralDelta, Clip: f.centralClip}
+		if err := spec.CentralPrivacy.Validate(); err != nil {
+			return flagError(err, map[string]string{"epsilon": "central-dp-epsilon", "delta": "central-dp-delta", "clip": "central-dp-clip"})
 		}
 	}
 	if spec.Fusion, err = tasks.EncodeFusion(fopt); err != nil {
@@ -734,8 +762,14 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := f.limits.CheckSpec(&spec); err != nil {
 			return err
 		}
-		if err := (&tasks.Fuser{Limits: f.limits}).Validate(spec); err != nil {
+		fuser := &tasks.Fuser{Limits: f.limits}
+		if err := fuser.Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
+		}
+		if spec.CentralPrivacy != nil {
+			if err := federation.CheckCentralFusion(cmd.Context(), fuser, spec); err != nil {
+				return fmt.Errorf("task spec %s: %w", spec.ID, err)
+			}
 		}
 		store, err := federation.OpenStore(f.store)
 		if err != nil {
@@ -848,7 +882,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			return fmt.Errorf("%s is required", name)
 		}
 	}
-	dp, err := f.dp.params(cmd)
+	dp, err := f.dp.clientPrivacy(cmd)
 	if err != nil {
 		return err
 	}
@@ -878,9 +912,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if f.quiet {
 		cfg.Logf = nil
 	}
-	if dp != nil {
-		cfg.Privacy = &federation.ClientPrivacy{Params: *dp} // noise from crypto/rand
-	}
+	cfg.Privacy = dp // nil without --dp-*; noise from crypto/rand
 	if f.pauseBeforeSubmit > 0 {
 		cfg.BeforeSubmit = func(ctx context.Context, round int) error {
 			logger.Printf("round %d: pausing %v before submitting", round, f.pauseBeforeSubmit)

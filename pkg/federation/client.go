@@ -2,6 +2,9 @@ package federation
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -29,8 +32,9 @@ type ClientConfig struct {
 	Retry    RetryConfig
 	// PollWait is how long one GetFused call may wait on the server (default 10 s).
 	PollWait time.Duration
-	// BeforeSubmit, if set, runs after local learning and before submitting
-	// (used to simulate a client that disappears mid-run).
+	// BeforeSubmit, if set, runs after local learning (and, with privacy,
+	// after the noised θ is drawn and recorded in the ledger) and before
+	// submitting (used to simulate a client that disappears mid-run).
 	BeforeSubmit func(ctx context.Context, round int) error
 	// Logf receives progress lines (default: discarded).
 	Logf func(format string, args ...any)
@@ -48,12 +52,60 @@ type ClientConfig struct {
 type ClientPrivacy struct {
 	// Params are ε, δ (for the whole task), the clipping norm C and the
 	// conversion; Rounds 0 means the task's number of rounds, and fewer
-	// rounds than the task has are refused.
+	// rounds than the task has are refused. Clip 0 means the task's C
+	// (TaskSpec.Privacy.Clip); a Clip other than the task's is refused
+	// before anything is learned.
 	Params privacy.Params
 	// Noise is the noise source; nil means privacy.CryptoSource(). Studies
 	// and tests pass a seeded *rand.Rand. The noise of a round is drawn once,
 	// so a retried submission resends the same θ.
 	Noise privacy.Source
+	// Ledger, when set, makes the release of each round happen once
+	// whatever happens to the process: the task is begun in the ledger
+	// before anything is learned, each round's noised θ is recorded there
+	// (fsynced) before it is sent, and a round already in the ledger is
+	// re-sent byte for byte, without learning or drawing noise again. A
+	// client without a ledger that is restarted draws fresh noise: a second
+	// release (fedirl client therefore requires one).
+	Ledger *privacy.Ledger
+	// Budget, when set (it needs Ledger), refuses, before anything is
+	// learned or sent, a task that would take the exact composition of every
+	// release committed in the ledger above it.
+	Budget *privacy.Budget
+}
+
+// SpecFingerprint returns the hex SHA-256 of spec's JSON encoding: what a
+// client's privacy ledger records to tell a task from another with the same
+// id. It fails only on a spec whose probe, irl or fusion section is not
+// valid JSON (a server that sent a malformed task).
+func SpecFingerprint(spec *TaskSpec) (string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", fmt.Errorf("task %s: the server's task spec does not encode: %w", spec.ID, err)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:]), nil
+}
+
+// begin records the task in the client's ledger (checking the budget)
+// before anything is learned or sent; a no-op without a ledger.
+func (p *ClientPrivacy) begin(spec *TaskSpec, clientID string, m *privacy.Mechanism) error {
+	if p.Ledger == nil {
+		if p.Budget != nil {
+			return errors.New("privacy: a budget needs a ledger (ClientPrivacy.Ledger) to count what was spent")
+		}
+		return nil
+	}
+	fp, err := SpecFingerprint(spec)
+	if err != nil {
+		return err
+	}
+	err = p.Ledger.Begin(privacy.LedgerTask{Task: spec.ID, Client: clientID, Fingerprint: fp,
+		Declaration: m.Declaration(), Started: time.Now().UTC()}, p.Budget)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	return nil
 }
 
 // mechanism calibrates the client's mechanism for a task, or returns nil
@@ -70,6 +122,18 @@ func (p *ClientPrivacy) mechanism(spec *TaskSpec) (*privacy.Mechanism, privacy.S
 	params := p.Params
 	if params.Rounds == 0 {
 		params.Rounds = spec.Rounds
+	}
+	var taskClip float64
+	if spec.Privacy != nil {
+		taskClip = spec.Privacy.Clip
+	}
+	switch {
+	case params.Clip == 0 && taskClip == 0:
+		return nil, nil, fmt.Errorf("task %s does not set the clipping norm C: choose one (--dp-clip), from data that is not what the noise protects", spec.ID)
+	case params.Clip == 0:
+		params.Clip = taskClip
+	case taskClip != 0 && params.Clip != taskClip:
+		return nil, nil, fmt.Errorf("clipping norm %v (--dp-clip), but task %s sets C = %v: omit --dp-clip to use the task's", params.Clip, spec.ID, taskClip)
 	}
 	if params.Rounds < spec.Rounds {
 		return nil, nil, fmt.Errorf("privacy accounted for %d rounds, task %s has %d", params.Rounds, spec.ID, spec.Rounds)
@@ -97,7 +161,11 @@ type RoundReport struct {
 	Local LocalResult `json:"local"`
 	// Sent is the θ that left the client (clipped and noised) when the
 	// client runs with Privacy; nil otherwise (Local.Theta was sent).
-	Sent   []float64    `json:"sent_theta,omitempty"`
+	Sent []float64 `json:"sent_theta,omitempty"`
+	// Resent marks a round whose release was found in the privacy ledger
+	// (an earlier run of the client released it) and sent again as it was:
+	// nothing was learned (Local is empty) and no noise drawn.
+	Resent bool         `json:"resent,omitempty"`
 	Submit SubmitResult `json:"submit"`
 	Fused  FusedResult  `json:"fused"`
 }
@@ -177,6 +245,11 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 		d := mech.Declaration()
 		cfg.Logf("privacy: (ε = %v, δ = %v) over %d rounds, clip %v, noise multiplier %.6g (std %.6g per component, %s accounting)",
 			d.Epsilon, d.Delta, d.Rounds, d.Clip, d.Sigma, d.NoiseStd(), d.Conversion)
+		if !info.Done { // a finished task releases nothing more: nothing to enter
+			if err := cfg.Privacy.begin(&info.Spec, cfg.ClientID, mech); err != nil {
+				return rep, err
+			}
+		}
 	}
 	warm := info.WarmStart
 	round := info.CurrentRound
@@ -187,29 +260,52 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 	for ; round <= info.Spec.Rounds; round++ {
 		rr := RoundReport{Round: round}
 		if !info.Done {
-			if !info.Spec.WarmStart {
-				warm = nil
-			}
-			local, err := learner.Learn(ctx, info.Spec, warm)
-			if err != nil {
-				return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
-			}
-			rr.Local = local
-			cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
-			if cfg.BeforeSubmit != nil {
-				if err := cfg.BeforeSubmit(ctx, round); err != nil {
-					return rep, err
+			var prior *privacy.Release
+			if mech != nil && cfg.Privacy.Ledger != nil {
+				if prior, err = cfg.Privacy.Ledger.Released(cfg.TaskID, cfg.ClientID, round); err != nil {
+					return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
 				}
 			}
-			sub := Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
-				DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
-			if mech != nil {
-				d := mech.Declaration()
-				sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
-				// The mechanism covers θ only: the data-dependent metadata
-				// stays home (a "demos" weighting then falls back to uniform).
-				sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
-				rr.Sent = slices.Clone(sub.Theta)
+			var sub Submission
+			if prior != nil {
+				// Released by an earlier run: send the same bytes again.
+				d := prior.Declaration
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: prior.Theta, Privacy: &d}
+				rr.Sent, rr.Resent = slices.Clone(prior.Theta), true
+				cfg.Logf("round %d: re-sending the theta released at %s (privacy ledger; no new noise)", round, prior.ReleasedAt.Format(time.RFC3339))
+			} else {
+				if !info.Spec.WarmStart {
+					warm = nil
+				}
+				local, err := learner.Learn(ctx, info.Spec, warm)
+				if err != nil {
+					return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
+				}
+				rr.Local = local
+				cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
+					DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
+				if mech != nil {
+					d := mech.Declaration()
+					sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
+					// The mechanism covers θ only: the data-dependent metadata
+					// stays home (a "demos" weighting then falls back to uniform).
+					sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
+					rr.Sent = slices.Clone(sub.Theta)
+					if l := cfg.Privacy.Ledger; l != nil {
+						// Durable before it leaves: a crash from here on re-sends these bytes.
+						err := l.Record(privacy.Release{Task: cfg.TaskID, Client: cfg.ClientID, Round: round,
+							Mechanism: privacy.MechanismGaussian, Declaration: d, Theta: rr.Sent, ReleasedAt: time.Now().UTC()})
+						if err != nil {
+							return rep, fmt.Errorf("task %s round %d: nothing sent: %w", cfg.TaskID, round, err)
+						}
+					}
+				}
+				if cfg.BeforeSubmit != nil {
+					if err := cfg.BeforeSubmit(ctx, round); err != nil {
+						return rep, err
+					}
+				}
 			}
 			res, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "submitting", func(ctx context.Context) (SubmitResult, error) {
 				return fed.Submit(ctx, sub)
@@ -217,11 +313,18 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			switch {
 			case CodeOf(err) == CodeFailedPrecondition:
 				cfg.Logf("round %d: submission not taken: %v", round, err)
+			case CodeOf(err) == CodeAlreadyExists && sub.Privacy != nil:
+				return rep, fmt.Errorf("task %s round %d: the server holds another theta of this client for the round (released by a run without this privacy ledger?); this run's theta is recorded as released but was not accepted: %w", cfg.TaskID, round, err)
 			case err != nil:
 				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
 			default:
 				rr.Submit = res
 				cfg.Logf("round %d: submitted (%s)", round, res.Message)
+				if mech != nil && cfg.Privacy.Ledger != nil {
+					if err := cfg.Privacy.Ledger.Acknowledge(cfg.TaskID, cfg.ClientID, round, time.Now()); err != nil {
+						return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
+					}
+				}
 			}
 		}
 		for {

@@ -42,6 +42,10 @@ type CoordinatorConfig struct {
 	// RetryBase and RetryMax bound the exponential back-off between attempts
 	// of a fusion that failed transiently (defaults 250 ms and 1 min).
 	RetryBase, RetryMax time.Duration
+	// CentralNoise is the noise source of central privacy
+	// (TaskSpec.CentralPrivacy); nil means privacy.CryptoSource(). Tests
+	// pass a seeded *rand.Rand; draws are serialised by the coordinator.
+	CentralNoise privacy.Source
 }
 
 // ErrTransient is wrapped by a Fuser's error when the same fusion may succeed
@@ -73,6 +77,8 @@ type Coordinator struct {
 	// store's error, found at start-up (logged, counted by the metrics and
 	// never shown to callers).
 	corrupt map[string]string
+
+	noiseMu sync.Mutex // serialises draws from cfg.CentralNoise
 
 	ctx    context.Context // cancelled by Close: running fusions stop
 	cancel context.CancelFunc
@@ -117,6 +123,9 @@ func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, erro
 	}
 	if cfg.RetryMax <= 0 {
 		cfg.RetryMax = time.Minute
+	}
+	if cfg.CentralNoise == nil {
+		cfg.CentralNoise = privacy.CryptoSource()
 	}
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
@@ -244,6 +253,11 @@ func (c *Coordinator) checkFusable(spec TaskSpec) error {
 	}
 	if err := c.cfg.Fuser.Validate(spec); err != nil {
 		return errorf(CodeInvalidArgument, "task spec %s: %v", spec.ID, err)
+	}
+	if spec.CentralPrivacy != nil {
+		if err := CheckCentralFusion(c.ctx, c.cfg.Fuser, spec); err != nil {
+			return errorf(CodeInvalidArgument, "task spec %s: %v", spec.ID, err)
+		}
 	}
 	return nil
 }
@@ -530,7 +544,13 @@ func (c *Coordinator) fuse(taskID string) {
 		}
 	}
 	start := time.Now()
-	out, err := c.cfg.Fuser.Fuse(c.ctx, spec, thetas, demos)
+	var out FuseOutput
+	var central *privacy.CentralRelease
+	if spec.CentralPrivacy != nil {
+		out, central, err = c.fuseCentral(spec, thetas)
+	} else {
+		out, err = c.cfg.Fuser.Fuse(c.ctx, spec, thetas, demos)
+	}
 	if err == nil {
 		if e := validateTheta(&TaskSpec{ID: taskID, ThetaDim: spec.ThetaDim, MaxThetaNorm: math.Inf(1)}, out.Theta); e != nil {
 			err = fmt.Errorf("fuser returned bad theta: %s", e.Msg)
@@ -553,7 +573,7 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores}
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores, Central: central}
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return

@@ -24,8 +24,12 @@
 // The package deliberately does not implement IRL or fusion mathematics: the
 // local learner and the fuser are interfaces (Learner, Fuser) wired to pkg/irl
 // and pkg/fusion by the caller. It does not encrypt θ beyond TLS and does not
-// offer secure aggregation; it offers client-level local differential
-// privacy of θ_i: a client with ClientConfig.Privacy clips and noises θ_i
-// (pkg/privacy) before it leaves, and a task with TaskSpec.Privacy refuses
-// submissions that do not declare at least the required (ε, δ).
+// offer secure aggregation; it offers client-level differential privacy of
+// θ_i in two modes (README-federation.md, "Privacy"). Local: a client with
+// ClientConfig.Privacy clips θ_i to the task's C and noises it (pkg/privacy)
+// before it leaves, recording each release in its ledger first so that a
+// restarted client re-sends it, and a task with TaskSpec.Privacy refuses
+// submissions that do not declare at least the required (ε, δ) with its C.
+// Central: a task with TaskSpec.CentralPrivacy has the server clip every
+// θ_i and noise the weighted mean (central.go).
 package federation

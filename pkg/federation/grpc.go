@@ -252,22 +252,53 @@ func specToPB(s *TaskSpec) *pb.TaskSpec {
 		Irl: s.IRL, Fusion: s.Fusion,
 		Quorum: int32(s.Quorum), MinClients: int32(s.MinClients), DeadlineSeconds: s.DeadlineSeconds,
 		Rounds: int32(s.Rounds), WarmStart: s.WarmStart, MaxThetaNorm: s.MaxThetaNorm,
-		Privacy: requirementToPB(s.Privacy),
+		Privacy: requirementToPB(s.Privacy), CentralPrivacy: centralToPB(s.CentralPrivacy),
 	}
+}
+
+func centralToPB(c *privacy.Central) *pb.CentralPrivacy {
+	if c == nil {
+		return nil
+	}
+	return &pb.CentralPrivacy{Epsilon: c.Epsilon, Delta: c.Delta, Clip: c.Clip, Conversion: string(c.Conversion)}
+}
+
+func centralFromPB(p *pb.CentralPrivacy) *privacy.Central {
+	if p == nil {
+		return nil
+	}
+	return &privacy.Central{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Conversion: privacy.Conversion(p.GetConversion())}
+}
+
+func centralReleaseToPB(r *privacy.CentralRelease) *pb.CentralRelease {
+	if r == nil {
+		return nil
+	}
+	return &pb.CentralRelease{Epsilon: r.Epsilon, Delta: r.Delta, Clip: r.Clip, Sigma: r.Sigma,
+		Rounds: int32(min(max(r.Rounds, math.MinInt32), math.MaxInt32)), Conversion: string(r.Conversion),
+		Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd}
+}
+
+func centralReleaseFromPB(p *pb.CentralRelease) *privacy.CentralRelease {
+	if p == nil {
+		return nil
+	}
+	return &privacy.CentralRelease{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Sigma: p.GetSigma(),
+		Rounds: int(p.GetRounds()), Conversion: privacy.Conversion(p.GetConversion()), Sensitivity: p.GetSensitivity(), NoiseStd: p.GetNoiseStd()}
 }
 
 func requirementToPB(r *privacy.Requirement) *pb.PrivacyRequirement {
 	if r == nil {
 		return nil
 	}
-	return &pb.PrivacyRequirement{MaxEpsilon: r.MaxEpsilon, MaxDelta: r.MaxDelta}
+	return &pb.PrivacyRequirement{MaxEpsilon: r.MaxEpsilon, MaxDelta: r.MaxDelta, Clip: r.Clip, ClientClip: r.ClientClip}
 }
 
 func requirementFromPB(p *pb.PrivacyRequirement) *privacy.Requirement {
 	if p == nil {
 		return nil
 	}
-	return &privacy.Requirement{MaxEpsilon: p.GetMaxEpsilon(), MaxDelta: p.GetMaxDelta()}
+	return &privacy.Requirement{MaxEpsilon: p.GetMaxEpsilon(), MaxDelta: p.GetMaxDelta(), Clip: p.GetClip(), ClientClip: p.GetClientClip()}
 }
 
 func declarationToPB(d *privacy.Declaration) *pb.PrivacyDeclaration {
@@ -293,14 +324,14 @@ func specFromPB(p *pb.TaskSpec) TaskSpec {
 		IRL: p.GetIrl(), Fusion: p.GetFusion(),
 		Quorum: int(p.GetQuorum()), MinClients: int(p.GetMinClients()), DeadlineSeconds: p.GetDeadlineSeconds(),
 		Rounds: int(p.GetRounds()), WarmStart: p.GetWarmStart(), MaxThetaNorm: p.GetMaxThetaNorm(),
-		Privacy: requirementFromPB(p.GetPrivacy()),
+		Privacy: requirementFromPB(p.GetPrivacy()), CentralPrivacy: centralFromPB(p.GetCentralPrivacy()),
 	}
 }
 
 func fusedToPB(f *FusedResult) *pb.FusedResult {
 	p := &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
 		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
-		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), OutlierScores: f.OutlierScores}
+		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), OutlierScores: f.OutlierScores, CentralPrivacy: centralReleaseToPB(f.Central)}
 	for i := range f.Privacy {
 		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
 	}
@@ -314,7 +345,7 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 	return FusedResult{TaskID: p.GetTaskId(), Round: int(p.GetRound()), Theta: p.GetTheta(), Method: p.GetMethod(),
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
-		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores()}
+		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores(), Central: centralReleaseFromPB(p.GetCentralPrivacy())}
 }
 
 func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {

@@ -12,11 +12,12 @@ import (
 	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
-// privateSpec is a task requiring (ε ≤ 2, δ ≤ 1e-5)-DP over its rounds.
+// privateSpec is a task requiring (ε ≤ 2, δ ≤ 1e-5)-DP over its rounds,
+// each client choosing its clipping norm.
 func privateSpec(id string, dim, quorum, rounds int) TaskSpec {
 	s := testSpec(id, dim, quorum)
 	s.Rounds, s.MaxThetaNorm = rounds, 1e4
-	s.Privacy = &privacy.Requirement{MaxEpsilon: 2, MaxDelta: 1e-5}
+	s.Privacy = &privacy.Requirement{MaxEpsilon: 2, MaxDelta: 1e-5, ClientClip: true}
 	return s
 }
 

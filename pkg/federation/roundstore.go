@@ -92,6 +92,11 @@ func newTaskRecord(spec TaskSpec, clients []string, now time.Time) (taskRecord, 
 	if err := spec.Validate(); err != nil {
 		return taskRecord{}, nil, err
 	}
+	if spec.Privacy != nil {
+		if err := spec.Privacy.CheckClipSet(); err != nil {
+			return taskRecord{}, nil, fmt.Errorf("task spec %s: privacy.%w", spec.ID, err)
+		}
+	}
 	if len(clients) < spec.Quorum {
 		return taskRecord{}, nil, fmt.Errorf("task %s: %d clients cannot reach quorum %d", spec.ID, len(clients), spec.Quorum)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
 // LocalClient is one simulated client of an in-process federation.
@@ -26,6 +28,9 @@ type InProcessConfig struct {
 	// order of clients), replacing Client.Privacy when not nil: e.g. each
 	// client's own seeded noise source in a study.
 	Privacy func(i int) *ClientPrivacy
+	// CentralNoise is the coordinator's noise source for a task with
+	// central privacy (CoordinatorConfig.CentralNoise); nil: crypto/rand.
+	CentralNoise privacy.Source
 }
 
 // RunInProcess runs a whole federation in one process through the same
@@ -43,7 +48,7 @@ func RunInProcess(ctx context.Context, spec TaskSpec, clients []LocalClient, cfg
 		defer s.Close()
 		store = s
 	}
-	coord, err := newCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser, OpenStatus: true}) // in-process: no network peers
+	coord, err := newCoordinator(store, CoordinatorConfig{Fuser: cfg.Fuser, OpenStatus: true, CentralNoise: cfg.CentralNoise}) // in-process: no network peers
 	if err != nil {
 		return nil, nil, err
 	}

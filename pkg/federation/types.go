@@ -45,6 +45,13 @@ type TaskSpec struct {
 	// rather than part of the family JSON because the server itself enforces
 	// it, whatever the environment family.
 	Privacy *privacy.Requirement `json:"privacy,omitempty"`
+	// CentralPrivacy, when set, is central differential privacy for a
+	// server the clients trust with their θ_i: the server clips each θ_i to
+	// C, fuses (the task's fusion must be a weighted mean, checked at
+	// creation) and adds noise calibrated to the mean's sensitivity
+	// 2C·max α_i before the fused θ is stored or served (pkg/privacy,
+	// Central). Demonstration counts are not passed to the fuser.
+	CentralPrivacy *privacy.Central `json:"central_privacy,omitempty"`
 }
 
 // TaskInfo is what a client learns when it fetches a task.
@@ -101,6 +108,9 @@ type FusedResult struct {
 	// Clients; nil when no client declared one (a zero entry: that client
 	// declared none, possible only in a task that requires no privacy).
 	Privacy []privacy.Declaration `json:"privacy,omitempty"`
+	// Central is the noise the server added to Theta when the task sets
+	// CentralPrivacy (Theta is then clipped mean + noise); nil otherwise.
+	Central *privacy.CentralRelease `json:"central_privacy,omitempty"`
 }
 
 // FusedStatus answers a request for a round's fused θ.

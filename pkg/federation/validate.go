@@ -86,6 +86,11 @@ func (s *TaskSpec) Validate() error {
 			return fmt.Errorf("task spec %s: privacy.%w", s.ID, err)
 		}
 	}
+	if s.CentralPrivacy != nil {
+		if err := s.CentralPrivacy.Validate(); err != nil {
+			return fmt.Errorf("task spec %s: central_privacy.%w", s.ID, err)
+		}
+	}
 	return nil
 }
 

@@ -29,7 +29,7 @@
 // neither the difference of two nearly equal terms nor e^ε for large ε loses
 // precision.
 //
-// # R releases: zCDP composition
+// # R releases: composition
 //
 // A Gaussian mechanism with multiplier σ is ρ₁-zCDP with ρ₁ = 1/(2σ²), and
 // zCDP composes additively (Bun & Steinke, "Concentrated differential
@@ -57,10 +57,29 @@
 // The package hand-writes log Φ because gonum's distuv.Normal has a CDF but
 // no log-CDF, and the lower tail is where the privacy profile lives.
 //
+// # Across tasks: the ledger
+//
+// A client's Ledger records every release it makes (and the noised θ, so
+// that a restarted client re-sends it instead of drawing again) and
+// composes all of them exactly (ComposedSigma, Epsilon: Gaussian releases
+// with multipliers σ_j compose to one with multiplier 1/√(Σ 1/σ_j²)); a
+// Budget refuses a task that would exceed it.
+//
+// # The σ convention
+//
+// σ multiplies the sensitivity Δ = 2C (neighbours replace a client's whole
+// data set): the noise standard deviation is σ·2C. Opacus' and TF Privacy's
+// noise_multiplier z multiplies C (neighbours add or remove one example):
+// noise std z·C. The same noise is z = 2σ; the same (ε, δ), each under its
+// own neighbour relation, is z = σ.
+//
+// Central differential privacy, for a server the clients trust, is in
+// central.go (Central, CentralRelease).
+//
 // What this package does not do: it does not decide what a task requires
-// (pkg/federation checks a declaration against a task's requirement), and it
-// gives no protection against a server that sees many tasks of the same
-// client (each task's (ε, δ) is accounted on its own).
+// (pkg/federation checks a declaration against a task's requirement and adds
+// the central noise), and it cannot account for releases a client makes
+// outside its ledger.
 package privacy
 
 import (

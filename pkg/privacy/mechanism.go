@@ -103,19 +103,50 @@ func (d Declaration) Validate() error {
 }
 
 // Requirement is the minimum privacy level a task demands of every
-// submission: ε ≤ MaxEpsilon and δ ≤ MaxDelta over all the task's rounds.
+// submission: ε ≤ MaxEpsilon and δ ≤ MaxDelta over all the task's rounds,
+// and the clipping norm C every client uses.
+//
+// C is set by the task, not by each client, because C is sent in clear with
+// every declaration (to the server, and inside fused results to every
+// client) and the mechanism protects θ, not C: a client that chose C from
+// its own θ (say C = ‖θ‖) would publish ‖θ‖ beside the noised θ. A task's C
+// comes from public or pilot data. ClientClip lets each client choose C
+// instead, for a federation that accepts that leak (or whose clients choose
+// C from data independent of what they protect).
 type Requirement struct {
 	MaxEpsilon float64 `json:"max_epsilon"`
 	MaxDelta   float64 `json:"max_delta"`
+	// Clip is the clipping norm C every declaration must carry (0: not set).
+	Clip float64 `json:"clip,omitempty"`
+	// ClientClip lets each client choose its C (Clip must then be 0).
+	ClientClip bool `json:"client_clip,omitempty"`
 }
 
-// Validate checks a requirement, naming the bad field.
+// Validate checks a requirement, naming the bad field. A requirement that
+// sets neither Clip nor ClientClip is valid (tasks stored before the task
+// set C accept any C); CheckClipSet refuses it for a new task.
 func (r Requirement) Validate() error {
 	if !(r.MaxEpsilon > 0) || math.IsInf(r.MaxEpsilon, 0) {
 		return &ParamError{Field: "max_epsilon", Value: r.MaxEpsilon, Want: "a finite value > 0"}
 	}
 	if !(r.MaxDelta > 0 && r.MaxDelta < 1) {
 		return &ParamError{Field: "max_delta", Value: r.MaxDelta, Want: "a value in (0, 1)"}
+	}
+	if r.Clip != 0 && (!(r.Clip > 0) || math.IsInf(r.Clip, 0)) {
+		return &ParamError{Field: "clip", Value: r.Clip, Want: "a finite value > 0 (or 0 with client_clip)"}
+	}
+	if r.Clip != 0 && r.ClientClip {
+		return &ParamError{Field: "client_clip", Value: true, Want: "false when clip is set (the task sets C, or each client does, not both)"}
+	}
+	return nil
+}
+
+// CheckClipSet refuses a requirement that neither sets the clipping norm
+// nor lets clients choose it: what a new task must say.
+func (r Requirement) CheckClipSet() error {
+	if r.Clip == 0 && !r.ClientClip {
+		return &ParamError{Field: "clip", Value: 0.0,
+			Want: "the clipping norm C every client uses (> 0, chosen from public or pilot data), or client_clip: true to let each client choose it (C travels in clear: a C chosen from the client's own θ leaks it)"}
 	}
 	return nil
 }
@@ -136,6 +167,8 @@ func (r Requirement) Check(d *Declaration, rounds int) error {
 		return fmt.Errorf("privacy declaration: delta %v above the task's max_delta %v", d.Delta, r.MaxDelta)
 	case d.Rounds < rounds:
 		return fmt.Errorf("privacy declaration: accounts for %d rounds, the task has %d", d.Rounds, rounds)
+	case r.Clip != 0 && d.Clip != r.Clip:
+		return fmt.Errorf("privacy declaration: clip %v, the task sets C = %v (the task chooses the clipping norm: C travels in clear, so a C a client chose from its own θ would leak it)", d.Clip, r.Clip)
 	}
 	return nil
 }

@@ -112,7 +112,8 @@ func TestDeclarationAndRequirement(t *testing.T) {
 	if err := req.Check(nil, 2); err == nil || !strings.Contains(err.Error(), "no privacy declaration") {
 		t.Errorf("missing declaration: %v", err)
 	}
-	for _, r := range []Requirement{{0, 1e-5}, {math.Inf(1), 1e-5}, {1, 0}, {1, 1}} {
+	for _, r := range []Requirement{{MaxEpsilon: 0, MaxDelta: 1e-5}, {MaxEpsilon: math.Inf(1), MaxDelta: 1e-5}, {MaxEpsilon: 1, MaxDelta: 0}, {MaxEpsilon: 1, MaxDelta: 1},
+		{MaxEpsilon: 1, MaxDelta: 1e-5, Clip: -1}, {MaxEpsilon: 1, MaxDelta: 1e-5, Clip: math.NaN()}, {MaxEpsilon: 1, MaxDelta: 1e-5, Clip: 1, ClientClip: true}} {
 		var pe *ParamError
 		if err := r.Validate(); !errors.As(err, &pe) {
 			t.Errorf("requirement %+v: %v, want a ParamError", r, err)

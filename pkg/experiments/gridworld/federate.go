@@ -111,9 +111,14 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
-	if c.Privacy.enabled() {
-		// The server checks every client's declaration against this.
-		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta}
+	switch {
+	case c.Privacy.central() && opt.MethodName() == fusion.MethodMean:
+		// The server clips the θ_i it receives in clear and noises the mean.
+		spec.CentralPrivacy = c.Privacy.centralParams()
+	case c.Privacy.enabled():
+		// The server checks every client's declaration against this; the
+		// task sets the study's C (pre-declared from pilot fits).
+		spec.Privacy = &privacy.Requirement{MaxEpsilon: c.Privacy.Epsilon, MaxDelta: c.Privacy.Delta, Clip: c.Privacy.Clip}
 	}
 	if spec.Fusion, err = tasks.EncodeFusion(opt); err != nil {
 		return federation.TaskSpec{}, err
@@ -148,12 +153,6 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 	for i, cl := range clients {
 		local[i] = federation.LocalClient{ID: clientID(i), Learner: cl}
 	}
-	run := federation.InProcessConfig{Fuser: fuser}
-	if c.Privacy.enabled() {
-		run.Privacy = func(i int) *federation.ClientPrivacy {
-			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
-		}
-	}
 	f.Fused, f.Info, f.OutlierScores = map[string][]float64{}, map[string]FusionInfo{}, map[string][]float64{}
 	for _, col := range c.methods() {
 		opt, err := c.columnOptions(col)
@@ -164,6 +163,16 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		spec, err := c.fusionTask(id, st, opt)
 		if err != nil {
 			return err
+		}
+		run := federation.InProcessConfig{Fuser: fuser}
+		localDP := c.Privacy.enabled() && spec.CentralPrivacy == nil
+		if localDP {
+			run.Privacy = func(i int) *federation.ClientPrivacy {
+				return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
+			}
+		} else if spec.CentralPrivacy != nil {
+			// The server's stream: index K, after the clients' 0..K-1.
+			run.CentralNoise = stream(f.Seed, f.GridSize, noisePurpose, len(clients))
 		}
 		fused, reports, err := federation.RunInProcess(ctx, spec, local, run)
 		if err != nil {
@@ -180,11 +189,13 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		if f.Local == nil {
 			for _, rep := range reports {
 				f.Local = append(f.Local, rep.Rounds[0].Local.Theta)
-				if c.Privacy.enabled() {
-					f.Sent = append(f.Sent, rep.Rounds[0].Sent)
-				}
 			}
-		} else if c.Privacy.enabled() {
+		}
+		if localDP && f.Sent == nil {
+			for _, rep := range reports {
+				f.Sent = append(f.Sent, rep.Rounds[0].Sent)
+			}
+		} else if localDP {
 			for i, rep := range reports {
 				if !slices.Equal(rep.Rounds[0].Sent, f.Sent[i]) {
 					return fmt.Errorf("federation %s: client %d sent %v, to the first task %v: the noise must be the same release", id, i, rep.Rounds[0].Sent, f.Sent[i])

@@ -20,6 +20,26 @@ type PrivacyConfig struct {
 	Delta float64 `yaml:"delta" json:"delta"`
 	// Clip is the clipping norm C > 0 when Epsilon > 0.
 	Clip float64 `yaml:"clip" json:"clip"`
+	// Mode is "local" (the default when empty: every client noises its own
+	// θ_i) or "central": the Mean task runs with central privacy (clients
+	// send θ_i in clear to a trusted server, which clips them and noises the
+	// mean, noise std σ·2C/K), while Barycenter and Debiased, which central
+	// privacy cannot serve, fuse the same local releases as in "local".
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+}
+
+// Privacy modes.
+const (
+	PrivacyLocal   = "local"
+	PrivacyCentral = "central"
+)
+
+// central reports whether the Mean task runs with central privacy.
+func (p PrivacyConfig) central() bool { return p.enabled() && p.Mode == PrivacyCentral }
+
+// centralParams returns the server-side mechanism's parameters.
+func (p PrivacyConfig) centralParams() *privacy.Central {
+	return &privacy.Central{Epsilon: p.Epsilon, Delta: p.Delta, Clip: p.Clip, Conversion: privacy.ConversionAnalytic}
 }
 
 // enabled reports whether clients add noise.
@@ -33,9 +53,12 @@ func (p PrivacyConfig) params() privacy.Params {
 
 // validate checks the block, naming the key.
 func (p PrivacyConfig) validate() error {
+	if p.Mode != "" && p.Mode != PrivacyLocal && p.Mode != PrivacyCentral {
+		return fmt.Errorf("privacy.mode %q: want %q or %q", p.Mode, PrivacyLocal, PrivacyCentral)
+	}
 	if !p.enabled() {
-		if p.Delta != 0 || p.Clip != 0 {
-			return fmt.Errorf("privacy.delta = %v and privacy.clip = %v need privacy.epsilon > 0 (epsilon 0 means no privacy)", p.Delta, p.Clip)
+		if p.Delta != 0 || p.Clip != 0 || p.Mode != "" {
+			return fmt.Errorf("privacy.delta = %v, privacy.clip = %v and privacy.mode %q need privacy.epsilon > 0 (epsilon 0 means no privacy)", p.Delta, p.Clip, p.Mode)
 		}
 		return nil
 	}
