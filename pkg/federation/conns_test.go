@@ -1,0 +1,143 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawConnFrom opens a TCP connection from the loopback address from to addr
+// that sends nothing.
+func rawConnFrom(t *testing.T, addr, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedWithin reports whether the server closes c within d (a read
+// returning EOF or a reset rather than timing out; the server's HTTP/2
+// SETTINGS are read past).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 1024)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			var ne net.Error
+			return !(errors.As(err, &ne) && ne.Timeout())
+		}
+	}
+}
+
+// TestConnectRateLimit: a peer opening 20 connections at once with a
+// burst of 5 (1/s) has 5 admitted and the rest closed at once (audited as
+// conn_rate); a client whose connections authenticate gets its token back,
+// so 6 fresh connections in a row from one address with a burst of 1 all
+// serve their call.
+func TestConnectRateLimit(t *testing.T) {
+	addr, _, cl, logs := siegeServer(t, ConnLimits{ConnectRate: 1, ConnectBurst: 5}, GRPCServerConfig{})
+	var conns []net.Conn
+	for range 20 {
+		conns = append(conns, rawConnFrom(t, addr, "127.0.0.3"))
+	}
+	refused := 0
+	for _, c := range conns {
+		if closedWithin(c, 150*time.Millisecond) {
+			refused++
+		}
+	}
+	t.Logf("20 connections at once, burst 5: %d refused, %d held", refused, cl.Open())
+	if refused < 14 || refused > 15 {
+		t.Fatalf("%d of 20 connections refused, want 15 (14 if a token was refilled meanwhile)", refused)
+	}
+	if !strings.Contains(logs.String(), "class="+AuditConnRate+" peer=127.0.0.3:") {
+		t.Fatal("no conn_rate refusal in the audit log")
+	}
+
+	addr2, tok2, _, _ := siegeServer(t, ConnLimits{ConnectRate: 1e-3, ConnectBurst: 1}, GRPCServerConfig{})
+	for i := range 6 {
+		if d, err := probe(addr2, "127.0.0.4", tok2, nil); err != nil {
+			t.Fatalf("fresh authenticated connection %d with a burst of 1: %v after %v", i, err, d)
+		}
+	}
+}
+
+// TestAuthenticatedNeverEvicted: with every place held by an authenticated
+// connection, a newcomer is closed (audited as conn_peer_limit) and no
+// authenticated connection is evicted; an unauthenticated one would have
+// been.
+func TestAuthenticatedNeverEvicted(t *testing.T) {
+	addr, tok, cl, logs := siegeServer(t, ConnLimits{Max: 3}, GRPCServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var clients []*GRPCClient
+	for range 3 {
+		c, err := dialFrom(addr, "127.0.0.5", tok, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	if n, u := cl.Open(), cl.Unauthenticated(); n != 3 || u != 0 {
+		t.Fatalf("%d connections, %d unauthenticated; want 3, 0", n, u)
+	}
+	if !closedWithin(rawConnFrom(t, addr, "127.0.0.6"), time.Second) {
+		t.Fatal("a newcomer was admitted although every place is authenticated")
+	}
+	if l := logs.String(); strings.Contains(l, "class="+AuditConnEvicted) || !strings.Contains(l, "every one authenticated") {
+		t.Fatalf("audit log:\n%s", l)
+	}
+	for i, c := range clients {
+		if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
+			t.Fatalf("authenticated client %d after the newcomer: %v", i, err)
+		}
+	}
+	if n := cl.Open(); n != 3 {
+		t.Fatalf("%d connections after the calls, want the same 3", n)
+	}
+}
+
+// TestUnauthenticatedConnectionExpires: a connection that sends nothing is
+// closed after UnauthenticatedTimeout (audited as conn_unauthenticated),
+// while an authenticated one outlives it.
+func TestUnauthenticatedConnectionExpires(t *testing.T) {
+	addr, tok, cl, logs := siegeServer(t, ConnLimits{UnauthenticatedTimeout: 200 * time.Millisecond}, GRPCServerConfig{})
+	c, err := dialFrom(addr, "127.0.0.1", tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if !closedWithin(rawConnFrom(t, addr, "127.0.0.8"), 3*time.Second) {
+		t.Fatal("a silent connection still open after 3 s")
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Fatalf("the silent connection was closed after %v, before its 200 ms", d)
+	}
+	if !strings.Contains(logs.String(), "class="+AuditConnUnauthenticated+" peer=127.0.0.8:") {
+		t.Fatalf("no conn_unauthenticated record:\n%s", logs.String())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := cl.Open(); n != 1 {
+		t.Fatalf("%d connections open, want the authenticated one", n)
+	}
+	if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
+		t.Fatal(err)
+	}
+}
