@@ -61,6 +61,7 @@ type statusOptions struct {
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile                                                          string
+	maxDemos                                                             int
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -345,6 +346,7 @@ your own problem"), or is built from flags: with
 	tf.IntVar(&f.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
 	tf.BoolVar(&f.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
 	tf.Float64Var(&f.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
+	tf.IntVar(&f.maxDemos, "max-demo-count", 0, "reject submissions declaring more demonstrations (0: no bound; with --weighting demos a client's weight is its demo count)")
 	tf.IntVar(&f.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
@@ -679,6 +681,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("rounds", func() { spec.Rounds = f.rounds })
 	set("warm-start", func() { spec.WarmStart = f.warmStart })
 	set("max-theta-norm", func() { spec.MaxThetaNorm = f.maxNorm })
+	set("max-demo-count", func() { spec.MaxDemoCount = f.maxDemos })
 	set("irl-iterations", func() { icfg.MaxIter = f.irlIters })
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })

@@ -550,6 +550,11 @@ func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
 // CreateTask asks the server to define a task (the connection's token must be
 // the server's admin token) and returns the client tokens it issued.
 func (g *GRPCClient) CreateTask(ctx context.Context, spec TaskSpec, clients []string) (map[string]string, error) {
+	if spec.MaxDemoCount != 0 {
+		// The wire format has no field for it yet: refuse rather than
+		// create the task without the bound.
+		return nil, fmt.Errorf("task spec %s: max_demo_count cannot be sent to a running server; create the task offline (\"fedirl server task create --store ...\")", spec.ID)
+	}
 	r, err := g.rpc.CreateTask(g.ctx(ctx), &pb.CreateTaskRequest{Spec: specToPB(&spec), Clients: clients})
 	if err != nil {
 		return nil, fromStatus(ctx, err)
