@@ -199,8 +199,8 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 	}
 }
 
-// admit accounts c if it fits, returning a connection to evict for it, or
-// the audit class and reason it is refused (with a nil victim).
+// admit accounts c if it fits, returning a connection to evict for it and
+// why, or the audit class and reason it is refused (with a nil victim).
 func (l *ConnLimiter) admit(c *limitedConn, now time.Time) (victim *limitedConn, class, reason string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -221,6 +221,7 @@ func (l *ConnLimiter) admit(c *limitedConn, now time.Time) (victim *limitedConn,
 			strconv.Itoa(int(l.tokensLocked(victim.peer, now))) + " connection tokens left"
 		l.removeLocked(victim)
 	}
+
 	if p = l.peers[c.peer]; p == nil {
 		p = &peerConns{}
 		l.peers[c.peer] = p
@@ -230,16 +231,18 @@ func (l *ConnLimiter) admit(c *limitedConn, now time.Time) (victim *limitedConn,
 	c.since = now
 	l.byAddr[c.addr] = c
 	l.open++
-	return victim, "", ""
+	return victim, "", reason
 }
 
 // victimLocked returns the unauthenticated connection a newcomer displaces
-// (nil if every connection is authenticated): that of the peer that spent
-// most of its connection-rate bucket (whole tokens left, fewest first),
+// (nil if every connection is authenticated): the oldest of the peer that
+// spent most of its connection rate on connections it no longer holds,
 // then holding the most unauthenticated connections, then the oldest. A
-// peer that keeps reconnecting is evicted before a newcomer, whose bucket
-// is nearly full; a peer that connects seldom enough to keep a full bucket
-// cannot displace newcomers faster than ConnectRate × its addresses.
+// peer that keeps reconnecting is evicted before a newcomer; among peers
+// that hold what they opened, the oldest connection goes first, so a
+// newcomer keeps its place until every older unauthenticated one is gone,
+// and attackers, whose connections are evicted as they reopen them, can
+// displace it no faster than ConnectRate × their addresses.
 func (l *ConnLimiter) victimLocked(now time.Time) *limitedConn {
 	var best *limitedConn
 	var bestTokens, bestUnauth int
@@ -247,7 +250,11 @@ func (l *ConnLimiter) victimLocked(now time.Time) *limitedConn {
 		if p.unauthenticated == 0 {
 			continue
 		}
-		c, tok := p.oldestUnauthenticated(), int(l.tokensLocked(k, now))
+		// Tokens left plus those its unauthenticated connections took:
+		// what the peer spent on connections it no longer holds. A peer
+		// holding its connections scores its full burst, as a newcomer
+		// does; one that keeps reconnecting scores less.
+		c, tok := p.oldestUnauthenticated(), min(l.lim.ConnectBurst, int(l.tokensLocked(k, now))+p.unauthenticated)
 		switch {
 		case best == nil, tok < bestTokens,
 			tok == bestTokens && p.unauthenticated > bestUnauth,

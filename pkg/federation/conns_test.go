@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +141,89 @@ func TestUnauthenticatedConnectionExpires(t *testing.T) {
 	if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestEvictionOrder drives ConnLimiter.admit with a controlled clock (burst
+// 4, 1/s, 3 places): a newcomer displaces the oldest unauthenticated
+// connection of peers that hold what they opened, never the connection of a
+// newcomer admitted after them, even once their buckets have refilled (the
+// newcomer spent a token, they did not); a peer that keeps reopening
+// connections is displaced first; a peer holding more unauthenticated
+// connections goes before one holding fewer; an authenticated connection
+// never goes.
+func TestEvictionOrder(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	newLimiter := func() *ConnLimiter {
+		return NewConnLimiter(nil, ConnLimits{Max: 3, ConnectRate: 1, ConnectBurst: 4}, nil)
+	}
+	conn := func(peer string, port int) *limitedConn {
+		return &limitedConn{peer: peer, addr: peer + ":" + strconv.Itoa(port)}
+	}
+	admit := func(t *testing.T, l *ConnLimiter, c *limitedConn, now time.Time, wantVictim *limitedConn) {
+		t.Helper()
+		victim, class, reason := l.admit(c, now)
+		if class != "" {
+			t.Fatalf("%s refused at %v: %s %s", c.addr, now.Sub(t0), class, reason)
+		}
+		if victim != wantVictim {
+			name := func(c *limitedConn) string {
+				if c == nil {
+					return "none"
+				}
+				return c.addr
+			}
+			t.Fatalf("%s admitted at %v displaced %s, want %s (%s)", c.addr, now.Sub(t0), name(victim), name(wantVictim), reason)
+		}
+	}
+
+	t.Run("holders before a newcomer", func(t *testing.T) {
+		l := newLimiter()
+		a, b, c := conn("10.0.0.1", 1), conn("10.0.0.2", 1), conn("10.0.0.3", 1)
+		admit(t, l, a, at(0), nil)
+		admit(t, l, b, at(0.1), nil)
+		admit(t, l, c, at(0.2), nil)
+		h := conn("10.0.0.9", 1) // the honest newcomer, after the holders refilled
+		admit(t, l, h, at(10), a)
+		admit(t, l, conn("10.0.0.4", 1), at(10.01), b)
+		admit(t, l, conn("10.0.0.5", 1), at(10.02), c)
+		admit(t, l, conn("10.0.0.6", 1), at(10.03), h) // the newcomer goes only once it is the oldest
+	})
+	t.Run("a reconnecting peer first", func(t *testing.T) {
+		l := newLimiter()
+		old := conn("10.0.0.1", 1)
+		admit(t, l, old, at(0), nil)
+		admit(t, l, conn("10.0.0.2", 1), at(0.1), nil)
+		var churn *limitedConn
+		for i := range 4 { // 10.0.0.3 reopens its connection four times; each new one displaces its last
+			c := conn("10.0.0.3", 10+i)
+			want := churn // nil the first time: a place is free
+			admit(t, l, c, at(1+0.01*float64(i)), want)
+			churn = c
+		}
+		admit(t, l, conn("10.0.0.9", 1), at(1.1), churn)
+		admit(t, l, conn("10.0.0.8", 1), at(1.2), old)
+	})
+	t.Run("the peer holding most", func(t *testing.T) {
+		l := newLimiter()
+		solo, m1, m2 := conn("10.0.0.1", 1), conn("10.0.0.2", 1), conn("10.0.0.2", 2)
+		admit(t, l, solo, at(0), nil)
+		admit(t, l, m1, at(0.1), nil)
+		admit(t, l, m2, at(0.2), nil)
+		admit(t, l, conn("10.0.0.9", 1), at(10), m1)
+	})
+	t.Run("authenticated never", func(t *testing.T) {
+		l := newLimiter()
+		a, b, c := conn("10.0.0.1", 1), conn("10.0.0.2", 1), conn("10.0.0.3", 1)
+		admit(t, l, a, at(0), nil)
+		admit(t, l, b, at(0.1), nil)
+		admit(t, l, c, at(0.2), nil)
+		l.markTrusted(a.addr)
+		l.markTrusted(c.addr)
+		admit(t, l, conn("10.0.0.9", 1), at(1), b)
+		l.markTrusted("10.0.0.9:1")
+		if victim, class, _ := l.admit(conn("10.0.0.8", 1), at(2)); victim != nil || class != AuditConnPeerLimit {
+			t.Fatalf("every place authenticated: displaced %v, class %q; want none, %s", victim, class, AuditConnPeerLimit)
+		}
+	})
 }

@@ -185,7 +185,11 @@ func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		g.cfg.Conns.markTrusted(addr)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	cs.timer = time.AfterFunc(g.cfg.RequestReadTimeout, func() { cancel(errReadTimeout) })
+	readTimeout := g.cfg.RequestReadTimeout
+	if cs.tokenless {
+		readTimeout = min(readTimeout, TokenlessReadTimeout)
+	}
+	cs.timer = time.AfterFunc(readTimeout, func() { cancel(errReadTimeout) })
 	var lifetime *time.Timer
 	if b == budgetWatch {
 		lifetime = time.AfterFunc(g.cfg.WatchLifetime, func() { cancel(errWatchLifetime) })
@@ -220,7 +224,7 @@ func (g *gate) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		}
 		switch context.Cause(ctx) {
 		case errReadTimeout:
-			g.cfg.Audit.Refused(AuditReadTimeout, cs.peer, cs.method, fmt.Sprintf("request not complete within %v", g.cfg.RequestReadTimeout))
+			g.cfg.Audit.Refused(AuditReadTimeout, cs.peer, cs.method, "request not complete in time")
 			return
 		case errWatchLifetime:
 			g.cfg.Audit.Refused(AuditWatchLifetime, cs.peer, cs.method, fmt.Sprintf("health Watch ended after its lifetime of %v", g.cfg.WatchLifetime))

@@ -87,6 +87,11 @@ const (
 	DefaultRequestReadTimeout = 10 * time.Second
 	// DefaultMaxTokenlessCalls is the default of MaxTokenlessCalls.
 	DefaultMaxTokenlessCalls = 64
+	// TokenlessReadTimeout bounds RequestReadTimeout for token-less calls:
+	// their requests (a health service name) come with their headers, and
+	// the request bytes a token-less peer can make the server hold (up to
+	// MaxMessageBytes per call) are held at most this long.
+	TokenlessReadTimeout = 2 * time.Second
 	// DefaultMaxChecksPerPeer is the default of MaxChecksPerPeer.
 	DefaultMaxChecksPerPeer = 4
 	// DefaultMaxWatchesPerPeer is the default of MaxWatchesPerPeer.

@@ -45,7 +45,8 @@ func siegeAddr(k int) net.IP {
 
 // siege holds conns connections to addr from addrs loopback addresses in
 // one of the patterns, each reopened reconnect after the server closes it
-// (0: never).
+// (0: never); a continuation siege sends up to padBytes of headers per
+// connection.
 type siege struct {
 	addr, pattern string
 	padBytes      int // continuation: header bytes each connection tries to send
@@ -59,12 +60,12 @@ type siege struct {
 	sentBytes int64
 }
 
-func startSiege(t testing.TB, addr, pattern string, conns, addrs int, reconnect time.Duration) *siege {
+func startSiege(t testing.TB, addr, pattern string, conns, addrs int, reconnect time.Duration, padBytes int) *siege {
 	t.Helper()
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("sieges only on loopback addresses, not %q", addr)
 	}
-	s := &siege{addr: addr, pattern: pattern, padBytes: 1 << 20, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
+	s := &siege{addr: addr, pattern: pattern, padBytes: padBytes, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
 	for i := range conns {
 		from := siegeAddr(i % addrs)
 		s.wg.Add(1)
@@ -317,7 +318,7 @@ func TestSiegeManyAddressesStalledHTTP2(t *testing.T) {
 		t.Skip("attack simulation")
 	}
 	addr, tok, cl, logs := siegeServer(t, ConnLimits{Max: 100}, GRPCServerConfig{})
-	s := startSiege(t, addr, patternH2Stall, 300, 300, 20*time.Millisecond)
+	s := startSiege(t, addr, patternH2Stall, 300, 300, 20*time.Millisecond, 0)
 	s.waitBurst(t, cl, 300)
 	ok, total := probeMany(t, addr, tok, nil, 10, "127.0.0.1", "127.9.9.9")
 	held, dials, _ := s.stats()
@@ -351,7 +352,7 @@ func TestSiegeStalledTLSHandshakes(t *testing.T) {
 				ctc.Certificates = []tls.Certificate{alice}
 			}
 			addr, tok, cl, _ := siegeServer(t, ConnLimits{Max: 100}, GRPCServerConfig{TLS: stc})
-			s := startSiege(t, addr, patternTLSStall, 300, 300, 20*time.Millisecond)
+			s := startSiege(t, addr, patternTLSStall, 300, 300, 20*time.Millisecond, 0)
 			s.waitBurst(t, cl, 300)
 			ok, total := probeMany(t, addr, tok, ctc, 10, "127.0.0.1", "127.9.9.9")
 			held, dials, _ := s.stats()
@@ -374,7 +375,7 @@ func TestSiegeContinuationFlood(t *testing.T) {
 	}
 	addr, tok, _, _ := siegeServer(t, ConnLimits{}, GRPCServerConfig{})
 	before := heapInUse()
-	s := startSiege(t, addr, patternContinuation, 64, 8, 0)
+	s := startSiege(t, addr, patternContinuation, 64, 8, 0, 1<<20)
 	eventually(t, "the server to close every flooding connection", func() bool {
 		_, dials, closed := s.stats()
 		return dials == 64 && closed == 64
