@@ -141,6 +141,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.Float64Var(&f.conn.ConnectRate, "peer-connect-rate", federation.DefaultConnectRate, "new connections per second one peer may open that do not authenticate (after --peer-connect-burst)")
 	sf.IntVar(&f.conn.ConnectBurst, "peer-connect-burst", federation.DefaultConnectBurst, "unauthenticated connections one peer may open at once")
 	sf.DurationVar(&f.conn.UnauthenticatedTimeout, "unauthenticated-timeout", federation.DefaultUnauthenticatedTimeout, "close a connection that has not made a call with a known token (or, under mutual TLS, completed its handshake) by then")
+	sf.Int64Var(&f.conn.UnauthenticatedBytes, "unauthenticated-bytes", federation.DefaultUnauthenticatedBytes, "close a connection that sends more than this before it authenticates")
 	sf.IntVar(&f.maxWatches, "max-watches-per-peer", federation.DefaultMaxWatchesPerPeer, "health Watch streams one peer may hold")
 	sf.DurationVar(&f.watchLifetime, "watch-lifetime", federation.DefaultWatchLifetime, "end every health Watch stream after this long")
 	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
@@ -451,6 +452,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	}
 	if !(f.conn.ConnectRate > 0) || math.IsInf(f.conn.ConnectRate, 0) {
 		return fmt.Errorf("--peer-connect-rate %v: want a finite value > 0", f.conn.ConnectRate)
+	}
+	if f.conn.UnauthenticatedBytes < 1 {
+		return fmt.Errorf("--unauthenticated-bytes %d: want ≥ 1", f.conn.UnauthenticatedBytes)
 	}
 	if f.conn.UnauthenticatedTimeout <= 0 || f.watchLifetime <= 0 {
 		return fmt.Errorf("--unauthenticated-timeout %v and --watch-lifetime %v must be > 0", f.conn.UnauthenticatedTimeout, f.watchLifetime)

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"sync"
@@ -23,6 +24,7 @@ const (
 	DefaultConnectRate            = 1
 	DefaultConnectBurst           = 4
 	DefaultUnauthenticatedTimeout = 30 * time.Second
+	DefaultUnauthenticatedBytes   = 64 << 10
 )
 
 // ConnLimits bounds the connections a server holds. Zero values are the
@@ -49,6 +51,15 @@ type ConnLimits struct {
 	// TLS, completed its handshake with a verified certificate by then is
 	// closed.
 	UnauthenticatedTimeout time.Duration
+	// UnauthenticatedBytes is how much a connection may send before it
+	// authenticates (default DefaultUnauthenticatedBytes): TLS handshake,
+	// HTTP/2 preface and frames, and the requests of token-less calls such
+	// as health Checks. One that sends more is closed, so nothing an
+	// unauthenticated peer sends can make the server hold more than this
+	// per connection (plus HPACK's expansion into at most one header list
+	// of MaxHeaderListBytes and a 4 KiB dynamic table). An honest client
+	// authenticates with its first call's headers, after a few KiB.
+	UnauthenticatedBytes int64
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -68,6 +79,9 @@ func (l ConnLimits) WithDefaults() ConnLimits {
 	}
 	if l.UnauthenticatedTimeout <= 0 {
 		l.UnauthenticatedTimeout = DefaultUnauthenticatedTimeout
+	}
+	if l.UnauthenticatedBytes <= 0 {
+		l.UnauthenticatedBytes = DefaultUnauthenticatedBytes
 	}
 	return l
 }
@@ -135,7 +149,31 @@ type limitedConn struct {
 	since   time.Time   // admitted at
 	trusted atomic.Bool // authenticated: never evicted
 	expiry  *time.Timer // closes it if still unauthenticated
+	read    int64       // bytes read while unauthenticated (by the one reader at a time)
 	once    sync.Once
+}
+
+// errUnauthenticatedBytes is returned by the Read of a connection that sent
+// more than ConnLimits.UnauthenticatedBytes without authenticating.
+var errUnauthenticatedBytes = errors.New("connection sent too much before authenticating")
+
+// Read implements net.Conn, closing the connection once it has sent more
+// than UnauthenticatedBytes without authenticating.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	if c.trusted.Load() {
+		return c.Conn.Read(p)
+	}
+	limit := c.l.lim.UnauthenticatedBytes
+	if c.read > limit {
+		return 0, errUnauthenticatedBytes
+	}
+	n, err := c.Conn.Read(p[:min(int64(len(p)), limit+1-c.read)])
+	if c.read += int64(n); c.read > limit && !c.trusted.Load() {
+		c.l.audit.Refused(AuditConnUnauthenticated, c.addr, "", "sent more than "+strconv.FormatInt(limit, 10)+" bytes without authenticating (--unauthenticated-bytes)")
+		c.Close()
+		return 0, errUnauthenticatedBytes
+	}
+	return n, err
 }
 
 // Close releases the connection's place.

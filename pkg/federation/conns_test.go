@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // rawConnFrom opens a TCP connection from the loopback address from to addr
@@ -226,4 +228,50 @@ func TestEvictionOrder(t *testing.T) {
 			t.Fatalf("every place authenticated: displaced %v, class %q; want none, %s", victim, class, AuditConnPeerLimit)
 		}
 	})
+}
+
+// TestUnauthenticatedBytesCapped: a connection that sends more than
+// UnauthenticatedBytes (here 64 KiB of HTTP/2 WINDOW_UPDATE frames, which
+// no budget counts) without authenticating is closed and audited, while an
+// honest client's first call, a 480 kB Submit, passes on a fresh
+// connection: its headers authenticate it before its body is read.
+func TestUnauthenticatedBytesCapped(t *testing.T) {
+	f := newFixture(t, CoordinatorConfig{})
+	spec := testSpec("big", 60000, 2)
+	spec.MaxThetaNorm = 1e6
+	tok := f.create(t, spec, "alice", "bob")
+	logs := &lockedBuffer{}
+	addr, _ := limitedServer(t, f, ConnLimits{}, GRPCServerConfig{Audit: NewAuditLog(slogTo(logs), 1000, 1000)})
+
+	c := rawConnFrom(t, addr, "127.0.0.11")
+	go func() {
+		fr := http2.NewFramer(c, c)
+		c.Write([]byte(http2.ClientPreface))
+		fr.WriteSettings()
+		for range 6000 { // 13 bytes each: 78 kB
+			if fr.WriteWindowUpdate(0, 1) != nil {
+				return
+			}
+		}
+	}()
+	if !closedWithin(c, 5*time.Second) {
+		t.Fatal("a connection that sent 78 kB without authenticating is still open")
+	}
+	eventually(t, "the audit record", func() bool {
+		return strings.Contains(logs.String(), "class="+AuditConnUnauthenticated+" peer=127.0.0.11:") &&
+			strings.Contains(logs.String(), "sent more than 65536 bytes without authenticating")
+	})
+
+	cl, err := dialFrom(addr, "127.0.0.12", tok["alice"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	theta := make([]float64, 60000)
+	theta[0] = 1
+	if _, err := cl.Submit(ctx, Submission{TaskID: "big", Round: 1, ClientID: "alice", Theta: theta}); err != nil {
+		t.Fatalf("a 480 kB first call on a fresh connection: %v", err)
+	}
 }
