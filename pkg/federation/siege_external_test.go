@@ -57,7 +57,7 @@ func TestSiegeExternal(t *testing.T) {
 	var s *siege
 	switch pattern {
 	case patternH2Stall, patternTLSStall, patternContinuation:
-		s = startSiege(t, addr, pattern, conns, addrs, reconnect, envOr(t, "FEDIRL_SIEGE_PAD", 15<<20, strconv.Atoi))
+		s = startSiege(t, addr, pattern, conns, addrs, siegeOptions{reconnect: reconnect, padBytes: envOr(t, "FEDIRL_SIEGE_PAD", 15<<20, strconv.Atoi)})
 	case patternWatch:
 		held := holdWatches(t, addr, conns)
 		fmt.Printf("watchers: %d of %d Watch streams held\n", held, 16*conns)

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -35,6 +36,7 @@ const (
 	patternH2Stall      = "h2-stall"     // HTTP/2 preface, SETTINGS and PINGs acknowledged, nothing else
 	patternTLSStall     = "tls-stall"    // 65 bytes of a TLS record that never completes
 	patternContinuation = "continuation" // HEADERS without END_HEADERS, then CONTINUATION frames of padding headers
+	patternCheckBody    = "check-body"   // a health Check announcing 1 MiB of request, of which 60 KiB are sent
 )
 
 // siegeAddr returns the k-th attacker source address, 127.10.0.1 onwards
@@ -44,12 +46,11 @@ func siegeAddr(k int) net.IP {
 }
 
 // siege holds conns connections to addr from addrs loopback addresses in
-// one of the patterns, each reopened reconnect after the server closes it
-// (0: never); a continuation siege sends up to padBytes of headers per
-// connection.
+// one of the patterns (startSiege).
 type siege struct {
 	addr, pattern string
-	padBytes      int // continuation: header bytes each connection tries to send
+	padBytes      int         // continuation: header bytes each connection tries to send
+	tlsConf       *tls.Config // HTTP/2 patterns over TLS when set (the handshake completes)
 	stop          chan struct{}
 	wg            sync.WaitGroup
 
@@ -60,12 +61,20 @@ type siege struct {
 	sentBytes int64
 }
 
-func startSiege(t testing.TB, addr, pattern string, conns, addrs int, reconnect time.Duration, padBytes int) *siege {
+// siegeOptions are a siege's settings beyond its pattern and size.
+type siegeOptions struct {
+	reconnect time.Duration // reopen a connection this long after the server closes it (0: never)
+	padBytes  int           // continuation: header bytes each connection tries to send
+	tls       *tls.Config   // run the HTTP/2 patterns over TLS (the handshake completes)
+}
+
+func startSiege(t testing.TB, addr, pattern string, conns, addrs int, o siegeOptions) *siege {
+	reconnect := o.reconnect
 	t.Helper()
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("sieges only on loopback addresses, not %q", addr)
 	}
-	s := &siege{addr: addr, pattern: pattern, padBytes: padBytes, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
+	s := &siege{addr: addr, pattern: pattern, padBytes: o.padBytes, tlsConf: o.tls, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
 	for i := range conns {
 		from := siegeAddr(i % addrs)
 		s.wg.Add(1)
@@ -121,15 +130,28 @@ func (s *siege) hold(from net.IP) {
 		}
 		return
 	}
+	var rw io.ReadWriter = c
+	if s.tlsConf != nil {
+		tc := tls.Client(c, s.tlsConf)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if tc.Handshake() != nil {
+			return
+		}
+		c.SetDeadline(time.Time{})
+		rw = tc
+	}
 	var wmu sync.Mutex
-	fr := http2.NewFramer(c, c)
+	fr := http2.NewFramer(rw, rw)
 	wmu.Lock()
 	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	c.Write([]byte(http2.ClientPreface))
+	rw.Write([]byte(http2.ClientPreface))
 	fr.WriteSettings()
 	wmu.Unlock()
-	if s.pattern == patternContinuation {
+	switch s.pattern {
+	case patternContinuation:
 		go s.continuation(fr, &wmu)
+	case patternCheckBody:
+		go s.checkBody(fr, &wmu)
 	}
 	for { // acknowledge SETTINGS and PINGs until the server closes or says GOAWAY
 		f, err := fr.ReadFrame()
@@ -184,6 +206,33 @@ func (s *siege) continuation(fr *http2.Framer, wmu *sync.Mutex) {
 		s.mu.Lock()
 		s.sentBytes += int64(hb.Len())
 		s.mu.Unlock()
+	}
+}
+
+// checkBody starts a token-less health Check whose request announces 1 MiB
+// and sends 60 KiB of it (just under the connection's
+// UnauthenticatedBytes), then stalls: the most request bytes an
+// unauthenticated connection can make the server hold.
+func (s *siege) checkBody(fr *http2.Framer, wmu *sync.Mutex) {
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
+		{Name: ":path", Value: healthpb.Health_Check_FullMethodName}, {Name: ":authority", Value: s.addr},
+		{Name: "content-type", Value: "application/grpc"}, {Name: "te", Value: "trailers"}} {
+		enc.WriteField(f)
+	}
+	wmu.Lock()
+	defer wmu.Unlock()
+	if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true}) != nil {
+		return
+	}
+	body := append([]byte{0, 0, 0x10, 0, 0}, make([]byte, 60<<10-5)...)
+	for len(body) > 0 {
+		n := min(len(body), 16<<10)
+		if fr.WriteData(1, false, body[:n]) != nil {
+			return
+		}
+		body = body[n:]
 	}
 }
 
@@ -318,7 +367,7 @@ func TestSiegeManyAddressesStalledHTTP2(t *testing.T) {
 		t.Skip("attack simulation")
 	}
 	addr, tok, cl, logs := siegeServer(t, ConnLimits{Max: 100}, GRPCServerConfig{})
-	s := startSiege(t, addr, patternH2Stall, 300, 300, 20*time.Millisecond, 0)
+	s := startSiege(t, addr, patternH2Stall, 300, 300, siegeOptions{reconnect: 20 * time.Millisecond})
 	s.waitBurst(t, cl, 300)
 	ok, total := probeMany(t, addr, tok, nil, 10, "127.0.0.1", "127.9.9.9")
 	held, dials, _ := s.stats()
@@ -352,7 +401,7 @@ func TestSiegeStalledTLSHandshakes(t *testing.T) {
 				ctc.Certificates = []tls.Certificate{alice}
 			}
 			addr, tok, cl, _ := siegeServer(t, ConnLimits{Max: 100}, GRPCServerConfig{TLS: stc})
-			s := startSiege(t, addr, patternTLSStall, 300, 300, 20*time.Millisecond, 0)
+			s := startSiege(t, addr, patternTLSStall, 300, 300, siegeOptions{reconnect: 20 * time.Millisecond})
 			s.waitBurst(t, cl, 300)
 			ok, total := probeMany(t, addr, tok, ctc, 10, "127.0.0.1", "127.9.9.9")
 			held, dials, _ := s.stats()
@@ -375,7 +424,7 @@ func TestSiegeContinuationFlood(t *testing.T) {
 	}
 	addr, tok, _, _ := siegeServer(t, ConnLimits{}, GRPCServerConfig{})
 	before := heapInUse()
-	s := startSiege(t, addr, patternContinuation, 64, 8, 0, 1<<20)
+	s := startSiege(t, addr, patternContinuation, 64, 8, siegeOptions{padBytes: 1 << 20})
 	eventually(t, "the server to close every flooding connection", func() bool {
 		_, dials, closed := s.stats()
 		return dials == 64 && closed == 64
