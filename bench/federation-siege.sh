@@ -84,7 +84,7 @@ for p in "${patterns[@]}"; do
 	cpu1=$(cpu $srv) t1=$(date +%s.%N)
 	echo "== $p ($status)"
 	grep -E '^(watchers|holding|summary)|^probe ' "$work/attack.log" || tail -5 "$work/attack.log"
-	echo "server RSS: start $((rss0 / 1024)) MB, peak $((peak / 1024)) MB; server CPU $(echo "scale=0; 100 * ($cpu1 - $cpu0) / $tick / ($t1 - $t0)" | bc) % of one core"
+	echo "server RSS: start $((rss0 / 1024)) MB, peak $((peak / 1024)) MB; server CPU $(echo "scale=1; 100 * ($cpu1 - $cpu0) / $tick / ($t1 - $t0)" | bc) % of one core; machine load $(cut -d" " -f1-3 /proc/loadavg)"
 	kill $srv
 	wait $srv 2>/dev/null || true
 	srv=""
