@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -41,6 +42,9 @@ type serverOptions struct {
 	maxMsg, maxConns, maxStreams         int
 	maxConnsPerPeer, maxTokenless        int
 	readTimeout, shutdownGrace           time.Duration
+	conn                                 federation.ConnLimits
+	maxWatches                           int
+	watchLifetime                        time.Duration
 	metricsListen, metricsTokenFile      string
 	metricsTLS                           bool
 	limits                               federation.Limits
@@ -58,7 +62,7 @@ type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile, sigmaMode                                               string
 	trimFraction, demoCap                                                float64
-	byzantine                                                            int
+	byzantine, maxDemos                                                  int
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -136,7 +140,13 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.IntVar(&f.maxConnsPerPeer, "max-connections-per-peer", federation.DefaultMaxConnectionsPerPeer, "connections one IP address may hold at once (raise it for many clients behind one NAT)")
 	sf.IntVar(&f.maxStreams, "max-streams-per-connection", 16, "concurrent calls per connection")
 	sf.DurationVar(&f.readTimeout, "request-read-timeout", federation.DefaultRequestReadTimeout, "time a call may take to send its whole request; unfinished calls are cancelled")
-	sf.IntVar(&f.maxTokenless, "max-tokenless-calls", federation.DefaultMaxTokenlessCalls, "calls without a known token (health checks, open status) in flight at once")
+	sf.IntVar(&f.maxTokenless, "max-tokenless-calls", federation.DefaultMaxTokenlessCalls, "calls without a known token in flight at once, health Checks excepted (health Watch streams, open status)")
+	sf.Float64Var(&f.conn.ConnectRate, "peer-connect-rate", federation.DefaultConnectRate, "new connections per second one peer may open that do not authenticate (after --peer-connect-burst)")
+	countVar(sf, &f.conn.ConnectBurst, "peer-connect-burst", federation.DefaultConnectBurst, "connections", "unauthenticated connections one peer may open at once")
+	sf.DurationVar(&f.conn.UnauthenticatedTimeout, "unauthenticated-timeout", federation.DefaultUnauthenticatedTimeout, "close a connection that has not made a call with a known token (or, under mutual TLS, completed its handshake) by then")
+	sf.Int64Var(&f.conn.UnauthenticatedBytes, "unauthenticated-bytes", federation.DefaultUnauthenticatedBytes, "close a connection that sends more than this before it authenticates")
+	countVar(sf, &f.maxWatches, "max-watches-per-peer", federation.DefaultMaxWatchesPerPeer, "streams", "health Watch streams one peer may hold")
+	sf.DurationVar(&f.watchLifetime, "watch-lifetime", federation.DefaultWatchLifetime, "end every health Watch stream after this long")
 	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.StringVar(&f.metricsTokenFile, "metrics-token-file", "", "file holding a bearer token that metrics requests must carry")
@@ -345,6 +355,7 @@ your own problem"), or is built from flags: with
 	tf.IntVar(&f.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
 	tf.BoolVar(&f.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
 	tf.Float64Var(&f.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
+	countVar(tf, &f.maxDemos, "max-demo-count", 0, "demonstrations", "reject submissions declaring more demonstrations (default: no bound; with --weighting demos a client's weight is its demo count)")
 	tf.IntVar(&f.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
@@ -421,6 +432,19 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	// records on stderr, beside the human-readable progress lines.
 	gcfg.Audit = federation.NewAuditLog(slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "fedirl server audit"), 0, 0)
 	gcfg.RequestReadTimeout, gcfg.MaxTokenlessCalls = f.readTimeout, f.maxTokenless
+	admin, err := readAdminToken(f.adminFile)
+	if err != nil {
+		return err
+	}
+	loopback := federation.IsLoopback(f.listen)
+	if admin == "" && !(f.insecure && loopback) {
+		// Status and CreateTask would then be token-less calls that any
+		// peer may make (and that share the token-less budget).
+		return errors.New("--admin-token-file is required (it guards status and remote task creation); only a plaintext quick start (--insecure on a loopback address) may run without one")
+	}
+	if admin != "" && !loopback && len(admin) < federation.MinAdminTokenLength {
+		return fmt.Errorf("--admin-token-file: the admin token has %d characters; a server listening beyond loopback needs at least %d (128 bits as hex), e.g. from \"openssl rand -hex 32\"", len(admin), federation.MinAdminTokenLength)
+	}
 	switch {
 	case f.insecure && f.tlsCert != "":
 		return errors.New("--insecure and --tls-cert are exclusive")
@@ -439,24 +463,27 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		gcfg.TLS = tc
 	}
 	for name, v := range map[string]int{"--max-connections": f.maxConns, "--max-connections-per-peer": f.maxConnsPerPeer,
-		"--max-streams-per-connection": f.maxStreams, "--max-tokenless-calls": f.maxTokenless, "--max-message-bytes": f.maxMsg} {
+		"--max-streams-per-connection": f.maxStreams, "--max-tokenless-calls": f.maxTokenless, "--max-message-bytes": f.maxMsg,
+		"--peer-connect-burst": f.conn.ConnectBurst, "--max-watches-per-peer": f.maxWatches} {
 		if v < 1 {
 			return fmt.Errorf("%s %d: want ≥ 1", name, v)
 		}
 	}
+	if !(f.conn.ConnectRate > 0) || math.IsInf(f.conn.ConnectRate, 0) {
+		return fmt.Errorf("--peer-connect-rate %v: want a finite value > 0", f.conn.ConnectRate)
+	}
+	if f.conn.UnauthenticatedBytes < 1 {
+		return fmt.Errorf("--unauthenticated-bytes %d: want ≥ 1", f.conn.UnauthenticatedBytes)
+	}
+	if f.conn.UnauthenticatedTimeout <= 0 || f.watchLifetime <= 0 {
+		return fmt.Errorf("--unauthenticated-timeout %v and --watch-lifetime %v must be > 0", f.conn.UnauthenticatedTimeout, f.watchLifetime)
+	}
+	gcfg.MaxWatchesPerPeer, gcfg.WatchLifetime = f.maxWatches, f.watchLifetime
 	if err := f.limits.Validate(); err != nil {
 		return err
 	}
 	if f.readTimeout <= 0 || f.shutdownGrace < 0 {
 		return fmt.Errorf("--request-read-timeout %v must be > 0 and --shutdown-grace %v ≥ 0", f.readTimeout, f.shutdownGrace)
-	}
-	admin, err := readAdminToken(f.adminFile)
-	if err != nil {
-		return err
-	}
-	loopback := federation.IsLoopback(f.listen)
-	if admin != "" && !loopback && len(admin) < federation.MinAdminTokenLength {
-		return fmt.Errorf("--admin-token-file: the admin token has %d characters; a server listening beyond loopback needs at least %d (128 bits as hex), e.g. from \"openssl rand -hex 32\"", len(admin), federation.MinAdminTokenLength)
 	}
 	store, err := federation.OpenStoreWith(f.store, federation.StoreOptions{Create: f.init})
 	if err != nil {
@@ -465,7 +492,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	defer store.Close()
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
-		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: loopback && admin == "", Logf: logger.Printf,
+		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: f.insecure && loopback && admin == "", Logf: logger.Printf,
 		Metrics: metrics})
 	if err != nil {
 		return err
@@ -482,7 +509,8 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		return fmt.Errorf("--max-connections %d and --max-streams-per-connection %d must be ≥ 1", f.maxConns, f.maxStreams)
 	}
 	gcfg.MaxConcurrentStreams = uint32(f.maxStreams)
-	gcfg.Conns = federation.NewConnLimiter(lis, federation.ConnLimits{Max: f.maxConns, PerPeer: f.maxConnsPerPeer}, gcfg.Audit)
+	f.conn.Max, f.conn.PerPeer = f.maxConns, f.maxConnsPerPeer
+	gcfg.Conns = federation.NewConnLimiter(lis, f.conn, gcfg.Audit)
 	lis = metrics.CountConnections(gcfg.Conns)
 	if f.metricsListen != "" {
 		msrv, err := serveMetrics(f, metrics, logger)
@@ -680,6 +708,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("rounds", func() { spec.Rounds = f.rounds })
 	set("warm-start", func() { spec.WarmStart = f.warmStart })
 	set("max-theta-norm", func() { spec.MaxThetaNorm = f.maxNorm })
+	set("max-demo-count", func() { spec.MaxDemoCount = f.maxDemos })
 	set("irl-iterations", func() { icfg.MaxIter = f.irlIters })
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })

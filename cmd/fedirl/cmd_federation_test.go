@@ -249,3 +249,26 @@ func TestTaskCreateCentralPrivacy(t *testing.T) {
 		t.Errorf("stored central privacy %+v, want %+v", spec.CentralPrivacy, want)
 	}
 }
+
+// TestServerNeedsAdminToken: without --admin-token-file a server serving
+// TLS, or plaintext beyond loopback, refuses to start (Status and
+// CreateTask would be token-less calls any peer can make); only the
+// plaintext loopback quick start may run without one. Nothing is opened
+// before the refusal: the store named does not exist.
+func TestServerNeedsAdminToken(t *testing.T) {
+	dir := t.TempDir()
+	crt, key := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	for _, args := range [][]string{
+		{"--tls-cert", crt, "--tls-key", key, "--listen", "127.0.0.1:0"},
+		{"--tls-cert", crt, "--tls-key", key, "--listen", "0.0.0.0:0"},
+	} {
+		cmd := newServerCmd()
+		cmd.SetArgs(append(args, "--store", filepath.Join(dir, "missing.db")))
+		cmd.SetOut(new(strings.Builder))
+		cmd.SetErr(new(strings.Builder))
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "--admin-token-file is required") {
+			t.Fatalf("server %v: %v, want a refusal asking for --admin-token-file", args, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,7 +210,9 @@ func TestStalledPeerCannotLockOutClients(t *testing.T) {
 	}
 	f := newFixture(t, CoordinatorConfig{})
 	tok := f.create(t, testSpec("t", 2, 1), "alice")
-	addr, cl := limitedServer(t, f, ConnLimits{Max: 100}, GRPCServerConfig{})
+	// A burst large enough for the attacker to fill the server from one
+	// address (TestConnectRateLimit covers the rate).
+	addr, cl := limitedServer(t, f, ConnLimits{Max: 100, ConnectBurst: 100000}, GRPCServerConfig{})
 	before := heapInUse()
 	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 200, 16, 20*time.Millisecond)
 	eventually(t, "the attacker to fill the server", func() bool { return cl.Open() >= 100 })
@@ -245,7 +248,7 @@ func TestPerPeerConnectionLimit(t *testing.T) {
 	tok := f.create(t, testSpec("t", 2, 1), "alice")
 	var logs lockedBuffer
 	audit := NewAuditLog(slogTo(&logs), 1000, 1000)
-	addr, cl := limitedServer(t, f, ConnLimits{Max: 100, PerPeer: 5}, GRPCServerConfig{Audit: audit})
+	addr, cl := limitedServer(t, f, ConnLimits{Max: 100, PerPeer: 5, ConnectBurst: 1000}, GRPCServerConfig{Audit: audit})
 	a := attack(t, addr, "127.0.0.2", "", "/fedirl.v1.Federation/Submit", 20, 1, 0)
 	eventually(t, "the refusals", func() bool {
 		return bytes.Contains([]byte(logs.String()), []byte("class="+AuditConnPeerLimit)) && a.held() <= 5
@@ -286,7 +289,7 @@ func TestHalfSentStreamsMemoryBounded(t *testing.T) {
 		t.Skip("attack simulation")
 	}
 	f := newFixture(t, CoordinatorConfig{})
-	addr, _ := limitedServer(t, f, ConnLimits{Max: 10}, GRPCServerConfig{})
+	addr, _ := limitedServer(t, f, ConnLimits{Max: 10, ConnectBurst: 1000}, GRPCServerConfig{})
 	before := heapInUse()
 	attack(t, addr, "127.0.0.1", "", "/fedirl.v1.Federation/Submit", 20, 1000, 0)
 	time.Sleep(1500 * time.Millisecond) // let the server take in what it accepts
@@ -391,12 +394,15 @@ func envOr[T any](t *testing.T, name string, def T, parse func(string) (T, error
 	return x
 }
 
-// TestTokenlessBudget: token-less calls are capped in flight (a third
-// concurrent health Watch is refused with ResourceExhausted when the cap is
-// 2), and finished ones give their place back (100 sequential checks pass).
+// TestTokenlessBudget: token-less calls other than health Checks are capped
+// in flight (a third concurrent health Watch is refused with
+// ResourceExhausted, naming the peer that holds the most, when the cap is
+// 2), finished ones give their place back, and health Checks, on their own
+// per-peer budget, are answered throughout (100 sequential checks pass
+// before, and with both Watches open a Check still answers SERVING).
 func TestTokenlessBudget(t *testing.T) {
 	f := newFixture(t, CoordinatorConfig{})
-	addr := serve(t, f, GRPCServerConfig{MaxTokenlessCalls: 2})
+	addr := serve(t, f, GRPCServerConfig{MaxTokenlessCalls: 2, MaxWatchesPerPeer: 10})
 	hc := healthClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -415,12 +421,22 @@ func TestTokenlessBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("a third token-less call with two Watches open: %v, want ResourceExhausted", err)
+	w, err := hc.Watch(wctx, &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = w.Recv()
+	}
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "held by 127.0.0.1") {
+		t.Fatalf("a third Watch with two open: %v, want ResourceExhausted naming 127.0.0.1", err)
+	}
+	if r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("a Check with the token-less budget spent: %v, %v; want SERVING", r, err)
 	}
 	wcancel()
 	eventually(t, "the Watches' places back", func() bool {
-		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		w, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
 		return err == nil
 	})
 }

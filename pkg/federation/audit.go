@@ -3,6 +3,7 @@ package federation
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,12 +15,17 @@ import (
 // (their names, e.g. "Unauthenticated", "InvalidArgument") and these
 // transport events.
 const (
-	AuditConnPeerLimit = "conn_peer_limit"      // a connection refused: its peer holds its share
-	AuditConnEvicted   = "conn_evicted"         // a connection closed to make room for a fairer peer
-	AuditStreamNoCred  = "stream_no_credential" // a call refused at its headers: no or unknown token
-	AuditStreamBudget  = "stream_budget"        // a token-less call refused: the token-less budget is spent
-	AuditReadTimeout   = "read_timeout"         // a call whose request was not complete in time
-	AuditTLSHandshake  = "tls_handshake"        // a failed TLS handshake
+	AuditConnPeerLimit       = "conn_peer_limit"      // a connection refused: its peer holds its share, or every place is authenticated
+	AuditConnEvicted         = "conn_evicted"         // an unauthenticated connection closed to admit a newcomer
+	AuditConnRate            = "conn_rate"            // a connection refused: its peer connects too fast
+	AuditConnUnauthenticated = "conn_unauthenticated" // a connection closed: not authenticated in time
+	AuditStreamNoCred        = "stream_no_credential" // a call refused at its headers: no or unknown token
+	AuditStreamBudget        = "stream_budget"        // a token-less call refused: the token-less budget is spent
+	AuditCheckPeerLimit      = "check_peer_limit"     // a health Check refused: its peer has too many in flight
+	AuditWatchPeerLimit      = "watch_peer_limit"     // a health Watch refused: its peer holds too many
+	AuditWatchLifetime       = "watch_lifetime"       // a health Watch ended after its lifetime
+	AuditReadTimeout         = "read_timeout"         // a call whose request was not complete in time
+	AuditTLSHandshake        = "tls_handshake"        // a failed TLS handshake
 )
 
 // DefaultAuditRate and DefaultAuditBurst are the audit log's default rate
@@ -41,11 +47,20 @@ type AuditLog struct {
 	burst float64
 	now   func() time.Time
 
-	mu      sync.Mutex
-	tokens  float64
-	last    time.Time
-	dropped map[string]int
+	mu       sync.Mutex
+	tokens   float64
+	last     time.Time
+	dropped  map[string]int
+	byPeer   map[string]int // dropped records by peer host (at most maxDroppedPeers)
+	peerMore int            // dropped records of peers beyond maxDroppedPeers
 }
+
+// maxDroppedPeers bounds the peers whose dropped records are counted one by
+// one between flushes; the summary names the topDroppedPeers largest.
+const (
+	maxDroppedPeers = 1024
+	topDroppedPeers = 5
+)
 
 // NewAuditLog returns an audit log writing to log (nil discards) at most
 // burst records at once and rate records per second on average (≤ 0: the
@@ -61,7 +76,7 @@ func NewAuditLog(log *slog.Logger, rate float64, burst int) *AuditLog {
 		burst = DefaultAuditBurst
 	}
 	return &AuditLog{log: log, rate: rate, burst: float64(burst), tokens: float64(burst), now: time.Now,
-		dropped: map[string]int{}}
+		dropped: map[string]int{}, byPeer: map[string]int{}}
 }
 
 // Refused records one refusal of class by peer (address) on method ("" for
@@ -78,6 +93,15 @@ func (a *AuditLog) Refused(class, peerAddr, method, reason string) {
 	a.last = now
 	if a.tokens < 1 {
 		a.dropped[class]++
+		host := peerAddr
+		if h, _, err := net.SplitHostPort(peerAddr); err == nil {
+			host = h
+		}
+		if _, ok := a.byPeer[host]; ok || len(a.byPeer) < maxDroppedPeers {
+			a.byPeer[host]++
+		} else {
+			a.peerMore++
+		}
 		a.mu.Unlock()
 		return
 	}
@@ -87,14 +111,16 @@ func (a *AuditLog) Refused(class, peerAddr, method, reason string) {
 }
 
 // Flush writes one summary record of the refusals dropped since the last
-// flush, if any, and reports how many there were.
+// flush, if any, and reports how many there were. The record counts them by
+// class and names the peers (hosts) with the most, so that a peer hoarding
+// places is named even when its own records were dropped.
 func (a *AuditLog) Flush() int {
 	if a == nil {
 		return 0
 	}
 	a.mu.Lock()
-	d := a.dropped
-	a.dropped = map[string]int{}
+	d, bp, more := a.dropped, a.byPeer, a.peerMore
+	a.dropped, a.byPeer, a.peerMore = map[string]int{}, map[string]int{}, 0
 	a.mu.Unlock()
 	total := 0
 	var parts []string
@@ -106,8 +132,25 @@ func (a *AuditLog) Flush() int {
 		return 0
 	}
 	sort.Strings(parts)
+	hosts := make([]string, 0, len(bp))
+	for h := range bp {
+		hosts = append(hosts, h)
+	}
+	sort.Slice(hosts, func(i, j int) bool {
+		return bp[hosts[i]] > bp[hosts[j]] || (bp[hosts[i]] == bp[hosts[j]] && hosts[i] < hosts[j])
+	})
+	var top []string
+	for _, h := range hosts[:min(len(hosts), topDroppedPeers)] {
+		top = append(top, h+"="+strconv.Itoa(bp[h]))
+	}
+	if rest := len(hosts) - len(top); rest > 0 {
+		top = append(top, fmt.Sprintf("%d other peers", rest))
+	}
+	if more > 0 {
+		top = append(top, fmt.Sprintf("%d records of uncounted peers", more))
+	}
 	a.log.Warn("audit records dropped", "dropped", total, "by_class", strings.Join(parts, ","),
-		"limit", fmt.Sprintf("%g/s, burst %g", a.rate, a.burst))
+		"top_peers", strings.Join(top, ","), "limit", fmt.Sprintf("%g/s, burst %g", a.rate, a.burst))
 	return total
 }
 

@@ -442,6 +442,9 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := checkPrivacy(&rec.Spec, sub.Privacy); e != nil {
 		return SubmitResult{}, e
 	}
+	if e := checkDeclared(&rec.Spec, &sub); e != nil {
+		return SubmitResult{}, e
+	}
 	sub.Theta = slices.Clone(sub.Theta)
 	if sub.Privacy != nil {
 		d := *sub.Privacy

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
@@ -50,9 +52,14 @@ func Shutdown(s *grpc.Server, grace time.Duration) (forced bool) {
 // gate screens calls at their headers (tap), times their request reads and
 // audits their outcomes (grpc stats.Handler).
 type gate struct {
-	c         *Coordinator
-	cfg       GRPCServerConfig
-	tokenless atomic.Int64
+	c   *Coordinator
+	cfg GRPCServerConfig
+
+	mu          sync.Mutex
+	tokenless   int            // token-less calls in flight, health Checks excepted
+	tokenlessBy map[string]int // the same, by peer
+	checks      map[string]int // health Checks in flight, by peer
+	watches     map[string]int // health Watch streams, by peer
 }
 
 // callState is what the gate keeps about one admitted call.
@@ -65,35 +72,104 @@ type callState struct {
 type callStateKey struct{}
 
 // errReadTimeout is the cause of cancelling a call whose request was not
-// complete within RequestReadTimeout.
-var errReadTimeout = errors.New("request not received in time")
+// complete within RequestReadTimeout; errWatchLifetime that of ending a
+// health Watch after WatchLifetime.
+var (
+	errReadTimeout   = errors.New("request not received in time")
+	errWatchLifetime = errors.New("health Watch lifetime reached")
+)
 
-// tokenlessMethod reports whether method may be called without a known token.
-func (g *gate) tokenlessMethod(method string) bool {
+// Budgets of token-less calls (gate.admitTokenless).
+const (
+	budgetNone  = iota // a Federation call: needs a known token
+	budgetCheck        // health Check: per peer only
+	budgetWatch        // health Watch: per peer, server-wide, lifetime
+	budgetOther        // other token-less calls: server-wide
+)
+
+// budgetOf returns the budget a call of method is admitted on.
+func (g *gate) budgetOf(method string) int {
 	switch {
+	case method == healthpb.Health_Check_FullMethodName:
+		return budgetCheck
+	case method == healthpb.Health_Watch_FullMethodName:
+		return budgetWatch
 	case strings.HasPrefix(method, "/grpc.health.v1.Health/"):
-		return true
+		return budgetOther
 	case method == pb.Federation_Status_FullMethodName, method == pb.Federation_CreateTask_FullMethodName:
 		// Without an admin token the coordinator answers these itself
 		// (open status on loopback, or a refusal saying why).
-		return g.c.cfg.AdminToken == ""
+		if g.c.cfg.AdminToken == "" {
+			return budgetOther
+		}
 	}
-	return false
+	return budgetNone
+}
+
+// admitTokenless takes a place for a token-less call on budget b from
+// peer, returning the function that gives it back, or the audit class and
+// the status error of a refusal.
+func (g *gate) admitTokenless(b int, peer string) (release func(), class string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if b == budgetCheck {
+		if g.checks[peer] >= g.cfg.MaxChecksPerPeer {
+			return nil, AuditCheckPeerLimit, status.Errorf(codes.ResourceExhausted, "this peer has %d health Checks in flight, its limit; retry later", g.checks[peer])
+		}
+		g.checks[peer]++
+		return func() { g.mu.Lock(); decr(g.checks, peer); g.mu.Unlock() }, "", nil
+	}
+	if b == budgetWatch && g.watches[peer] >= g.cfg.MaxWatchesPerPeer {
+		return nil, AuditWatchPeerLimit, status.Errorf(codes.ResourceExhausted, "this peer holds %d health Watch streams, its limit", g.watches[peer])
+	}
+	if g.tokenless >= g.cfg.MaxTokenlessCalls {
+		top, n := "", 0
+		for p, k := range g.tokenlessBy {
+			if k > n || (k == n && p < top) {
+				top, n = p, k
+			}
+		}
+		return nil, AuditStreamBudget, status.Errorf(codes.ResourceExhausted, "too many calls without a token in flight (limit %d, the most, %d, held by %s); retry later", g.cfg.MaxTokenlessCalls, n, top)
+	}
+	g.tokenless++
+	g.tokenlessBy[peer]++
+	if b == budgetWatch {
+		g.watches[peer]++
+	}
+	return func() {
+		g.mu.Lock()
+		g.tokenless--
+		decr(g.tokenlessBy, peer)
+		if b == budgetWatch {
+			decr(g.watches, peer)
+		}
+		g.mu.Unlock()
+	}, "", nil
+}
+
+// decr decrements m[k], deleting it at zero.
+func decr(m map[string]int, k string) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
+	}
 }
 
 // tap runs in the connection's reader goroutine when a call's headers
 // arrive, before any of its request is read or buffered.
 func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	addr := ""
+	addr, pk := "", ""
 	if p, ok := peer.FromContext(ctx); ok {
-		addr = p.Addr.String()
+		addr, pk = p.Addr.String(), peerKey(p.Addr)
 	}
-	cs := &callState{method: info.FullMethodName, peer: addr, tokenless: g.tokenlessMethod(info.FullMethodName)}
+	b := g.budgetOf(info.FullMethodName)
+	cs := &callState{method: info.FullMethodName, peer: addr, tokenless: b != budgetNone}
+	release := func() {}
 	if cs.tokenless {
-		if n := g.tokenless.Add(1); n > int64(g.cfg.MaxTokenlessCalls) {
-			g.tokenless.Add(-1)
-			g.cfg.Audit.Refused(AuditStreamBudget, addr, cs.method, "token-less calls in flight at the limit")
-			return nil, status.Errorf(codes.ResourceExhausted, "too many calls without a token in flight (limit %d); retry later", g.cfg.MaxTokenlessCalls)
+		var class string
+		var err error
+		if release, class, err = g.admitTokenless(b, pk); err != nil {
+			g.cfg.Audit.Refused(class, addr, cs.method, status.Convert(err).Message())
+			return nil, err
 		}
 	} else {
 		tok := ""
@@ -104,14 +180,26 @@ func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error)
 			g.cfg.Audit.Refused(AuditStreamNoCred, addr, cs.method, "missing or unknown bearer token")
 			return nil, status.Error(codes.Unauthenticated, "missing or unknown bearer token")
 		}
+		// A known token authenticates the connection: it is never
+		// evicted nor expired from now on.
+		g.cfg.Conns.markTrusted(addr)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	cs.timer = time.AfterFunc(g.cfg.RequestReadTimeout, func() { cancel(errReadTimeout) })
+	readTimeout := g.cfg.RequestReadTimeout
+	if cs.tokenless {
+		readTimeout = min(readTimeout, TokenlessReadTimeout)
+	}
+	cs.timer = time.AfterFunc(readTimeout, func() { cancel(errReadTimeout) })
+	var lifetime *time.Timer
+	if b == budgetWatch {
+		lifetime = time.AfterFunc(g.cfg.WatchLifetime, func() { cancel(errWatchLifetime) })
+	}
 	context.AfterFunc(ctx, func() {
 		cs.timer.Stop()
-		if cs.tokenless {
-			g.tokenless.Add(-1)
+		if lifetime != nil {
+			lifetime.Stop()
 		}
+		release()
 	})
 	return context.WithValue(ctx, callStateKey{}, cs), nil
 }
@@ -121,8 +209,7 @@ func (g *gate) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context 
 
 // HandleRPC implements stats.Handler: a received request stops its read
 // timer; a call that ends with an error is audited by its status code (or
-// as a read timeout); a Federation call that succeeds with a token marks its
-// connection as trusted.
+// as a read timeout, or a Watch at the end of its lifetime).
 func (g *gate) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	cs, _ := ctx.Value(callStateKey{}).(*callState)
 	if cs == nil {
@@ -133,13 +220,14 @@ func (g *gate) HandleRPC(ctx context.Context, s stats.RPCStats) {
 		cs.timer.Stop()
 	case *stats.End:
 		if s.Error == nil {
-			if !cs.tokenless && strings.HasPrefix(cs.method, "/fedirl.") {
-				g.cfg.Conns.markTrusted(cs.peer)
-			}
 			return
 		}
-		if errors.Is(context.Cause(ctx), errReadTimeout) {
-			g.cfg.Audit.Refused(AuditReadTimeout, cs.peer, cs.method, fmt.Sprintf("request not complete within %v", g.cfg.RequestReadTimeout))
+		switch context.Cause(ctx) {
+		case errReadTimeout:
+			g.cfg.Audit.Refused(AuditReadTimeout, cs.peer, cs.method, "request not complete in time")
+			return
+		case errWatchLifetime:
+			g.cfg.Audit.Refused(AuditWatchLifetime, cs.peer, cs.method, fmt.Sprintf("health Watch ended after its lifetime of %v", g.cfg.WatchLifetime))
 			return
 		}
 		st := status.Convert(s.Error)
@@ -156,22 +244,57 @@ func (g *gate) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Contex
 func (g *gate) HandleConn(context.Context, stats.ConnStats) {}
 
 // auditedCreds audits failed server-side TLS handshakes (a scanner, a
-// client without the right certificate) before returning the error to grpc.
+// client without the right certificate) before returning the error to grpc,
+// caps what a peer may send before its handshake completes at
+// MaxHandshakeBytes, and marks a connection whose peer presented a verified
+// certificate (mutual TLS) as authenticated in conns.
 type auditedCreds struct {
 	credentials.TransportCredentials
 	audit *AuditLog
+	conns *ConnLimiter
 }
 
 // ServerHandshake implements credentials.TransportCredentials.
 func (l auditedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	c, info, err := l.TransportCredentials.ServerHandshake(conn)
+	capped := &handshakeConn{Conn: conn}
+	capped.left.Store(MaxHandshakeBytes)
+	c, info, err := l.TransportCredentials.ServerHandshake(capped)
 	if err != nil {
 		l.audit.Refused(AuditTLSHandshake, conn.RemoteAddr().String(), "", err.Error())
+		return c, info, err
+	}
+	capped.left.Store(-1)
+	if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+		l.conns.markTrusted(conn.RemoteAddr().String())
 	}
 	return c, info, err
 }
 
 // Clone implements credentials.TransportCredentials.
 func (l auditedCreds) Clone() credentials.TransportCredentials {
-	return auditedCreds{l.TransportCredentials.Clone(), l.audit}
+	return auditedCreds{l.TransportCredentials.Clone(), l.audit, l.conns}
+}
+
+// handshakeConn fails reads once its peer has sent more than left bytes;
+// left < 0 lifts the cap (after the handshake).
+type handshakeConn struct {
+	net.Conn
+	left atomic.Int64
+}
+
+// errHandshakeTooLong is returned by a handshakeConn over its cap.
+var errHandshakeTooLong = fmt.Errorf("TLS handshake longer than %d bytes", MaxHandshakeBytes)
+
+// Read implements net.Conn.
+func (h *handshakeConn) Read(p []byte) (int, error) {
+	left := h.left.Load()
+	if left < 0 {
+		return h.Conn.Read(p)
+	}
+	if left == 0 {
+		return 0, errHandshakeTooLong
+	}
+	n, err := h.Conn.Read(p[:min(int64(len(p)), left)])
+	h.left.Add(-int64(n))
+	return n, err
 }

@@ -62,11 +62,23 @@ type GRPCServerConfig struct {
 	// a call still unfinished then is cancelled and its buffers freed.
 	RequestReadTimeout time.Duration
 	// MaxTokenlessCalls caps the calls in flight that carry no known token
-	// (health checks, and Status or CreateTask on a server that lets them
-	// through to be refused or answered without one); default
+	// other than health Checks (health Watch and List streams, and Status
+	// or CreateTask on a server without an admin token); default
 	// DefaultMaxTokenlessCalls. Further ones are refused at their headers
-	// with ResourceExhausted.
+	// with ResourceExhausted, naming the peer that holds the most.
 	MaxTokenlessCalls int
+	// MaxChecksPerPeer caps the health Checks one peer (as ConnLimiter
+	// counts peers) has in flight (default DefaultMaxChecksPerPeer). Checks
+	// have no server-wide budget, so a Check from a peer that holds none
+	// is always admitted: watchers and other peers cannot starve it.
+	MaxChecksPerPeer int
+	// MaxWatchesPerPeer caps the health Watch streams one peer holds
+	// (default DefaultMaxWatchesPerPeer); they also count against
+	// MaxTokenlessCalls.
+	MaxWatchesPerPeer int
+	// WatchLifetime ends every health Watch after this long (default
+	// DefaultWatchLifetime); a load balancer re-opens it.
+	WatchLifetime time.Duration
 }
 
 // Defaults of GRPCServerConfig.
@@ -75,6 +87,32 @@ const (
 	DefaultRequestReadTimeout = 10 * time.Second
 	// DefaultMaxTokenlessCalls is the default of MaxTokenlessCalls.
 	DefaultMaxTokenlessCalls = 64
+	// TokenlessReadTimeout bounds RequestReadTimeout for token-less calls:
+	// their requests (a health service name) come with their headers, and
+	// the request bytes a token-less peer can make the server hold (up to
+	// MaxMessageBytes per call) are held at most this long.
+	TokenlessReadTimeout = 2 * time.Second
+	// DefaultMaxChecksPerPeer is the default of MaxChecksPerPeer.
+	DefaultMaxChecksPerPeer = 4
+	// DefaultMaxWatchesPerPeer is the default of MaxWatchesPerPeer.
+	DefaultMaxWatchesPerPeer = 2
+	// DefaultWatchLifetime is the default of WatchLifetime.
+	DefaultWatchLifetime = 5 * time.Minute
+	// MaxHandshakeBytes is the most a peer may send before its TLS
+	// handshake completes (ClientHello, and under mutual TLS its
+	// certificate chain): fedirl's hellos and certificates take a few KiB;
+	// crypto/tls alone would buffer a 256 KiB certificate message.
+	MaxHandshakeBytes = 32 << 10
+	// MaxHeaderListBytes is the largest header list (HPACK-decoded, as
+	// HTTP/2 counts it: name + value + 32 bytes per field) the server
+	// accepts for one call, advertised in its SETTINGS: fedirl's metadata
+	// (a 71-byte bearer token, grpc's own headers, a user agent) takes
+	// under 1 KiB. Fields beyond it are decoded but not kept, the call is
+	// reset, and a CONTINUATION frame after the limit closes the
+	// connection (golang.org/x/net/http2), so a header block cannot make
+	// the server hold more than this before the token check. grpc's
+	// default is 16 MiB.
+	MaxHeaderListBytes = 8 << 10
 	// streamWindow is every stream's HTTP/2 flow-control window (grpc's
 	// minimum; a fixed value also turns off grpc's window growth): the
 	// most a peer can make the server buffer for one call before its
@@ -87,9 +125,11 @@ const (
 // Calls are screened at their headers, before any request byte is read:
 // a Federation call must carry a bearer token that is the admin token or a
 // client token of some task (refused with Unauthenticated otherwise), and
-// token-less calls (health checks, Status on an open loopback server) are
-// capped at MaxTokenlessCalls in flight. Every admitted call must deliver
-// its whole request within RequestReadTimeout. Refusals go to the audit log.
+// token-less calls are budgeted (health Checks per peer, Watch streams per
+// peer and in lifetime, all other token-less calls at MaxTokenlessCalls in
+// flight). Every admitted call must deliver its whole request within
+// RequestReadTimeout. Header lists are capped at MaxHeaderListBytes and TLS
+// handshakes at MaxHandshakeBytes. Refusals go to the audit log.
 func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -106,14 +146,24 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.MaxTokenlessCalls <= 0 {
 		cfg.MaxTokenlessCalls = DefaultMaxTokenlessCalls
 	}
+	if cfg.MaxChecksPerPeer <= 0 {
+		cfg.MaxChecksPerPeer = DefaultMaxChecksPerPeer
+	}
+	if cfg.MaxWatchesPerPeer <= 0 {
+		cfg.MaxWatchesPerPeer = DefaultMaxWatchesPerPeer
+	}
+	if cfg.WatchLifetime <= 0 {
+		cfg.WatchLifetime = DefaultWatchLifetime
+	}
 	if cfg.Audit == nil {
 		cfg.Audit = NewAuditLog(cfg.Log, 0, 0)
 	}
-	g := &gate{c: c, cfg: cfg}
+	g := &gate{c: c, cfg: cfg, checks: map[string]int{}, tokenlessBy: map[string]int{}, watches: map[string]int{}}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
 		grpc.MaxConcurrentStreams(cfg.MaxConcurrentStreams),
+		grpc.MaxHeaderListSize(MaxHeaderListBytes),
 		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(int32(cfg.MaxConcurrentStreams) * streamWindow),
 		// Per-connection buffers: the write buffer is taken from a pool
@@ -126,7 +176,7 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		grpc.StatsHandler(g),
 	}
 	if cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(auditedCreds{credentials.NewTLS(cfg.TLS), cfg.Audit}))
+		opts = append(opts, grpc.Creds(auditedCreds{credentials.NewTLS(cfg.TLS), cfg.Audit, cfg.Conns}))
 	}
 	opts = append(opts,
 		// Peers that never finish a TLS handshake, idle connections and
@@ -540,6 +590,11 @@ func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
 // CreateTask asks the server to define a task (the connection's token must be
 // the server's admin token) and returns the client tokens it issued.
 func (g *GRPCClient) CreateTask(ctx context.Context, spec TaskSpec, clients []string) (map[string]string, error) {
+	if spec.MaxDemoCount != 0 {
+		// The wire format has no field for it yet: refuse rather than
+		// create the task without the bound.
+		return nil, fmt.Errorf("task spec %s: max_demo_count cannot be sent to a running server; create the task offline (\"fedirl server task create --store ...\")", spec.ID)
+	}
 	r, err := g.rpc.CreateTask(g.ctx(ctx), &pb.CreateTaskRequest{Spec: specToPB(&spec), Clients: clients})
 	if err != nil {
 		return nil, fromStatus(ctx, err)

@@ -39,6 +39,9 @@ type TaskSpec struct {
 	Rounds          int             `json:"rounds"`
 	WarmStart       bool            `json:"warm_start,omitempty"`
 	MaxThetaNorm    float64         `json:"max_theta_norm"`
+	// MaxDemoCount, when > 0, bounds the demo_count a submission may
+	// declare (with demo weighting, a client's weight is its demo_count).
+	MaxDemoCount int `json:"max_demo_count,omitempty"`
 	// Privacy, when set, is the minimum client-level differential privacy
 	// every submission must declare (Submission.Privacy); the server refuses
 	// submissions without a declaration that meets it. It is a typed field

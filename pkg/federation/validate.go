@@ -76,6 +76,8 @@ func (s *TaskSpec) Validate() error {
 		return fmt.Errorf("task spec %s: deadline_seconds %v: want a finite value >= 0", s.ID, s.DeadlineSeconds)
 	case !(s.MaxThetaNorm > 0) || math.IsInf(s.MaxThetaNorm, 0):
 		return fmt.Errorf("task spec %s: max_theta_norm %v: want a finite value > 0", s.ID, s.MaxThetaNorm)
+	case s.MaxDemoCount < 0 || s.MaxDemoCount > math.MaxInt32:
+		return fmt.Errorf("task spec %s: max_demo_count %d: want 0 (no bound) to %d", s.ID, s.MaxDemoCount, math.MaxInt32)
 	case len(s.IRL) > MaxProbeBytes || (len(s.IRL) > 0 && !json.Valid(s.IRL)):
 		return fmt.Errorf("task spec %s: irl is not a JSON object of at most %d bytes", s.ID, MaxProbeBytes)
 	case len(s.Fusion) > MaxProbeBytes || (len(s.Fusion) > 0 && !json.Valid(s.Fusion)):
