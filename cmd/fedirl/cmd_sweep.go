@@ -108,7 +108,7 @@ declared before the sweep was first run.`,
 			}
 			total := 0
 			for _, r := range regimes {
-				c, _ := r.Apply(base)
+				c, _ := gridstudy.ApplyRegime(r, base)
 				total += c.Units()
 			}
 			if out == "" {

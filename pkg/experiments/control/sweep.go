@@ -74,7 +74,7 @@ func ApplyRegime(r report.Regime, base Config) (Config, error) {
 	c := base
 	c.Env = maps.Clone(base.Env)
 	c.Lattices = maps.Clone(base.Lattices)
-	if err := r.Decode(&c); err != nil {
+	if err := r.Decode(&c, nil); err != nil {
 		return base, err
 	}
 	if err := c.Validate(); err != nil {

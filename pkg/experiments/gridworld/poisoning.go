@@ -73,7 +73,7 @@ func LoadPoisoning(data []byte, src string, base Config) (Poisoning, error) {
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return Poisoning{}, fmt.Errorf("poisoning %s: %w", src, err)
 	}
-	c, err := Regime{Name: "study", Overrides: doc.Study}.Apply(base)
+	c, err := ApplyRegime(Regime{Name: "study", Overrides: doc.Study}, base)
 	if err != nil {
 		return Poisoning{}, fmt.Errorf("poisoning %s: %w", src, err)
 	}
@@ -90,7 +90,7 @@ func LoadPoisoning(data []byte, src string, base Config) (Poisoning, error) {
 	seen := map[string]bool{}
 	for i, a := range p.Attacks {
 		switch {
-		case !regimeName.MatchString(a.Name) || seen[a.Name]:
+		case !report.ValidName(a.Name) || seen[a.Name]:
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].name = %q: want a unique lower-case name", src, i, a.Name)
 		case strings.TrimSpace(a.Rationale) == "":
 			return Poisoning{}, fmt.Errorf("poisoning %s: attack %q has no rationale", src, a.Name)

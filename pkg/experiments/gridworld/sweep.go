@@ -6,16 +6,11 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -30,66 +25,27 @@ import (
 //go:embed regimes.yaml
 var DefaultRegimes []byte
 
-// Regime is one pre-declared study variant of a sweep: a name, a one-line
-// rationale and config overrides (keys as in the study config) applied over
-// the sweep's base config.
-type Regime struct {
-	Name      string    `yaml:"name" json:"name"`
-	Rationale string    `yaml:"rationale" json:"rationale"`
-	Overrides yaml.Node `yaml:"overrides" json:"-"`
-}
-
-var regimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+// Regime is one pre-declared study variant of a sweep (report.Regime, the
+// format every study's sweep shares).
+type Regime = report.Regime
 
 // LoadRegimes parses a regimes file (a YAML document with a `regimes` list)
 // named src in errors. Every regime needs a unique file-system-safe name, a
 // rationale and overrides that decode into a valid Config.
 func LoadRegimes(data []byte, src string, base Config) ([]Regime, error) {
-	var doc struct {
-		Regimes []Regime `yaml:"regimes"`
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("regimes %s: %w", src, err)
-	}
-	if len(doc.Regimes) == 0 {
-		return nil, fmt.Errorf("regimes %s: no regimes (want a top-level `regimes:` list)", src)
-	}
-	seen := map[string]bool{}
-	for i, r := range doc.Regimes {
-		switch {
-		case !regimeName.MatchString(r.Name):
-			return nil, fmt.Errorf("regimes %s: regimes[%d].name = %q, want lower-case letters, digits, '.', '_' or '-'", src, i, r.Name)
-		case seen[r.Name]:
-			return nil, fmt.Errorf("regimes %s: regimes[%d].name %q used twice", src, i, r.Name)
-		case strings.TrimSpace(r.Rationale) == "":
-			return nil, fmt.Errorf("regimes %s: regime %q has no rationale", src, r.Name)
-		}
-		seen[r.Name] = true
-		if _, err := r.Apply(base); err != nil {
-			return nil, fmt.Errorf("regimes %s: %w", src, err)
-		}
-	}
-	return doc.Regimes, nil
+	return report.LoadRegimes(data, src, func(r Regime) error {
+		_, err := ApplyRegime(r, base)
+		return err
+	})
 }
 
-// Apply returns base with the regime's overrides decoded over it (keys
+// ApplyRegime returns base with the regime's overrides decoded over it (keys
 // replace base's values, lists replace lists), validated. Errors name the
 // regime and the key.
-func (r Regime) Apply(base Config) (Config, error) {
+func ApplyRegime(r Regime, base Config) (Config, error) {
 	c := base
-	if r.Overrides.Kind == 0 {
-		return c, c.Validate()
-	}
-	data, err := yaml.Marshal(&r.Overrides)
-	if err != nil {
-		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, nameKeys(data, err))
+	if err := r.Decode(&c, nameKeys); err != nil {
+		return base, err
 	}
 	if err := c.Validate(); err != nil {
 		return base, fmt.Errorf("regime %q: overrides: %w", r.Name, err)
@@ -241,7 +197,7 @@ type SweepProgress interface {
 func Sweep(ctx context.Context, base Config, regimes []Regime, dir string, prog SweepProgress) ([]SweepResult, error) {
 	out := make([]SweepResult, len(regimes))
 	for i, r := range regimes {
-		c, err := r.Apply(base)
+		c, err := ApplyRegime(r, base)
 		if err != nil {
 			return nil, err
 		}

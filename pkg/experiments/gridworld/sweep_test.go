@@ -30,7 +30,7 @@ func TestDefaultRegimes(t *testing.T) {
 		if r.Name != want[i] {
 			t.Fatalf("regime %d is %q, want %q", i, r.Name, want[i])
 		}
-		c, err := r.Apply(base)
+		c, err := ApplyRegime(r, base)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestSweepResumesAndMatchesStudy(t *testing.T) {
 		return all
 	}
 	first := run()
-	c, _ := regimes[1].Apply(base)
+	c, _ := ApplyRegime(regimes[1], base)
 	s, err := GridWorld(context.Background(), c, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,11 @@ type Regime struct {
 
 var regimeName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
+// ValidName reports whether name can name a regime (or another entry of a
+// pre-declared file that becomes a folder): lower-case letters, digits, '.',
+// '_' and '-', not starting with a punctuation mark.
+func ValidName(name string) bool { return regimeName.MatchString(name) }
+
 // LoadRegimes parses a regimes file (a YAML document with a `regimes` list)
 // named src in errors. Every regime needs a unique file-system-safe name
 // and a rationale, and check (the study's: do the overrides give a valid
@@ -41,7 +46,7 @@ func LoadRegimes(data []byte, src string, check func(Regime) error) ([]Regime, e
 	seen := map[string]bool{}
 	for i, r := range doc.Regimes {
 		switch {
-		case !regimeName.MatchString(r.Name):
+		case !ValidName(r.Name):
 			return nil, fmt.Errorf("regimes %s: regimes[%d].name = %q, want lower-case letters, digits, '.', '_' or '-'", src, i, r.Name)
 		case seen[r.Name]:
 			return nil, fmt.Errorf("regimes %s: regimes[%d].name %q used twice", src, i, r.Name)
@@ -57,8 +62,10 @@ func LoadRegimes(data []byte, src string, check func(Regime) error) ([]Regime, e
 }
 
 // Decode decodes the regime's overrides into dst (a config already holding
-// the base values), refusing unknown keys; errors name the regime.
-func (r Regime) Decode(dst any) error {
+// the base values), refusing unknown keys; errors name the regime, and
+// explain (when not nil) may rewrite a decoding error from the overrides'
+// YAML, e.g. to name the key at fault.
+func (r Regime) Decode(dst any, explain func(data []byte, err error) error) error {
 	if r.Overrides.Kind == 0 {
 		return nil
 	}
@@ -69,6 +76,9 @@ func (r Regime) Decode(dst any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(dst); err != nil && !errors.Is(err, io.EOF) {
+		if explain != nil {
+			err = explain(data, err)
+		}
 		return fmt.Errorf("regime %q: overrides: %w", r.Name, err)
 	}
 	return nil
