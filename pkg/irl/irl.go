@@ -129,8 +129,9 @@ const (
 	// and its line search; MaxIter counts its major iterations.
 	OptimizerLBFGS = "lbfgs"
 	// OptimizerNewton maximizes the (concave) objective by Newton's method
-	// with the exact Hessian and a line search on the directional
-	// derivative (newton.go); MaxIter counts Newton steps.
+	// with exact Hessians, refreshed when progress slows and BFGS-updated
+	// in between, and a line search on the directional derivative
+	// (newton.go); MaxIter counts its steps.
 	OptimizerNewton = "newton"
 )
 
@@ -253,9 +254,10 @@ type Result struct {
 	// Evaluations counts objective and gradient evaluations (line-search
 	// trials included).
 	Evaluations int `json:"evaluations"`
-	// HessianMatVecs counts the products of the Hessian's column solves
-	// (Newton only).
-	HessianMatVecs int `json:"hessian_matvecs,omitempty"`
+	// HessianEvaluations counts exact Hessians and HessianMatVecs the
+	// products of their column solves (Newton only).
+	HessianEvaluations int `json:"hessian_evaluations,omitempty"`
+	HessianMatVecs     int `json:"hessian_matvecs,omitempty"`
 	// ModelStates is the number of states of the model (with
 	// Config.Absorbing's changes); ReachableStates of those reachable from
 	// the start distribution, to which the fit was restricted (exactly).
