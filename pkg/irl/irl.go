@@ -318,6 +318,7 @@ type Objective struct {
 	// state's F, the accumulated covariance and the state visits x_t.
 	phiRows, psi, psiNext []float64
 	psiWarm               bool
+	lastTheta             []float64 // θ of the last Eval
 	hrows, frow, hacc, xt []float64
 }
 
@@ -410,7 +411,9 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 		panic(fmt.Sprintf("irl: theta and grad have lengths %d and %d, want %d", len(theta), len(grad), o.d))
 	}
 	features.Reward(o.reward, o.phi, theta)
+	o.predictValues(theta)
 	o.vals = o.ws.SoftValueIteration(o.vals, o.reward, o.tau)
+	o.lastTheta = append(o.lastTheta[:0], theta...)
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
 	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)
