@@ -15,20 +15,20 @@ import (
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
-// benchFitProblem builds the local IRL problem of client 0 of env on its
-// fine lattice as the default study does (sampled model, features,
+// benchFitProblem builds the local IRL problem of client 0 of env on a
+// lattice preset as the default study does (sampled model, features,
 // horizon, discount and IRL settings), with 20 demonstrations (the
 // default episodes_per_client) sampled on the lattice model itself from the
 // greedy policy of the true lattice reward, each starting in the cell of a
 // simulator reset: a stand-in for the PPO experts' demonstrations that
 // needs no expert training.
-func benchFitProblem(b *testing.B, env string) (*mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config) {
+func benchFitProblem(b *testing.B, env, lattice string) (*mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config) {
 	ctx := context.Background()
 	s, err := New(DefaultConfig(), b.TempDir(), 1, io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := s.probe(env, "fine")
+	p, err := s.probe(env, lattice)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,16 +76,16 @@ func benchFitProblem(b *testing.B, env string) (*mdp.MDP, *mat.Dense, []irl.Traj
 	return m, phi, demos, cfg
 }
 
-// BenchmarkLocalFit times one local MaxEnt fit of the default study on the
-// fine Acrobot and CartPole lattices (benchFitProblem) on one core, with
+// BenchmarkLocalFit times one local MaxEnt fit of the default study on its
+// lattices (fine Acrobot and CartPole, paper Pendulum; benchFitProblem) on one core, with
 // the well-posed protocol's optimizer (newton) and with L-BFGS, which it
 // replaced. cpu-s/fit is the process CPU time per fit; converged is 1 when
 // ‖∇‖ ≤ irl.grad_tol was reached. Targets (issue 36): Acrobot ≤ 3 s,
 // CartPole ≤ 1.5 s. Run with -benchtime 1x: a fit takes seconds.
 func BenchmarkLocalFit(b *testing.B) {
-	for _, env := range []string{"Acrobot-v1", "CartPole-v1"} {
-		b.Run(env, func(b *testing.B) {
-			m, phi, demos, cfg := benchFitProblem(b, env)
+	for _, c := range []struct{ env, lattice string }{{"Acrobot-v1", "fine"}, {"CartPole-v1", "fine"}, {"Pendulum-v1", "paper"}} {
+		b.Run(c.env+"-"+c.lattice, func(b *testing.B) {
+			m, phi, demos, cfg := benchFitProblem(b, c.env, c.lattice)
 			for _, opt := range []string{irl.OptimizerNewton, irl.OptimizerLBFGS} {
 				b.Run(opt, func(b *testing.B) {
 					cfg := cfg
