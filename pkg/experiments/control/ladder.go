@@ -110,7 +110,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 		return report.WriteJSON(u.path(s.dir), f)
 	}
 	f.Available = true
-	m, r, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
+	m, r, err := s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}

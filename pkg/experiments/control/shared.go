@@ -1,22 +1,97 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/mdp"
 )
 
 // sharedWork holds what several units of one run compute identically, so
 // it is computed once per process: the thin SVD of Φ per (environment,
 // lattice, features) for the ladder's projection, which every client and
-// seed of a lattice shares. Units stay files keyed by their own inputs, so
-// a resumed or sharded run recomputes an entry once in each process and
-// writes the same bytes.
+// seed of a lattice shares, and each client's sampled lattice model with
+// its true reward, which its local IRL, ladder and fidelity units of every
+// seed share (the model's seed depends on the client, not on the study
+// seed). Units stay files keyed by their own inputs, so a resumed or
+// sharded run recomputes an entry once in each process and writes the same
+// bytes. Models are kept up to sharedModelBytes, the oldest dropped first.
 type sharedWork struct {
-	mu   sync.Mutex
-	svds map[string]*svdEntry
+	mu         sync.Mutex
+	svds       map[string]*svdEntry
+	models     map[string]*modelEntry
+	modelOrder []string
+	modelBytes int
+}
+
+// sharedModelBytes bounds the memory of the kept lattice models (a fine
+// lattice's is about 8 MB, an ultra one's about 100 MB).
+const sharedModelBytes = 512 << 20
+
+type modelEntry struct {
+	once sync.Once
+	m    *mdp.MDP
+	r    []float64
+	err  error
+}
+
+// model returns the client's sampled lattice model and true reward on g
+// (trueModel), built once per (probe, client, model config); callers get a
+// shallow copy of the MDP, so they may set its Horizon or Init, and must
+// not modify its slices.
+func (s *Study) model(ctx context.Context, probeKey string, g *discretize.Grid, env string, client int, cfg discretize.ModelConfig, workers int) (*mdp.MDP, []float64, error) {
+	w := &s.shared
+	k := key(struct {
+		Probe  string
+		Client int
+		Model  discretize.ModelConfig
+	}{probeKey, client, cfg})
+	w.mu.Lock()
+	if w.models == nil {
+		w.models = map[string]*modelEntry{}
+	}
+	e := w.models[k]
+	if e == nil {
+		e = &modelEntry{}
+		w.models[k] = e
+	}
+	w.mu.Unlock()
+	e.once.Do(func() {
+		e.m, e.r, e.err = trueModel(ctx, g, env, client, cfg, workers)
+		if e.err != nil {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.modelOrder = append(w.modelOrder, k)
+		w.modelBytes += modelSize(e.m)
+		for w.modelBytes > sharedModelBytes && len(w.modelOrder) > 1 {
+			old := w.modelOrder[0]
+			w.modelOrder = w.modelOrder[1:]
+			w.modelBytes -= modelSize(w.models[old].m)
+			delete(w.models, old) // holders keep theirs; the next caller rebuilds it
+		}
+	})
+	if e.err != nil {
+		w.mu.Lock()
+		if w.models[k] == e {
+			delete(w.models, k) // a cancelled build is not remembered
+		}
+		w.mu.Unlock()
+		return nil, nil, e.err
+	}
+	m := *e.m
+	return &m, e.r, nil
+}
+
+// modelSize is the approximate memory of m's slices in bytes.
+func modelSize(m *mdp.MDP) int {
+	return 8*len(m.RowPtr) + 12*len(m.Next) + 9*m.NumStates + 8*m.NumPairs()
 }
 
 type svdEntry struct {
