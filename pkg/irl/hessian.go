@@ -3,6 +3,8 @@ package irl
 import (
 	"math"
 
+	"gonum.org/v1/gonum/floats"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
@@ -262,4 +264,25 @@ func (o *Objective) StartFeatures() []float64 {
 		}
 	}
 	return out
+}
+
+// predictValues moves the values of the last Eval, from which a warm-started
+// solve starts, to their first-order prediction at theta,
+// V(θ) ≈ V(θ_last) + ψ·(θ − θ_last), with the ψ of the last Hessian (an
+// infinite horizon only). The solve's stopping rule is unchanged, so this
+// changes how many Newton steps it takes, not its result; a ψ from a few
+// steps back still predicts better than no change.
+func (o *Objective) predictValues(theta []float64) {
+	if !o.psiWarm || o.vals == nil || len(o.lastTheta) != o.d || len(o.vals.V) != o.m.NumStates {
+		return
+	}
+	d := o.d
+	delta := o.frow[:d] // scratch: the Hessian is not being computed now
+	for j := range d {
+		delta[j] = theta[j] - o.lastTheta[j]
+	}
+	v := o.vals.V
+	for s := range v {
+		v[s] += floats.Dot(o.psi[s*d:(s+1)*d], delta)
+	}
 }

@@ -129,8 +129,9 @@ const (
 	// and its line search; MaxIter counts its major iterations.
 	OptimizerLBFGS = "lbfgs"
 	// OptimizerNewton maximizes the (concave) objective by Newton's method
-	// with the exact Hessian and a line search on the directional
-	// derivative (newton.go); MaxIter counts Newton steps.
+	// with exact Hessians, refreshed when progress slows and BFGS-updated
+	// in between, and a line search on the directional derivative
+	// (newton.go); MaxIter counts its steps.
 	OptimizerNewton = "newton"
 )
 
@@ -253,9 +254,10 @@ type Result struct {
 	// Evaluations counts objective and gradient evaluations (line-search
 	// trials included).
 	Evaluations int `json:"evaluations"`
-	// HessianMatVecs counts the products of the Hessian's column solves
-	// (Newton only).
-	HessianMatVecs int `json:"hessian_matvecs,omitempty"`
+	// HessianEvaluations counts exact Hessians and HessianMatVecs the
+	// products of their column solves (Newton only).
+	HessianEvaluations int `json:"hessian_evaluations,omitempty"`
+	HessianMatVecs     int `json:"hessian_matvecs,omitempty"`
 	// ModelStates is the number of states of the model (with
 	// Config.Absorbing's changes); ReachableStates of those reachable from
 	// the start distribution, to which the fit was restricted (exactly).
@@ -316,6 +318,7 @@ type Objective struct {
 	// state's F, the accumulated covariance and the state visits x_t.
 	phiRows, psi, psiNext []float64
 	psiWarm               bool
+	lastTheta             []float64 // θ of the last Eval
 	hrows, frow, hacc, xt []float64
 }
 
@@ -408,7 +411,9 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 		panic(fmt.Sprintf("irl: theta and grad have lengths %d and %d, want %d", len(theta), len(grad), o.d))
 	}
 	features.Reward(o.reward, o.phi, theta)
+	o.predictValues(theta)
 	o.vals = o.ws.SoftValueIteration(o.vals, o.reward, o.tau)
+	o.lastTheta = append(o.lastTheta[:0], theta...)
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
 	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/mdp"
@@ -57,8 +58,8 @@ func TestNewtonMatchesOtherSolvers(t *testing.T) {
 			}
 			approx.Slices(t, "θ (Newton vs gradient ascent)", nt.Theta, ref.Theta, 1e-6, 1e-6)
 			approx.Equal(t, "θ_abs", nt.AbsorbingReward, ref.AbsorbingReward, 1e-6, 1e-6)
-			t.Logf("Newton: %d steps, %d evaluations, %d Hessian products; gradient ascent %d steps; θ = %.4f",
-				nt.Iterations, nt.Evaluations, nt.HessianMatVecs, ref.Iterations, nt.Theta)
+			t.Logf("Newton: %d steps, %d evaluations, %d exact Hessians (%d products); gradient ascent %d steps; θ = %.4f",
+				nt.Iterations, nt.Evaluations, nt.HessianEvaluations, nt.HessianMatVecs, ref.Iterations, nt.Theta)
 			if nt.Iterations > 15 {
 				t.Errorf("Newton took %d steps", nt.Iterations)
 			}
@@ -104,5 +105,33 @@ func TestNewtonLargerModel(t *testing.T) {
 		nt.Iterations, nt.Evaluations, lb.Iterations, lb.Evaluations, lb.Converged, lb.StopReason)
 	if lb.Converged {
 		approx.Slices(t, "θ (Newton vs L-BFGS)", nt.Theta, lb.Theta, 1e-5, 1e-5)
+	}
+}
+
+// TestBFGSUpdateSecant: the updated model satisfies the secant condition
+// H⁺s = y, stays symmetric negative definite, and is left alone when
+// sᵀy ≥ 0.
+func TestBFGSUpdateSecant(t *testing.T) {
+	h := mat.NewSymDense(3, []float64{-4, 1, 0, 1, -3, 0.5, 0, 0.5, -2})
+	s := []float64{0.3, -0.2, 0.5}
+	y := []float64{-1.1, 0.4, -0.9} // sᵀy < 0
+	bfgsUpdate(h, make([]float64, 3), s, y)
+	hs := mat.NewVecDense(3, nil)
+	hs.MulVec(h, mat.NewVecDense(3, s))
+	approx.Slices(t, "H⁺s", hs.RawVector().Data, y, 1e-12, 1e-12)
+	var eig mat.EigenSym
+	if !eig.Factorize(h, false) {
+		t.Fatal("eigendecomposition failed")
+	}
+	for _, v := range eig.Values(nil) {
+		if !(v < 0) {
+			t.Fatalf("eigenvalues %v: H⁺ is not negative definite", eig.Values(nil))
+		}
+	}
+	before := mat.NewSymDense(3, nil)
+	before.CopySym(h)
+	bfgsUpdate(h, make([]float64, 3), s, []float64{1, 0, 0}) // sᵀy > 0
+	if !mat.Equal(h, before) {
+		t.Fatal("an update with sᵀy > 0 changed H")
 	}
 }

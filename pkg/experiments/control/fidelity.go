@@ -119,7 +119,7 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 	if err != nil {
 		return err
 	}
-	m, rTrue, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
+	m, rTrue, err := s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}

@@ -175,7 +175,7 @@ func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed
 	if sp.Rollouts != nil {
 		m, err = s.countedModel(ctx, g, sp, seed)
 	} else {
-		m, _, err = trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers) // the ladder's and fidelity's model too
+		m, _, err = s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers) // the ladder's and fidelity's model too
 	}
 	if err != nil {
 		return fail(fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"gonum.org/v1/gonum/floats"
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
@@ -115,7 +114,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 		return report.WriteJSON(u.path(s.units), f)
 	}
 	f.Available = true
-	m, r, err := trueModel(ctx, g, sp.Env, sp.Client, sp.Model, workers)
+	m, r, err := s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}
@@ -147,55 +146,10 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	}
 	f.PlannerReturn = floats.Sum(ret) / float64(len(ret))
 	// (b) project the true reward onto the features (non-terminal pairs).
-	f.Theta, f.ProjectionR2, err = project(phi, r, g.NumCells()*g.NumActions())
+	pj, err := s.shared.projector(key(sp.Probe), phi, g.NumCells()*g.NumActions())
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
 	}
+	f.Theta, f.ProjectionR2 = pj.project(r)
 	return report.WriteJSON(u.path(s.units), f)
-}
-
-// project returns the minimum-norm argmin_θ ‖Φθ − r‖ over the first n rows
-// (the non-terminal pairs), through the thin SVD of Φ with singular values
-// below 1e-10·σ_max treated as zero (a feature set can be rank-deficient on
-// a small lattice), and the fit's R² (1 when r is constant and fitted
-// exactly).
-func project(phi *mat.Dense, r []float64, n int) ([]float64, float64, error) {
-	_, d := phi.Dims()
-	a := phi.Slice(0, n, 0, d)
-	var svd mat.SVD
-	if !svd.Factorize(a, mat.SVDThin) {
-		return nil, 0, fmt.Errorf("projecting the true reward onto the features: the SVD did not converge")
-	}
-	sv := svd.Values(nil)
-	var u, v mat.Dense
-	svd.UTo(&u)
-	svd.VTo(&v)
-	b := mat.NewVecDense(n, append([]float64(nil), r[:n]...))
-	var utb mat.VecDense
-	utb.MulVec(u.T(), b)
-	for i, s := range sv {
-		if s > 1e-10*sv[0] {
-			utb.SetVec(i, utb.AtVec(i)/s)
-		} else {
-			utb.SetVec(i, 0)
-		}
-	}
-	var x mat.VecDense
-	x.MulVec(&v, &utb)
-	var fit mat.VecDense
-	fit.MulVec(a, &x)
-	mean := floats.Sum(r[:n]) / float64(n)
-	var ss, st float64
-	for i := range n {
-		e := r[i] - fit.AtVec(i)
-		ss += e * e
-		st += (r[i] - mean) * (r[i] - mean)
-	}
-	r2 := 1.0
-	if st > 0 {
-		r2 = 1 - ss/st
-	} else if ss > 1e-18*float64(n) {
-		r2 = 0
-	}
-	return mat.Col(nil, 0, &x), r2, nil
 }

@@ -21,7 +21,7 @@ func paperEnv(env string) EnvConfig {
 }
 
 // wellPosedIRL is the local IRL of the well-posed protocol: Newton's
-// method with the exact Hessian to convergence of the concave objective
+// method (exact Hessians, BFGS updates between them) to convergence of the concave objective
 // (irl_iterations bounds its steps; L-BFGS's line search stalled on 21 of
 // the 40 Acrobot fits of the 10-seed run), the lattice MDP's horizon matched to the demonstrations',
 // and the absorbing-state value learned.

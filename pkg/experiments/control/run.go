@@ -52,6 +52,8 @@ type Study struct {
 	mu       sync.Mutex
 	// horizons caches the lattice MDP's horizon per environment.
 	horizons map[string]int
+	// shared holds work shared by units (shared.go).
+	shared sharedWork
 }
 
 // New returns a study of cfg writing into dir with jobs parallel units;

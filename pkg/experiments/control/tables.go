@@ -58,7 +58,7 @@ func (s *Summary) Markdown() string {
 	}
 	s.writeVerdicts(&b)
 	b.WriteString("\n## PPO on each reward (mean ± std over seeds; per seed the mean over clients)\n\n")
-	b.WriteString("Normalized return: (R − R_random)/(R_anchor − R_random) per client and seed, R_anchor the config's normalization_anchor (best: the better of the client's expert and PPO on the true reward). EPIC to the true lattice reward under three coverages (irl.Coverage): model (states uniform over the cells, the model's transitions), uniform (evaluating-rewards' default: uniform over all (s, a, s′)), demonstrations (the client's demonstrations' state visits; held-out clients have none); – where undefined.\n\n")
+	b.WriteString("Normalized return: (R − R_random)/(R_anchor − R_random) per client and seed, R_anchor the config's normalization_anchor (best: the better of the client's expert and PPO on the true reward). EPIC to the true lattice reward under three coverages (irl.Coverage): model (states uniform over the cells, the model's transitions), uniform (evaluating-rewards' default: uniform over all (s, a, s′)), demonstrations (the state visits of the client's expert demonstrations, held-out clients' experts included); – where undefined.\n\n")
 	b.WriteString("| env | lattice | pairs | method | clients | normalized return | EPIC model | EPIC uniform | EPIC demonstrations | final true return | seeds |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range s.Rows {
 		pairs := "–"

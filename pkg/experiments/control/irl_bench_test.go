@@ -1,0 +1,118 @@
+package control
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// benchFitProblem builds the local IRL problem of client 0 of env on a
+// lattice preset as the default study does (sampled model, features,
+// horizon, discount and IRL settings), with 20 demonstrations (the
+// default episodes_per_client) sampled on the lattice model itself from the
+// greedy policy of the true lattice reward, each starting in the cell of a
+// simulator reset: a stand-in for the PPO experts' demonstrations that
+// needs no expert training.
+func benchFitProblem(b *testing.B, env, lattice string) (*mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config) {
+	ctx := context.Background()
+	s, err := New(DefaultConfig(), b.TempDir(), 1, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.probe(env, lattice)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, phi, err := p.Features()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, r, err := trueModel(ctx, g, env, 0, s.modelConfig(env, 0, 1), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := s.horizon(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20, Workers: 1})
+	pi := ws.SoftPolicy(nil, ws.ValueIteration(nil, r), 0)
+	ws.Close()
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := registry.Make(env, 0, nil, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const episodes = 20
+	init := make([]float64, m.NumStates)
+	x := make([]float64, g.StateDim())
+	for ep := range episodes {
+		init[g.SnapState(ce.StateOf(x, e.Reset(uint64(ep))))] += 1.0 / episodes
+	}
+	m.Init = init
+	rng := rand.New(rand.NewPCG(1, 2))
+	var demos []irl.Trajectory
+	for range episodes {
+		st, ac := m.Rollout(rng, pi, 500)
+		demos = append(demos, irl.Trajectory{States: st, Actions: ac})
+	}
+	m.Horizon = h
+	c := s.cfg.IRL
+	cfg := irl.Config{LearningRate: c.LearningRate, Temperature: c.Temperature, L2: c.L2, MaxIter: s.cfg.Env[env].IRLIterations,
+		Optimizer: c.Optimizer, GradTol: c.GradTol, Absorbing: c.Absorbing,
+		Solver: mdp.Options{Tol: c.SolverTol, Anderson: c.Anderson, Newton: c.Solver == "newton", Workers: 1}}
+	return m, phi, demos, cfg
+}
+
+// BenchmarkLocalFit times one local MaxEnt fit of the default study on its
+// lattices (fine Acrobot and CartPole, paper Pendulum; benchFitProblem) on one core, with
+// the well-posed protocol's optimizer (newton) and with L-BFGS, which it
+// replaced. cpu-s/fit is the process CPU time per fit; converged is 1 when
+// ‖∇‖ ≤ irl.grad_tol was reached. Targets (issue 36): Acrobot ≤ 3 s,
+// CartPole ≤ 1.5 s. Run with -benchtime 1x: a fit takes seconds.
+func BenchmarkLocalFit(b *testing.B) {
+	for _, c := range []struct{ env, lattice string }{{"Acrobot-v1", "fine"}, {"CartPole-v1", "fine"}, {"Pendulum-v1", "paper"}} {
+		b.Run(c.env+"-"+c.lattice, func(b *testing.B) {
+			m, phi, demos, cfg := benchFitProblem(b, c.env, c.lattice)
+			for _, opt := range []string{irl.OptimizerNewton, irl.OptimizerLBFGS} {
+				b.Run(opt, func(b *testing.B) {
+					cfg := cfg
+					cfg.Optimizer = opt
+					var res irl.Result
+					b.ResetTimer()
+					cpu0 := cpuclock.ProcessCPU()
+					for b.Loop() {
+						var err error
+						if res, err = irl.MaxEnt(context.Background(), m, phi, demos, cfg); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/1e9/float64(b.N), "cpu-s/fit")
+					b.ReportMetric(float64(res.Iterations), "iterations")
+					b.ReportMetric(float64(res.Evaluations), "evaluations")
+					b.ReportMetric(float64(res.HessianEvaluations), "exact-hessians")
+					conv := 0.0
+					if res.Converged {
+						conv = 1
+					}
+					b.ReportMetric(conv, "converged")
+					b.ReportMetric(res.GradNorm[len(res.GradNorm)-1], "grad-norm")
+					b.ReportMetric(float64(res.ReachableStates), "reachable-states")
+					b.ReportMetric(float64(res.ModelStates), "states")
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,68 @@
+package control
+
+import (
+	"context"
+	"io"
+	"testing"
+)
+
+// TestSharedModelBuiltOnce: two units of one client share one sampled
+// model (the same transition storage, built once), each gets its own MDP
+// header to set a horizon on, and another client gets its own model.
+func TestSharedModelBuiltOnce(t *testing.T) {
+	cfg := microConfig()
+	s, err := New(cfg, t.TempDir(), 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const env = "Pendulum-v1"
+	p, err := s.probe(env, "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := p.Features()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pk := key(p)
+	a, ra, err := s.model(ctx, pk, g, env, 0, s.modelConfig(env, 0, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Horizon = 7
+	b, rb, err := s.model(ctx, pk, g, env, 0, s.modelConfig(env, 0, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &a.Next[0] != &b.Next[0] || &ra[0] != &rb[0] {
+		t.Fatal("the second request rebuilt the model")
+	}
+	if b.Horizon != 0 {
+		t.Fatalf("the first holder's horizon leaked into the second: %d", b.Horizon)
+	}
+	c, _, err := s.model(ctx, pk, g, env, 1, s.modelConfig(env, 1, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &c.Next[0] == &a.Next[0] {
+		t.Fatal("client 1 got client 0's model")
+	}
+	ref, rref, err := trueModel(ctx, g, env, 0, s.modelConfig(env, 0, 1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Next) != len(b.Next) || len(rref) != len(rb) {
+		t.Fatal("the shared model differs from a fresh build")
+	}
+	for i := range ref.Next {
+		if ref.Next[i] != b.Next[i] || ref.Prob[i] != b.Prob[i] {
+			t.Fatalf("transition %d differs from a fresh build", i)
+		}
+	}
+	for k := range rref {
+		if rref[k] != rb[k] {
+			t.Fatalf("true reward of pair %d differs from a fresh build", k)
+		}
+	}
+}
