@@ -11,9 +11,11 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // probe3 is a three-point line with features (1, x): rewards are affine in x.
@@ -577,5 +579,104 @@ func TestFuseCancelled(t *testing.T) {
 	_, err := fusion.FuseContext(ctx, probe5(t), [][]float64{{-0.8, 0.35}, {-0.5, 0.2}}, nil, fusion.Options{Method: "debiased"})
 	if err == nil || !strings.Contains(err.Error(), "canceled") {
 		t.Errorf("cancelled fusion: %v", err)
+	}
+}
+
+// BenchmarkFuseMethods runs every registry method on the 20×20 grid-world
+// probe (1600 points) with K = 20 clients and reports fusions per second.
+func BenchmarkFuseMethods(b *testing.B) {
+	spec, err := gridworld.DefaultFamily(20).Probe(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := tasks.GridProbe(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	thetas := make([][]float64, 20)
+	for i := range thetas {
+		thetas[i] = []float64{-0.05 * rng.Float64(), 0.03 * rng.Float64()}
+	}
+	for _, name := range fusion.Methods() {
+		b.Run(name, func(b *testing.B) {
+			opt := fusion.Options{Method: name, MaxIter: 200}
+			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace {
+				opt.MaxIter = 0
+			}
+			for b.Loop() {
+				if _, err := fusion.Fuse(p, thetas, nil, opt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fusions/s")
+		})
+	}
+}
+
+// TestRewardMedianAndTrimmedMeanBySorting: reward-median and
+// reward-trimmed-mean combine the clients' measures point by point exactly
+// as sorting them does, and map back with the median (trimmed mean) of the
+// clients' Z_i and σ_i.
+func TestRewardMedianAndTrimmedMeanBySorting(t *testing.T) {
+	p := probe5(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	thetas := make([][]float64, 5)
+	for i := range thetas {
+		thetas[i] = []float64{-0.8 + 0.3*rng.NormFloat64(), 0.35 + 0.2*rng.NormFloat64()}
+	}
+	thetas[4] = []float64{900, -400}
+	n := p.Lattice.Len()
+	ms := make([][]float64, len(thetas))
+	zs, ss := make([]float64, len(thetas)), make([]float64, len(thetas))
+	for i, th := range thetas {
+		r := make([]float64, n)
+		for x := range r {
+			r[x] = p.Phi.At(x, 0)*th[0] + p.Phi.At(x, 1)*th[1]
+		}
+		ss[i] = fusion.AutoSigma(r)
+		var err error
+		if ms[i], zs[i], err = fusion.ShiftNormalize(nil, r, ss[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	median := func(v []float64) float64 { // K = 5: the third smallest
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[2]
+	}
+	trimmed := func(v []float64) float64 { // β = 0.2, K = 5: drop one at each end
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return (s[1] + s[2] + s[3]) / 3
+	}
+	for _, c := range []struct {
+		method string
+		stat   func([]float64) float64
+	}{{"reward-median", median}, {"reward-trimmed-mean", trimmed}} {
+		out, err := fusion.Fuse(p, thetas, nil, fusion.Options{Method: c.method, SigmaMode: "per-client"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := make([]float64, len(thetas))
+		want := make([]float64, n)
+		for x := range n {
+			for i := range thetas {
+				col[i] = ms[i][x]
+			}
+			want[x] = c.stat(col)
+		}
+		approx.Slices(t, c.method+" p̄", out.Reward.Barycenter, want, 1e-15, 1e-12)
+		approx.Equal(t, c.method+" Z", out.Reward.Z, c.stat(zs), 0, 1e-12)
+		approx.Equal(t, c.method+" σ", out.Reward.Sigma, c.stat(ss), 0, 1e-12)
+		r := make([]float64, n)
+		for x := range r {
+			r[x] = out.Reward.Z*want[x] - out.Reward.Sigma
+		}
+		theta, err := fusion.BackProject(p.Phi, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		approx.Slices(t, c.method+" θ", out.Theta, theta, 1e-12, 1e-9)
 	}
 }
