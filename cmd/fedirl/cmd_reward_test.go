@@ -14,6 +14,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
 )
 
@@ -77,7 +78,7 @@ func TestRewardDistanceCommand(t *testing.T) {
 	run := func(a, b string) (rewardDistanceOutput, error) {
 		out := file("out.json")
 		os.Remove(out)
-		rootCmd.SetArgs([]string{"reward", "distance", "--spec", spec, "--out", out, a, b})
+		rootCmd.SetArgs([]string{"reward", "distance", "--spec", spec, "--coverage", "model", "--demos", "", "--out", out, a, b})
 		if err := rootCmd.Execute(); err != nil {
 			return rewardDistanceOutput{}, err
 		}
@@ -110,15 +111,15 @@ func TestRewardDistanceCommand(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			approx.Equal(t, "epic", got.EPIC, want.Distance, 1e-14, 0)
-			approx.Equal(t, "pearson", got.Pearson, want.Pearson, 1e-14, 0)
-			if !strings.Contains(got.Coverage, "4 non-terminal states") {
-				t.Errorf("coverage %q does not describe the 4 non-terminal states", got.Coverage)
+			approx.Equal(t, "epic", *got.EPIC, want.Distance, 1e-14, 0)
+			approx.Equal(t, "pearson", *got.Pearson, want.Pearson, 1e-14, 0)
+			if got.Coverage != "model" || !strings.Contains(got.Description, "4 non-terminal states") {
+				t.Errorf("coverage %q, %q: want model, describing the 4 non-terminal states", got.Coverage, got.Description)
 			}
 		})
 	}
 	// Swapping the arguments gives the same distance (EPIC is symmetric).
-	if got, err := run(bReward, aJSON); err != nil || !approx.Close(got.EPIC, want.Distance, 1e-14, 0) {
+	if got, err := run(bReward, aJSON); err != nil || !approx.Close(*got.EPIC, want.Distance, 1e-14, 0) {
 		t.Fatalf("swapped: %+v, %v; want %g", got, err, want.Distance)
 	}
 
@@ -151,5 +152,142 @@ func TestRewardDistanceCommand(t *testing.T) {
 				t.Fatalf("error = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestRewardDistanceCoverages runs "fedirl reward distance" under each
+// --coverage and --coverage all on a chain MDP, checks each distance against
+// irl.EPIC with the same coverage (the demonstrations' visits counted here),
+// that a reward constant on the demonstrations' support is reported as
+// undefined (null with the reason, not 0) under all and as an error alone,
+// and that --coverage and --demos must agree.
+func TestRewardDistanceCoverages(t *testing.T) {
+	// 0 → 1 → 2 → 3 (terminal); action 0 stays, action 1 moves on.
+	b := mdp.NewBuilder(4, 2)
+	b.Gamma = 0.9
+	b.SetTerminal(3)
+	for s := 0; s < 4; s++ {
+		b.AddTransition(s, 0, s, 1)
+		b.AddTransition(s, 1, min(s+1, 3), 1)
+	}
+	b.Init = []float64{1, 0, 0, 0}
+	m, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	phi := mat.NewDense(8, 2, []float64{1, 0, 0, 1, 1, 1, 0, 2, 2, 0, 1, 3, 0, 0, 0, 0})
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	spec := file("mdp.json")
+	if err := irl.WriteSpecFile(spec, m, phi); err != nil {
+		t.Fatal(err)
+	}
+	// The demonstrations stay in states 0 and 1: never in the terminal state.
+	demos := []irl.Trajectory{{States: []int{0, 0, 1, 1}, Actions: []int{0, 1, 0}}, {States: []int{0, 1}, Actions: []int{1}}}
+	demoFile := file("demos.jsonl")
+	if err := irl.WriteTrajectoriesFile(demoFile, demos); err != nil {
+		t.Fatal(err)
+	}
+	visits := []float64{3, 1, 0, 0} // counted by hand: states where an action is taken
+	writeReward := func(name string, r []float64) string {
+		f, err := os.Create(file(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := npy.Write(f, mat.NewDense(4, 2, r)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return file(name)
+	}
+	rA := []float64{0.3, -1, 2, 0.5, -0.7, 1.1, 0, 0}
+	rB := []float64{1, 0.2, -0.4, 0.9, 0.1, 2, 0, 0}
+	rC := []float64{1, 1, 1, 1, 1, 1, 0, 0} // constant per step
+	a, bb, c := writeReward("a.npy", rA), writeReward("b.npy", rB), writeReward("c.npy", rC)
+
+	run := func(coverage, demos, x, y string) ([]byte, error) {
+		out := file("out.json")
+		os.Remove(out)
+		rootCmd.SetArgs([]string{"reward", "distance", "--spec", spec, "--coverage", coverage, "--demos", demos, "--out", out, x, y})
+		if err := rootCmd.Execute(); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(out)
+	}
+	want := func(cov irl.Coverage, r1, r2 []float64) irl.EPICResult {
+		o := irl.EPICOptions{Coverage: cov}
+		if cov == irl.CoverageDemonstrations {
+			o.StateWeights = visits
+		}
+		res, err := irl.EPIC(m, r1, r2, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, cov := range irl.Coverages() {
+		demos := ""
+		if cov == irl.CoverageDemonstrations {
+			demos = demoFile
+		}
+		data, err := run(string(cov), demos, a, bb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got rewardDistanceOutput
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		w := want(cov, rA, rB)
+		if got.Coverage != string(cov) || got.EPIC == nil {
+			t.Fatalf("--coverage %s: %s", cov, data)
+		}
+		approx.Equal(t, string(cov)+" epic", *got.EPIC, w.Distance, 1e-14, 0)
+		approx.Equal(t, string(cov)+" pearson", *got.Pearson, w.Pearson, 1e-14, 0)
+	}
+
+	// all: three entries by name; the constant reward is undefined on the demonstrations only.
+	data, err := run("all", demoFile, c, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]rewardDistanceOutput
+	if err := json.Unmarshal(data, &all); err != nil {
+		t.Fatalf("%s: %v", data, err)
+	}
+	if len(all) != 3 {
+		t.Fatalf("--coverage all wrote %d entries: %s", len(all), data)
+	}
+	for _, cov := range []irl.Coverage{irl.CoverageModel, irl.CoverageUniform} {
+		got := all[string(cov)]
+		if got.EPIC == nil {
+			t.Fatalf("%s: undefined: %s", cov, data)
+		}
+		approx.Equal(t, string(cov)+" epic of the constant reward", *got.EPIC, want(cov, rC, rA).Distance, 1e-14, 0)
+	}
+	d := all[string(irl.CoverageDemonstrations)]
+	if d.EPIC != nil || d.Pearson != nil || !strings.Contains(d.Undefined, "c.npy (r1)") || !strings.Contains(d.Undefined, "constant after canonicalization") {
+		t.Fatalf("demonstrations entry %+v: want null with the reason naming c.npy", d)
+	}
+	if !strings.Contains(string(data), `"epic": null`) {
+		t.Fatalf("undefined EPIC not written as null: %s", data)
+	}
+	if !strings.Contains(d.Description, "2 trajectories of demos.jsonl (2 distinct non-terminal states, 4 steps)") {
+		t.Fatalf("description %q", d.Description)
+	}
+
+	for _, e := range []struct{ coverage, demos, want string }{
+		{"demonstrations", demoFile, "a.npy (r2) on"},
+		{"all", "", "--coverage all needs --demos"},
+		{"demonstrations", "", "--coverage demonstrations needs --demos"},
+		{"uniform", demoFile, "is used only by --coverage demonstrations or all, not uniform"},
+		{"on-policy", "", `--coverage "on-policy": want model, uniform, demonstrations or all`},
+		{"demonstrations", file("absent.jsonl"), "absent.jsonl"},
+	} {
+		if _, err := run(e.coverage, e.demos, c, a); err == nil || !strings.Contains(err.Error(), e.want) {
+			t.Errorf("--coverage %s --demos %q: error = %v, want it to contain %q", e.coverage, e.demos, err, e.want)
+		}
 	}
 }
