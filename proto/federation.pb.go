@@ -912,14 +912,13 @@ type FusedResult struct {
 	Iterations    int32                  `protobuf:"varint,8,opt,name=iterations,proto3" json:"iterations,omitempty"`
 	Trigger       string                 `protobuf:"bytes,9,opt,name=trigger,proto3" json:"trigger,omitempty"` // "quorum" or "deadline"
 	FusedUnixNano int64                  `protobuf:"varint,10,opt,name=fused_unix_nano,json=fusedUnixNano,proto3" json:"fused_unix_nano,omitempty"`
-	// The server's noise on theta when the task sets central_privacy (field 12
-	// is outlier_scores).
-	CentralPrivacy *CentralRelease `protobuf:"bytes,13,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
 	// Each client's privacy declaration, in the order of clients; omitted when
 	// no client declared one (an entry with epsilon 0: that client declared none).
-	Privacy       []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Privacy []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
+	// The server's noise on theta when the task sets central_privacy.
+	CentralPrivacy *CentralRelease `protobuf:"bytes,12,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *FusedResult) Reset() {
@@ -1022,16 +1021,16 @@ func (x *FusedResult) GetFusedUnixNano() int64 {
 	return 0
 }
 
-func (x *FusedResult) GetCentralPrivacy() *CentralRelease {
+func (x *FusedResult) GetPrivacy() []*PrivacyDeclaration {
 	if x != nil {
-		return x.CentralPrivacy
+		return x.Privacy
 	}
 	return nil
 }
 
-func (x *FusedResult) GetPrivacy() []*PrivacyDeclaration {
+func (x *FusedResult) GetCentralPrivacy() *CentralRelease {
 	if x != nil {
-		return x.Privacy
+		return x.CentralPrivacy
 	}
 	return nil
 }
@@ -1536,9 +1535,9 @@ const file_federation_proto_rawDesc = "" +
 	"iterations\x12\x18\n" +
 	"\atrigger\x18\t \x01(\tR\atrigger\x12&\n" +
 	"\x0ffused_unix_nano\x18\n" +
-	" \x01(\x03R\rfusedUnixNano\x12B\n" +
-	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\x127\n" +
-	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"\xdd\x01\n" +
+	" \x01(\x03R\rfusedUnixNano\x127\n" +
+	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12B\n" +
+	"\x0fcentral_privacy\x18\f \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +
@@ -1622,8 +1621,8 @@ var file_federation_proto_depIdxs = []int32{
 	0,  // 2: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
 	4,  // 3: fedirl.v1.SubmitRequest.privacy:type_name -> fedirl.v1.PrivacyDeclaration
 	4,  // 4: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	2,  // 5: fedirl.v1.FusedResult.central_privacy:type_name -> fedirl.v1.CentralRelease
-	4,  // 6: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	4,  // 5: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	2,  // 6: fedirl.v1.FusedResult.central_privacy:type_name -> fedirl.v1.CentralRelease
 	10, // 7: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
 	10, // 8: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
 	13, // 9: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus

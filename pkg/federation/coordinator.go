@@ -571,8 +571,7 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv}
-	fr.Central = central
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, Central: central}
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return

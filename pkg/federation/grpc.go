@@ -327,29 +327,21 @@ func specFromPB(p *pb.TaskSpec) TaskSpec {
 func fusedToPB(f *FusedResult) *pb.FusedResult {
 	p := &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
 		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
-		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano()}
+		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), CentralPrivacy: centralReleaseToPB(f.Central)}
 	for i := range f.Privacy {
 		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
 	}
-	p.CentralPrivacy = centralReleaseToPB(f.Central)
 	return p
 }
 
-// fusedFromPB converts a fused result, central privacy release included.
 func fusedFromPB(p *pb.FusedResult) FusedResult {
-	fr := fusedFieldsFromPB(p)
-	fr.Central = centralReleaseFromPB(p.GetCentralPrivacy())
-	return fr
-}
-
-func fusedFieldsFromPB(p *pb.FusedResult) FusedResult {
 	if p == nil {
 		return FusedResult{}
 	}
 	return FusedResult{TaskID: p.GetTaskId(), Round: int(p.GetRound()), Theta: p.GetTheta(), Method: p.GetMethod(),
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
-		Privacy: declarationsFromPB(p.GetPrivacy())}
+		Privacy: declarationsFromPB(p.GetPrivacy()), Central: centralReleaseFromPB(p.GetCentralPrivacy())}
 }
 
 func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {

@@ -159,26 +159,23 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		{Barycenter, c.fusionOptions(method)},
 		{Debiased, c.fusionOptions(ot.Debiased)},
 	}
-	run := federation.InProcessConfig{Fuser: fuser}
-	if c.Privacy.enabled() {
-		run.Privacy = func(i int) *federation.ClientPrivacy {
-			return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
-		}
-	}
 	for _, tk := range methods {
 		id := name + "-" + tk.m.String()
 		spec, err := c.fusionTask(id, st, tk.fusion)
 		if err != nil {
 			return err
 		}
-		// With central privacy (the Mean task of privacy.mode central) the
-		// clients send θ_i in clear and the server noises the mean from its
-		// own stream: index K, after the clients' 0..K-1.
-		localDP, taskRun := c.Privacy.enabled() && spec.CentralPrivacy == nil, run
-		if spec.CentralPrivacy != nil {
-			taskRun.Privacy, taskRun.CentralNoise = nil, stream(f.Seed, f.GridSize, noisePurpose, len(clients))
+		run := federation.InProcessConfig{Fuser: fuser}
+		localDP := c.Privacy.enabled() && spec.CentralPrivacy == nil
+		if localDP {
+			run.Privacy = func(i int) *federation.ClientPrivacy {
+				return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
+			}
+		} else if spec.CentralPrivacy != nil {
+			// The server's stream: index K, after the clients' 0..K-1.
+			run.CentralNoise = stream(f.Seed, f.GridSize, noisePurpose, len(clients))
 		}
-		fused, reports, err := federation.RunInProcess(ctx, spec, local, taskRun)
+		fused, reports, err := federation.RunInProcess(ctx, spec, local, run)
 		if err != nil {
 			return fmt.Errorf("federation %s: %w", id, err)
 		}
