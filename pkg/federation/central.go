@@ -115,6 +115,9 @@ func (c *Coordinator) fuseCentral(spec TaskSpec, thetas [][]float64) (FuseOutput
 	c.noiseMu.Lock()
 	rel.AddNoise(theta, c.cfg.CentralNoise)
 	c.noiseMu.Unlock()
-	out.Theta = theta
-	return out, &rel, nil
+	// Only the noised θ and what does not depend on the clients' data leave
+	// the server: anything else a fuser reports about the clipped θ_i (e.g.
+	// each client's distance to the un-noised mean) would bypass the noise.
+	return FuseOutput{Theta: theta, Method: out.Method, Weights: out.Weights,
+		MarginalError: out.MarginalError, Iterations: out.Iterations}, &rel, nil
 }

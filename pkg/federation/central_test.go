@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	central := privacy.Central{Epsilon: 1, Delta: 1e-6, Clip: 0.5}
-	f := newFixture(t, CoordinatorConfig{CentralNoise: rand.New(rand.NewPCG(seed, 1))})
+	f := newFixture(t, CoordinatorConfig{CentralNoise: rand.New(rand.NewPCG(seed, 1)), Fuser: talkativeFuser{&meanFuser{}}})
 	spec := testSpec("central", dim, K)
 	spec.Rounds, spec.MaxThetaNorm, spec.CentralPrivacy = R, 1e4, &central
 	ids := make([]string, K)
@@ -95,6 +96,15 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 				t.Fatalf("round %d: client %d received %v, client 0 %v", round, i, got, fr.Theta)
 			}
 		}
+	}
+	// Nothing but the noised θ and data-independent provenance is stored
+	// or served: every other field the fuser reported is dropped.
+	stored, ok, err := f.store.fused("central", 1)
+	if err != nil || !ok {
+		t.Fatalf("stored fused result: %v, %v", ok, err)
+	}
+	if leaks := centralLeaks(stored); len(leaks) > 0 {
+		t.Errorf("a centrally private fused result carries %v, which the noise does not cover", leaks)
 	}
 	n := float64(len(res))
 	maxZ := func(s2 float64) float64 {
@@ -215,4 +225,53 @@ func TestCentralPrivacyNeedsWeightedMean(t *testing.T) {
 	if _, ok, _ := g.store.fused("tricky", 1); ok {
 		t.Error("a result was stored")
 	}
+}
+
+// centralPublic names the FusedResult fields a centrally private result may
+// carry: provenance that does not depend on the clients' θ_i, the noised θ
+// and the release. A field added to FusedResult must be reviewed here.
+var centralPublic = map[string]bool{"TaskID": true, "Round": true, "Theta": true, "Method": true, "Clients": true,
+	"Weights": true, "MarginalError": true, "Iterations": true, "Trigger": true, "FusedAt": true, "Privacy": true, "Central": true}
+
+// centralLeaks returns the fields of fr outside centralPublic that are set.
+func centralLeaks(fr FusedResult) []string {
+	var out []string
+	v := reflect.ValueOf(fr)
+	for i := range v.NumField() {
+		if name := v.Type().Field(i).Name; !centralPublic[name] && !v.Field(i).IsZero() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// talkativeFuser is a mean fuser that also fills every FuseOutput field
+// beyond θ, method, weights, marginal error and iterations with per-client
+// data (ones), as a fuser reporting, say, each client's distance to the
+// result would: central privacy must drop them.
+type talkativeFuser struct{ *meanFuser }
+
+func (f talkativeFuser) Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, demos []int) (FuseOutput, error) {
+	out, err := f.meanFuser.Fuse(ctx, spec, thetas, demos)
+	v := reflect.ValueOf(&out).Elem()
+	for i := range v.NumField() {
+		switch fv := v.Field(i); v.Type().Field(i).Name {
+		case "Theta", "Method", "Weights", "MarginalError", "Iterations":
+		default:
+			switch fv.Kind() {
+			case reflect.Slice:
+				if fv.Type().Elem().Kind() != reflect.Float64 {
+					continue
+				}
+				s := reflect.MakeSlice(fv.Type(), len(thetas), len(thetas))
+				for k := range len(thetas) {
+					s.Index(k).Set(reflect.ValueOf(1.0).Convert(fv.Type().Elem()))
+				}
+				fv.Set(s)
+			case reflect.Float64:
+				fv.SetFloat(1)
+			}
+		}
+	}
+	return out, err
 }
