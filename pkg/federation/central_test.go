@@ -72,7 +72,7 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 	sens := 2 * central.Clip / K
 	std := sigma * sens
 	want := privacy.CentralRelease{Epsilon: 1, Delta: 1e-6, Clip: 0.5, Sigma: sigma, Rounds: R,
-		Conversion: privacy.ConversionAnalytic, Sensitivity: sens, NoiseStd: std}
+		Conversion: privacy.ConversionAnalytic, Sensitivity: sens, NoiseStd: std, Bound: privacy.BoundMean}
 	replay := rand.New(rand.NewPCG(seed, 1))
 	var res [][]float64
 	for round := 1; round <= R; round++ {
@@ -274,4 +274,57 @@ func (f talkativeFuser) Fuse(ctx context.Context, spec TaskSpec, thetas [][]floa
 		}
 	}
 	return out, err
+}
+
+// TestCentralPrivacyOutputBound: with bound "output" a fusion that is not a
+// weighted mean (a median) is accepted, and every fused θ is exactly
+// clip_C(median of the clipped θ_i) + σ·2C·g, g the server's seeded normals,
+// the sensitivity 2C recorded with the release, for any fused value (the
+// clients here are far outside the clipping ball).
+func TestCentralPrivacyOutputBound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const seed = 11
+	central := &privacy.Central{Epsilon: 2, Delta: 1e-5, Clip: 0.5, Bound: privacy.BoundOutput}
+	f := newFixture(t, CoordinatorConfig{Fuser: medianFuser{}, CentralNoise: rand.New(rand.NewPCG(seed, 2))})
+	spec := testSpec("out", 2, 3)
+	spec.Rounds, spec.MaxThetaNorm, spec.CentralPrivacy = 2, 1e4, central
+	ids := []string{"a", "b", "c"}
+	tok := f.create(t, spec, ids...)
+	thetas := [][]float64{{30, 40}, {-3, 0.1}, {0.2, 0.1}}
+	for round := 1; round <= 2; round++ {
+		for i, id := range ids {
+			in := InProcess{C: f.coord, Cred: Credentials{Token: tok[id]}}
+			if _, err := in.Submit(ctx, sub("out", id, round, thetas[i]...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := InProcess{C: f.coord, Cred: Credentials{Token: tok["a"]}}
+		var fs FusedStatus
+		eventually(t, "the fusion", func() bool {
+			var err error
+			fs, err = in.GetFused(ctx, "out", "a", round, 10*time.Millisecond)
+			return err == nil && fs.Ready
+		})
+		clipped := make([][]float64, 3)
+		for i := range thetas {
+			clipped[i] = privacy.Clip(nil, thetas[i], central.Clip)
+		}
+		med, _ := medianFuser{}.Fuse(ctx, spec, clipped, nil)
+		want := privacy.Clip(nil, med.Theta, central.Clip)
+		sigma, _, _ := privacy.Calibrate(2, 1e-5, 2, privacy.ConversionAnalytic)
+		rel := fs.Result.Central
+		if rel == nil || rel.Bound != privacy.BoundOutput || rel.Sensitivity != 2*central.Clip || rel.NoiseStd != sigma*2*central.Clip {
+			t.Fatalf("round %d: release %+v, want bound output, sensitivity 2C = 1, noise std σ·2C = %v", round, rel, sigma)
+		}
+		replay := rand.New(rand.NewPCG(seed, 2))
+		for range (round - 1) * 2 { // the draws of the earlier rounds
+			replay.NormFloat64()
+		}
+		for k := range want {
+			if w := want[k] + rel.NoiseStd*replay.NormFloat64(); fs.Result.Theta[k] != w {
+				t.Fatalf("round %d: fused θ[%d] = %v, want clip_C(median) + noise = %v", round, k, fs.Result.Theta[k], w)
+			}
+		}
+	}
 }
