@@ -200,11 +200,15 @@ func (x *TaskSpec) GetCentralPrivacy() *CentralPrivacy {
 // its rounds towards whoever sees it: the server clips each θ_i to clip,
 // fuses by a weighted mean with weights α and adds N(0, (σ·2·clip·max α)² I).
 type CentralPrivacy struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epsilon       float64                `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
-	Delta         float64                `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
-	Clip          float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`
-	Conversion    string                 `protobuf:"bytes,4,opt,name=conversion,proto3" json:"conversion,omitempty"` // "analytic" (default) or "zcdp"
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Epsilon    float64                `protobuf:"fixed64,1,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	Delta      float64                `protobuf:"fixed64,2,opt,name=delta,proto3" json:"delta,omitempty"`
+	Clip       float64                `protobuf:"fixed64,3,opt,name=clip,proto3" json:"clip,omitempty"`
+	Conversion string                 `protobuf:"bytes,4,opt,name=conversion,proto3" json:"conversion,omitempty"` // "analytic" (default) or "zcdp"
+	// "mean" (default: the fusion must be a weighted mean, sensitivity
+	// 2·clip·max α) or "output" (the server clips the fused θ to clip:
+	// sensitivity 2·clip for any fusion).
+	Bound         string `protobuf:"bytes,5,opt,name=bound,proto3" json:"bound,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +271,13 @@ func (x *CentralPrivacy) GetConversion() string {
 	return ""
 }
 
+func (x *CentralPrivacy) GetBound() string {
+	if x != nil {
+		return x.Bound
+	}
+	return ""
+}
+
 // CentralRelease records the noise the server added to a fused θ.
 type CentralRelease struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -278,6 +289,7 @@ type CentralRelease struct {
 	Conversion    string                 `protobuf:"bytes,6,opt,name=conversion,proto3" json:"conversion,omitempty"`
 	Sensitivity   float64                `protobuf:"fixed64,7,opt,name=sensitivity,proto3" json:"sensitivity,omitempty"`           // 2·clip·max α_i
 	NoiseStd      float64                `protobuf:"fixed64,8,opt,name=noise_std,json=noiseStd,proto3" json:"noise_std,omitempty"` // sigma·sensitivity per component
+	Bound         string                 `protobuf:"bytes,9,opt,name=bound,proto3" json:"bound,omitempty"`                         // "mean" or "output", as in CentralPrivacy
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -366,6 +378,13 @@ func (x *CentralRelease) GetNoiseStd() float64 {
 		return x.NoiseStd
 	}
 	return 0
+}
+
+func (x *CentralRelease) GetBound() string {
+	if x != nil {
+		return x.Bound
+	}
+	return ""
 }
 
 // PrivacyRequirement is the minimum privacy level of a task: each client's θ_i
@@ -1464,14 +1483,15 @@ const file_federation_proto_rawDesc = "" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
 	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\x127\n" +
 	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacy\x12B\n" +
-	"\x0fcentral_privacy\x18\x12 \x01(\v2\x19.fedirl.v1.CentralPrivacyR\x0ecentralPrivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"t\n" +
+	"\x0fcentral_privacy\x18\x12 \x01(\v2\x19.fedirl.v1.CentralPrivacyR\x0ecentralPrivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x8a\x01\n" +
 	"\x0eCentralPrivacy\x12\x18\n" +
 	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
 	"\x04clip\x18\x03 \x01(\x01R\x04clip\x12\x1e\n" +
 	"\n" +
 	"conversion\x18\x04 \x01(\tR\n" +
-	"conversion\"\xe1\x01\n" +
+	"conversion\x12\x14\n" +
+	"\x05bound\x18\x05 \x01(\tR\x05bound\"\xf7\x01\n" +
 	"\x0eCentralRelease\x12\x18\n" +
 	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
@@ -1482,7 +1502,8 @@ const file_federation_proto_rawDesc = "" +
 	"conversion\x18\x06 \x01(\tR\n" +
 	"conversion\x12 \n" +
 	"\vsensitivity\x18\a \x01(\x01R\vsensitivity\x12\x1b\n" +
-	"\tnoise_std\x18\b \x01(\x01R\bnoiseStd\"\x87\x01\n" +
+	"\tnoise_std\x18\b \x01(\x01R\bnoiseStd\x12\x14\n" +
+	"\x05bound\x18\t \x01(\tR\x05bound\"\x87\x01\n" +
 	"\x12PrivacyRequirement\x12\x1f\n" +
 	"\vmax_epsilon\x18\x01 \x01(\x01R\n" +
 	"maxEpsilon\x12\x1b\n" +

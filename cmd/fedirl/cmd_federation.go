@@ -73,6 +73,7 @@ type taskOptions struct {
 	dpMaxEps, dpMaxDelta, dpClip                                         float64
 	dpClientClip                                                         bool
 	centralEps, centralDelta, centralClip                                float64
+	centralBound                                                         string
 	limits                                                               federation.Limits
 }
 
@@ -366,6 +367,7 @@ your own problem"), or is built from flags: with
 	tf.Float64Var(&f.centralEps, "central-dp-epsilon", 0, "central differential privacy for a trusted server: every fused θ is (ε, δ)-DP over the task's rounds towards whoever sees it (mean fusion only; with --central-dp-delta and --central-dp-clip)")
 	tf.Float64Var(&f.centralDelta, "central-dp-delta", 0, "δ of the central differential privacy, in (0, 1)")
 	tf.Float64Var(&f.centralClip, "central-dp-clip", 0, "the norm C the server clips each θ_i to before the mean; noise N(0, (σ·2C·max α_i)² I) is added to the mean")
+	tf.StringVar(&f.centralBound, "central-dp-bound", privacy.BoundMean, `how the fused θ's sensitivity is bounded: "mean" (the fusion must be a weighted mean: Δ = 2C·max α_i) or "output" (any fusion; the server clips the fused θ to C: Δ = 2C, no √K gain)`)
 	tf.BoolVar(&f.dpClientClip, "dp-client-clip", false, "let each private client choose its C instead of --dp-clip (C is sent in clear: one chosen from a client's own θ leaks it)")
 	registerLimits(cmd, &f.limits)
 	return cmd
@@ -728,13 +730,13 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return flagError(err, map[string]string{"max_epsilon": "dp-max-epsilon", "max_delta": "dp-max-delta", "clip": "dp-clip"})
 		}
 	}
-	if fl := cmd.Flags(); fl.Changed("central-dp-epsilon") || fl.Changed("central-dp-delta") || fl.Changed("central-dp-clip") {
+	if fl := cmd.Flags(); fl.Changed("central-dp-epsilon") || fl.Changed("central-dp-delta") || fl.Changed("central-dp-clip") || fl.Changed("central-dp-bound") {
 		if !fl.Changed("central-dp-epsilon") || !fl.Changed("central-dp-delta") || !fl.Changed("central-dp-clip") {
-			return errors.New("--central-dp-epsilon, --central-dp-delta and --central-dp-clip go together")
+			return errors.New("--central-dp-epsilon, --central-dp-delta and --central-dp-clip go together (and --central-dp-bound needs them)")
 		}
-		spec.CentralPrivacy = &privacy.Central{Epsilon: f.centralEps, Delta: f.centralDelta, Clip: f.centralClip}
+		spec.CentralPrivacy = &privacy.Central{Epsilon: f.centralEps, Delta: f.centralDelta, Clip: f.centralClip, Bound: f.centralBound}
 		if err := spec.CentralPrivacy.Validate(); err != nil {
-			return flagError(err, map[string]string{"epsilon": "central-dp-epsilon", "delta": "central-dp-delta", "clip": "central-dp-clip"})
+			return flagError(err, map[string]string{"epsilon": "central-dp-epsilon", "delta": "central-dp-delta", "clip": "central-dp-clip", "bound": "central-dp-bound"})
 		}
 	}
 	if spec.Fusion, err = tasks.EncodeFusion(fopt); err != nil {

@@ -228,6 +228,8 @@ func TestTaskCreateCentralPrivacy(t *testing.T) {
 		{[]string{"--central-dp-epsilon", "1", "--central-dp-delta", "1e-5", "--central-dp-clip", "0"}, "--central-dp-clip 0"},
 		{[]string{"--central-dp-epsilon", "-1", "--central-dp-delta", "1e-5", "--central-dp-clip", "1"}, "--central-dp-epsilon -1"},
 		{append([]string{"--fusion", "barycentric"}, central...), "weighted mean"},
+		{append([]string{"--central-dp-bound", "median"}, central...), "--central-dp-bound median"},
+		{[]string{"--central-dp-bound", "output"}, "go together"},
 	} {
 		if err := execTaskCreate(t, "", append(append([]string{"--id", "x"}, base...), c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error containing %q", c.args, err, c.want)
@@ -235,6 +237,9 @@ func TestTaskCreateCentralPrivacy(t *testing.T) {
 	}
 	if err := execTaskCreate(t, "", append(append([]string{"--id", "m"}, base...), central...)...); err != nil {
 		t.Fatal(err)
+	}
+	if err := execTaskCreate(t, "", append(append([]string{"--id", "b", "--fusion", "barycentric", "--central-dp-bound", "output"}, base...), central...)...); err != nil {
+		t.Fatalf("barycentric fusion with the output bound: %v", err)
 	}
 	s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
 	if err != nil {
@@ -245,7 +250,7 @@ func TestTaskCreateCentralPrivacy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (privacy.Central{Epsilon: 1, Delta: 1e-5, Clip: 0.05}); spec.CentralPrivacy == nil || *spec.CentralPrivacy != want {
+	if want := (privacy.Central{Epsilon: 1, Delta: 1e-5, Clip: 0.05, Bound: privacy.BoundMean}); spec.CentralPrivacy == nil || *spec.CentralPrivacy != want {
 		t.Errorf("stored central privacy %+v, want %+v", spec.CentralPrivacy, want)
 	}
 }

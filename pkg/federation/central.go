@@ -18,7 +18,10 @@ import (
 // assumption about the fuser: a fusion that is not a weighted mean (a
 // barycenter, a median, a normalized mean) is refused when the task is
 // created and, should one slip through, fails the round instead of
-// releasing a result whose sensitivity is unknown.
+// releasing a result whose sensitivity is unknown. With bound "output" the
+// server instead clips the fused θ to C, so that any fusion (barycenter,
+// median, normalized mean) has sensitivity 2C: no √K gain, but no
+// assumption about the fuser.
 
 // weightedMeanTolerance bounds |fused − Σ α_i x_i| per component, relative
 // to C, for a fusion to count as a weighted mean (rounding of a sum of a
@@ -67,6 +70,9 @@ func methodName(m string) string {
 // holds only for such a fusion. A coordinator runs it in CreateTask; a tool
 // that writes tasks into a store offline runs it too.
 func CheckCentralFusion(ctx context.Context, fuser Fuser, spec TaskSpec) error {
+	if spec.CentralPrivacy.BoundName() == privacy.BoundOutput {
+		return nil // the fused θ is clipped: any fusion has sensitivity 2C
+	}
 	c, d := spec.CentralPrivacy.Clip, spec.ThetaDim
 	xs := [][]float64{make([]float64, d), make([]float64, d), make([]float64, d)}
 	xs[0][0] = c
@@ -88,8 +94,9 @@ func CheckCentralFusion(ctx context.Context, fuser Fuser, spec TaskSpec) error {
 }
 
 // fuseCentral fuses a round of a task with central privacy: clip, fuse
-// (without demonstration counts), check the weighted mean, add the noise.
-// A fusion that is not a weighted mean is a permanent failure of the round.
+// (without demonstration counts), check the weighted mean (BoundMean) or
+// clip the result (BoundOutput), add the noise. Under BoundMean a fusion
+// that is not a weighted mean is a permanent failure of the round.
 func (c *Coordinator) fuseCentral(spec TaskSpec, thetas [][]float64) (FuseOutput, *privacy.CentralRelease, error) {
 	cp := *spec.CentralPrivacy
 	clipped := make([][]float64, len(thetas))
@@ -103,7 +110,9 @@ func (c *Coordinator) fuseCentral(spec TaskSpec, thetas [][]float64) (FuseOutput
 	if len(out.Theta) != spec.ThetaDim {
 		return out, nil, fmt.Errorf("fuser returned %d components, want %d", len(out.Theta), spec.ThetaDim)
 	}
-	if err := checkWeightedMean(out, clipped, cp.Clip); err != nil {
+	if cp.BoundName() == privacy.BoundOutput {
+		out.Theta = privacy.Clip(nil, out.Theta, cp.Clip)
+	} else if err := checkWeightedMean(out, clipped, cp.Clip); err != nil {
 		return out, nil, fmt.Errorf("central privacy: %w", err)
 	}
 	rel, err := cp.Calibrate(spec.Rounds, out.Weights)
@@ -115,6 +124,9 @@ func (c *Coordinator) fuseCentral(spec TaskSpec, thetas [][]float64) (FuseOutput
 	c.noiseMu.Lock()
 	rel.AddNoise(theta, c.cfg.CentralNoise)
 	c.noiseMu.Unlock()
-	out.Theta = theta
-	return out, &rel, nil
+	// Only the noised θ and what does not depend on the clients' data leave
+	// the server: anything else a fuser reports about the clipped θ_i (e.g.
+	// each client's distance to the un-noised mean) would bypass the noise.
+	return FuseOutput{Theta: theta, Method: out.Method, Weights: out.Weights,
+		MarginalError: out.MarginalError, Iterations: out.Iterations}, &rel, nil
 }

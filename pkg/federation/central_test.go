@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	central := privacy.Central{Epsilon: 1, Delta: 1e-6, Clip: 0.5}
-	f := newFixture(t, CoordinatorConfig{CentralNoise: rand.New(rand.NewPCG(seed, 1))})
+	f := newFixture(t, CoordinatorConfig{CentralNoise: rand.New(rand.NewPCG(seed, 1)), Fuser: talkativeFuser{&meanFuser{}}})
 	spec := testSpec("central", dim, K)
 	spec.Rounds, spec.MaxThetaNorm, spec.CentralPrivacy = R, 1e4, &central
 	ids := make([]string, K)
@@ -71,7 +72,7 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 	sens := 2 * central.Clip / K
 	std := sigma * sens
 	want := privacy.CentralRelease{Epsilon: 1, Delta: 1e-6, Clip: 0.5, Sigma: sigma, Rounds: R,
-		Conversion: privacy.ConversionAnalytic, Sensitivity: sens, NoiseStd: std}
+		Conversion: privacy.ConversionAnalytic, Sensitivity: sens, NoiseStd: std, Bound: privacy.BoundMean}
 	replay := rand.New(rand.NewPCG(seed, 1))
 	var res [][]float64
 	for round := 1; round <= R; round++ {
@@ -95,6 +96,15 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 				t.Fatalf("round %d: client %d received %v, client 0 %v", round, i, got, fr.Theta)
 			}
 		}
+	}
+	// Nothing but the noised θ and data-independent provenance is stored
+	// or served: every other field the fuser reported is dropped.
+	stored, ok, err := f.store.fused("central", 1)
+	if err != nil || !ok {
+		t.Fatalf("stored fused result: %v, %v", ok, err)
+	}
+	if leaks := centralLeaks(stored); len(leaks) > 0 {
+		t.Errorf("a centrally private fused result carries %v, which the noise does not cover", leaks)
 	}
 	n := float64(len(res))
 	maxZ := func(s2 float64) float64 {
@@ -214,5 +224,107 @@ func TestCentralPrivacyNeedsWeightedMean(t *testing.T) {
 	}
 	if _, ok, _ := g.store.fused("tricky", 1); ok {
 		t.Error("a result was stored")
+	}
+}
+
+// centralPublic names the FusedResult fields a centrally private result may
+// carry: provenance that does not depend on the clients' θ_i, the noised θ
+// and the release. A field added to FusedResult must be reviewed here.
+var centralPublic = map[string]bool{"TaskID": true, "Round": true, "Theta": true, "Method": true, "Clients": true,
+	"Weights": true, "MarginalError": true, "Iterations": true, "Trigger": true, "FusedAt": true, "Privacy": true, "Central": true}
+
+// centralLeaks returns the fields of fr outside centralPublic that are set.
+func centralLeaks(fr FusedResult) []string {
+	var out []string
+	v := reflect.ValueOf(fr)
+	for i := range v.NumField() {
+		if name := v.Type().Field(i).Name; !centralPublic[name] && !v.Field(i).IsZero() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// talkativeFuser is a mean fuser that also fills every FuseOutput field
+// beyond θ, method, weights, marginal error and iterations with per-client
+// data (ones), as a fuser reporting, say, each client's distance to the
+// result would: central privacy must drop them.
+type talkativeFuser struct{ *meanFuser }
+
+func (f talkativeFuser) Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, demos []int) (FuseOutput, error) {
+	out, err := f.meanFuser.Fuse(ctx, spec, thetas, demos)
+	v := reflect.ValueOf(&out).Elem()
+	for i := range v.NumField() {
+		switch fv := v.Field(i); v.Type().Field(i).Name {
+		case "Theta", "Method", "Weights", "MarginalError", "Iterations":
+		default:
+			switch fv.Kind() {
+			case reflect.Slice:
+				if fv.Type().Elem().Kind() != reflect.Float64 {
+					continue
+				}
+				s := reflect.MakeSlice(fv.Type(), len(thetas), len(thetas))
+				for k := range len(thetas) {
+					s.Index(k).Set(reflect.ValueOf(1.0).Convert(fv.Type().Elem()))
+				}
+				fv.Set(s)
+			case reflect.Float64:
+				fv.SetFloat(1)
+			}
+		}
+	}
+	return out, err
+}
+
+// TestCentralPrivacyOutputBound: with bound "output" a fusion that is not a
+// weighted mean (a median) is accepted, and every fused θ is exactly
+// clip_C(median of the clipped θ_i) + σ·2C·g, g the server's seeded normals,
+// the sensitivity 2C recorded with the release, for any fused value (the
+// clients here are far outside the clipping ball).
+func TestCentralPrivacyOutputBound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const seed = 11
+	central := &privacy.Central{Epsilon: 2, Delta: 1e-5, Clip: 0.5, Bound: privacy.BoundOutput}
+	f := newFixture(t, CoordinatorConfig{Fuser: medianFuser{}, CentralNoise: rand.New(rand.NewPCG(seed, 2))})
+	spec := testSpec("out", 2, 3)
+	spec.Rounds, spec.MaxThetaNorm, spec.CentralPrivacy = 2, 1e4, central
+	ids := []string{"a", "b", "c"}
+	tok := f.create(t, spec, ids...)
+	thetas := [][]float64{{30, 40}, {-3, 0.1}, {0.2, 0.1}}
+	for round := 1; round <= 2; round++ {
+		for i, id := range ids {
+			in := InProcess{C: f.coord, Cred: Credentials{Token: tok[id]}}
+			if _, err := in.Submit(ctx, sub("out", id, round, thetas[i]...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := InProcess{C: f.coord, Cred: Credentials{Token: tok["a"]}}
+		var fs FusedStatus
+		eventually(t, "the fusion", func() bool {
+			var err error
+			fs, err = in.GetFused(ctx, "out", "a", round, 10*time.Millisecond)
+			return err == nil && fs.Ready
+		})
+		clipped := make([][]float64, 3)
+		for i := range thetas {
+			clipped[i] = privacy.Clip(nil, thetas[i], central.Clip)
+		}
+		med, _ := medianFuser{}.Fuse(ctx, spec, clipped, nil)
+		want := privacy.Clip(nil, med.Theta, central.Clip)
+		sigma, _, _ := privacy.Calibrate(2, 1e-5, 2, privacy.ConversionAnalytic)
+		rel := fs.Result.Central
+		if rel == nil || rel.Bound != privacy.BoundOutput || rel.Sensitivity != 2*central.Clip || rel.NoiseStd != sigma*2*central.Clip {
+			t.Fatalf("round %d: release %+v, want bound output, sensitivity 2C = 1, noise std σ·2C = %v", round, rel, sigma)
+		}
+		replay := rand.New(rand.NewPCG(seed, 2))
+		for range (round - 1) * 2 { // the draws of the earlier rounds
+			replay.NormFloat64()
+		}
+		for k := range want {
+			if w := want[k] + rel.NoiseStd*replay.NormFloat64(); fs.Result.Theta[k] != w {
+				t.Fatalf("round %d: fused θ[%d] = %v, want clip_C(median) + noise = %v", round, k, fs.Result.Theta[k], w)
+			}
+		}
 	}
 }

@@ -310,14 +310,14 @@ func centralToPB(c *privacy.Central) *pb.CentralPrivacy {
 	if c == nil {
 		return nil
 	}
-	return &pb.CentralPrivacy{Epsilon: c.Epsilon, Delta: c.Delta, Clip: c.Clip, Conversion: string(c.Conversion)}
+	return &pb.CentralPrivacy{Epsilon: c.Epsilon, Delta: c.Delta, Clip: c.Clip, Conversion: string(c.Conversion), Bound: c.Bound}
 }
 
 func centralFromPB(p *pb.CentralPrivacy) *privacy.Central {
 	if p == nil {
 		return nil
 	}
-	return &privacy.Central{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Conversion: privacy.Conversion(p.GetConversion())}
+	return &privacy.Central{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Conversion: privacy.Conversion(p.GetConversion()), Bound: p.GetBound()}
 }
 
 func centralReleaseToPB(r *privacy.CentralRelease) *pb.CentralRelease {
@@ -326,7 +326,7 @@ func centralReleaseToPB(r *privacy.CentralRelease) *pb.CentralRelease {
 	}
 	return &pb.CentralRelease{Epsilon: r.Epsilon, Delta: r.Delta, Clip: r.Clip, Sigma: r.Sigma,
 		Rounds: int32(min(max(r.Rounds, math.MinInt32), math.MaxInt32)), Conversion: string(r.Conversion),
-		Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd}
+		Sensitivity: r.Sensitivity, NoiseStd: r.NoiseStd, Bound: r.Bound}
 }
 
 func centralReleaseFromPB(p *pb.CentralRelease) *privacy.CentralRelease {
@@ -334,7 +334,7 @@ func centralReleaseFromPB(p *pb.CentralRelease) *privacy.CentralRelease {
 		return nil
 	}
 	return &privacy.CentralRelease{Epsilon: p.GetEpsilon(), Delta: p.GetDelta(), Clip: p.GetClip(), Sigma: p.GetSigma(),
-		Rounds: int(p.GetRounds()), Conversion: privacy.Conversion(p.GetConversion()), Sensitivity: p.GetSensitivity(), NoiseStd: p.GetNoiseStd()}
+		Rounds: int(p.GetRounds()), Conversion: privacy.Conversion(p.GetConversion()), Sensitivity: p.GetSensitivity(), NoiseStd: p.GetNoiseStd(), Bound: p.GetBound()}
 }
 
 func requirementToPB(r *privacy.Requirement) *pb.PrivacyRequirement {

@@ -50,10 +50,12 @@ type TaskSpec struct {
 	Privacy *privacy.Requirement `json:"privacy,omitempty"`
 	// CentralPrivacy, when set, is central differential privacy for a
 	// server the clients trust with their θ_i: the server clips each θ_i to
-	// C, fuses (the task's fusion must be a weighted mean, checked at
-	// creation) and adds noise calibrated to the mean's sensitivity
-	// 2C·max α_i before the fused θ is stored or served (pkg/privacy,
-	// Central). Demonstration counts are not passed to the fuser.
+	// C, fuses (under bound "mean" the task's fusion must be a weighted
+	// mean, checked at creation and every round; under bound "output" the
+	// fused θ is clipped to C) and adds noise calibrated to the sensitivity
+	// (2C·max α_i, or 2C) before the fused θ is stored or served
+	// (pkg/privacy, Central). Demonstration counts are not passed to the
+	// fuser.
 	CentralPrivacy *privacy.Central `json:"central_privacy,omitempty"`
 }
 

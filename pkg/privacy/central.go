@@ -24,6 +24,12 @@ import (
 // (who sees every θ_i in clear) is trusted. Only a fusion linear in the θ_i
 // has this sensitivity: a barycenter, a median or a normalized mean is not
 // a weighted mean of its inputs.
+//
+// For those, BoundOutput bounds the sensitivity without knowing the fusion:
+// the server clips the fused θ itself to norm C, and any two clipped
+// results differ by at most Δ = 2C, whatever the fusion did. The noise is
+// then σ·2C on the result, the noise of one local release applied once:
+// no √K gain, but any fusion can run.
 
 // Central are a task's central-privacy parameters: the (ε, δ) of the fused
 // results over all the task's rounds, the clipping norm C the server
@@ -33,11 +39,33 @@ type Central struct {
 	Delta      float64    `json:"delta"`
 	Clip       float64    `json:"clip"`
 	Conversion Conversion `json:"conversion,omitempty"`
+	// Bound is how the fused θ's sensitivity is bounded: BoundMean (the
+	// default when empty) or BoundOutput.
+	Bound string `json:"bound,omitempty"`
 }
+
+// Sensitivity bounds of central privacy.
+const (
+	// BoundMean: the fusion is a weighted mean of the clipped θ_i, Δ = 2C·max α_i.
+	BoundMean = "mean"
+	// BoundOutput: the fused θ is clipped to C, Δ = 2C for any fusion.
+	BoundOutput = "output"
+)
 
 // Validate checks c, returning a *ParamError naming the first bad field.
 func (c Central) Validate() error {
+	if c.Bound != "" && c.Bound != BoundMean && c.Bound != BoundOutput {
+		return &ParamError{Field: "bound", Value: c.Bound, Want: `"mean" or "output"`}
+	}
 	return Params{Epsilon: c.Epsilon, Delta: c.Delta, Clip: c.Clip, Rounds: 1, Conversion: c.Conversion}.Validate()
+}
+
+// BoundName returns c.Bound with its default filled in.
+func (c Central) BoundName() string {
+	if c.Bound == "" {
+		return BoundMean
+	}
+	return c.Bound
 }
 
 // CentralRelease records the noise a server added to one fused θ: the
@@ -53,14 +81,20 @@ type CentralRelease struct {
 	Conversion  Conversion `json:"conversion"`
 	Sensitivity float64    `json:"sensitivity"`
 	NoiseStd    float64    `json:"noise_std"`
+	// Bound is how Sensitivity was bounded (BoundMean or BoundOutput).
+	Bound string `json:"bound"`
 }
 
 // Calibrate returns the release of one fused θ for a task of rounds rounds
-// whose mean used weights (normalized, each in [0, 1]); an invalid c or
-// weights are refused.
+// whose mean used weights (normalized, each in [0, 1]; not used under
+// BoundOutput, whose sensitivity is 2C); an invalid c or weights are
+// refused.
 func (c Central) Calibrate(rounds int, weights []float64) (CentralRelease, error) {
 	if err := c.Validate(); err != nil {
 		return CentralRelease{}, err
+	}
+	if c.BoundName() == BoundOutput {
+		weights = []float64{1} // any two outputs clipped to C differ by at most 2C
 	}
 	if len(weights) == 0 {
 		return CentralRelease{}, fmt.Errorf("central privacy: no client weights")
@@ -85,7 +119,7 @@ func (c Central) Calibrate(rounds int, weights []float64) (CentralRelease, error
 	}
 	sens := 2 * c.Clip * maxW
 	return CentralRelease{Epsilon: c.Epsilon, Delta: c.Delta, Clip: c.Clip, Sigma: sigma, Rounds: rounds,
-		Conversion: conv, Sensitivity: sens, NoiseStd: sigma * sens}, nil
+		Conversion: conv, Sensitivity: sens, NoiseStd: sigma * sens, Bound: c.BoundName()}, nil
 }
 
 // AddNoise adds NoiseStd·g to theta in place, g ~ N(0, I) drawn from src in

@@ -66,6 +66,16 @@ func TestCentralCalibrate(t *testing.T) {
 			t.Errorf("%+v %v: %v, want an error mentioning %q", tc.c, tc.w, err, tc.want)
 		}
 	}
+	out := Central{Epsilon: 2, Delta: 1e-5, Clip: 0.3, Bound: BoundOutput}
+	for _, w := range [][]float64{{0.25, 0.25, 0.25, 0.25}, {0.1, 0.6, 0.3}, nil} {
+		r, err := out.Calibrate(4, w)
+		if err != nil || r.Sensitivity != 2*0.3 || r.NoiseStd != s*2*0.3 || r.Bound != BoundOutput {
+			t.Errorf("bound output, weights %v: %+v, %v; want Δ = 2C whatever the weights", w, r, err)
+		}
+	}
+	if err := (Central{Epsilon: 2, Delta: 1e-5, Clip: 0.3, Bound: "median"}).Validate(); err == nil || !strings.Contains(err.Error(), "bound") {
+		t.Errorf("bound \"median\": %v", err)
+	}
 	theta := []float64{1, 2}
 	src := rand.New(rand.NewPCG(3, 4))
 	r.AddNoise(theta, src)

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,9 +36,15 @@ func TestCentralPrivacyWithTheRealFuser(t *testing.T) {
 		{fusion.Options{Method: "mean"}, ""},
 		{fusion.Options{Method: "mean", Weighting: fusion.WeightingDemos}, ""},
 		{fusion.Options{Method: "barycentric"}, "weighted mean"},
+		{fusion.Options{Method: "barycentric"}, ""}, // with bound "output"
 	} {
-		spec := gridSpec(t, "c-"+tc.opt.Method+"-"+tc.opt.Weighting, tc.opt)
+		spec := gridSpec(t, fmt.Sprintf("c-%s-%s-%d", tc.opt.Method, tc.opt.Weighting, len(tc.want)), tc.opt)
 		spec.CentralPrivacy = central
+		if tc.want == "" && tc.opt.Method == "barycentric" {
+			out := *central
+			out.Bound = privacy.BoundOutput
+			spec.CentralPrivacy = &out
+		}
 		_, err := coord.CreateTask(spec, []string{"a", "b"})
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%+v: %v, want %q", tc.opt, err, tc.want)
