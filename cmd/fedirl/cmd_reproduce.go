@@ -156,6 +156,18 @@ type runLog struct {
 	stop context.CancelFunc
 }
 
+// ended records why a run stopped early and returns what main reports:
+// Ctrl-C (in log.txt only; main prints the one "interrupted" line) or the
+// error; kept says what a rerun resumes from.
+func (r *runLog) ended(ctx context.Context, start time.Time, err error, kept string) error {
+	if ctx.Err() != nil {
+		fmt.Fprintf(r.File, "interrupted after %v (%s)\n", time.Since(start).Round(time.Second), kept)
+		return errInterrupted
+	}
+	fmt.Fprintf(r.Log, "failed after %v: %v (%s)\n", time.Since(start).Round(time.Second), err, kept)
+	return err
+}
+
 // Close stops watching for Ctrl-C and closes log.txt.
 func (r *runLog) Close() {
 	r.stop()

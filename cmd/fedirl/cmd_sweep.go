@@ -130,13 +130,7 @@ declared before the sweep was first run.`,
 			results, err := gridstudy.Sweep(ctx, base, regimes, out, &sweepLog{w: log, bar: bar, start: start})
 			bar.Finish()
 			if err != nil {
-				if ctx.Err() != nil {
-					// Ctrl-C: log.txt says so; main prints the one "interrupted" line.
-					fmt.Fprintf(run.File, "interrupted after %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second))
-					return errInterrupted
-				}
-				fmt.Fprintf(log, "failed after %v: %v (finished regimes are kept; rerun to resume)\n", time.Since(start).Round(time.Second), err)
-				return err
+				return run.ended(ctx, start, err, "finished regimes are kept; rerun to resume")
 			}
 			if err := gridstudy.WriteSweep(out, data, results); err != nil {
 				return err
@@ -259,12 +253,7 @@ nothing that is already there: a killed sweep resumes.`,
 					fmt.Fprintf(log, "[%s] regime %d/%d %s\n", time.Since(start).Round(time.Second), i+1, n, name)
 				}})
 			if err != nil {
-				if ctx.Err() != nil {
-					fmt.Fprintf(run.File, "interrupted after %v (finished units are kept; rerun to resume)\n", time.Since(start).Round(time.Second))
-					return errInterrupted
-				}
-				fmt.Fprintf(log, "failed after %v: %v (finished units are kept; rerun to resume)\n", time.Since(start).Round(time.Second), err)
-				return err
+				return run.ended(ctx, start, err, "finished units are kept; rerun to resume")
 			}
 			fmt.Fprintf(log, "sweep %v; wrote %s\n", time.Since(start).Round(time.Millisecond), out)
 			_, err = cmd.OutOrStdout().Write(control.SweepMarkdown(results))
