@@ -224,6 +224,11 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		}
 		if class != "" {
 			l.audit.Refused(class, c.addr, "", reason)
+			if tc, ok := raw.(*net.TCPConn); ok {
+				// Reset rather than close: under a flood of refused
+				// connections no TIME_WAIT socket is left behind.
+				tc.SetLinger(0)
+			}
 			raw.Close()
 			continue
 		}
