@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,6 +104,12 @@ func (s *siege) hold(from net.IP) {
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: from}, Timeout: 5 * time.Second}
 	c, err := d.Dial("tcp", s.addr)
 	if err != nil {
+		if errors.Is(err, syscall.ECONNRESET) { // refused at once by the server
+			s.mu.Lock()
+			s.dials++
+			s.closed++
+			s.mu.Unlock()
+		}
 		return
 	}
 	s.mu.Lock()
@@ -422,7 +429,7 @@ func TestSiegeContinuationFlood(t *testing.T) {
 	if testing.Short() {
 		t.Skip("attack simulation")
 	}
-	addr, tok, _, _ := siegeServer(t, ConnLimits{}, GRPCServerConfig{})
+	addr, tok, _, _ := siegeServer(t, ConnLimits{ConnectBurst: 64}, GRPCServerConfig{})
 	before := heapInUse()
 	s := startSiege(t, addr, patternContinuation, 64, 8, siegeOptions{padBytes: 1 << 20})
 	eventually(t, "the server to close every flooding connection", func() bool {
