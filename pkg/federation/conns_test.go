@@ -297,3 +297,23 @@ func TestUnauthenticatedBytesCapped(t *testing.T) {
 		t.Fatalf("a 480 kB first call on a fresh connection: %v", err)
 	}
 }
+
+// TestPeerKey: IPv4 addresses are peers one by one; IPv6 addresses by
+// their /64 (one subscriber's prefix), so an attacker cannot become 2⁶⁴
+// peers.
+func TestPeerKey(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.10.0.1"), Port: 5}, "127.10.0.1"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 5}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:ffff::1"), Port: 6}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 5}, "10.0.0.1"},
+		{&net.UnixAddr{Name: "/run/fedirl.sock", Net: "unix"}, "/run/fedirl.sock"},
+	} {
+		if got := peerKey(c.addr); got != c.want {
+			t.Errorf("peerKey(%v) = %q, want %q", c.addr, got, c.want)
+		}
+	}
+}
