@@ -188,7 +188,8 @@ func (c *limitedConn) Close() error {
 }
 
 // peerKey returns the peer a remote address belongs to: its IPv4 address,
-// or the /64 prefix of its IPv6 address ("" parts are kept as they come).
+// the /64 prefix of its IPv6 address, or, for an address that is not an IP
+// (a Unix socket), the address itself.
 func peerKey(a net.Addr) string {
 	var ip net.IP
 	if t, ok := a.(*net.TCPAddr); ok {
@@ -224,6 +225,11 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		}
 		if class != "" {
 			l.audit.Refused(class, c.addr, "", reason)
+			if tc, ok := raw.(*net.TCPConn); ok {
+				// Reset rather than close: under a flood of refused
+				// connections no TIME_WAIT socket is left behind.
+				tc.SetLinger(0)
+			}
 			raw.Close()
 			continue
 		}
@@ -248,11 +254,13 @@ func (l *ConnLimiter) admit(c *limitedConn, now time.Time) (victim *limitedConn,
 	}
 	p := l.peers[c.peer]
 	if p != nil && len(p.conns) >= l.lim.PerPeer {
+		l.refundLocked(c.peer) // refused: the token is not spent
 		return nil, AuditConnPeerLimit, "peer holds " + strconv.Itoa(len(p.conns)) + " connections, its limit (--max-connections-per-peer)"
 	}
 	if l.open >= l.lim.Max {
 		victim = l.victimLocked(now)
 		if victim == nil {
+			l.refundLocked(c.peer)
 			return nil, AuditConnPeerLimit, "server holds " + strconv.Itoa(l.open) + " connections (--max-connections), every one authenticated"
 		}
 		reason = "peer " + victim.peer + " held " + strconv.Itoa(l.peers[victim.peer].unauthenticated) + " unauthenticated connections, " +

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +24,18 @@ func rawConnFrom(t *testing.T, addr, from string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// refusedWithin reports whether a connection from the loopback address from
+// to addr is refused: reset while dialling, or closed within d.
+func refusedWithin(addr, from string, d time.Duration) bool {
+	dl := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 2 * time.Second}
+	c, err := dl.Dial("tcp", addr)
+	if err != nil {
+		return errors.Is(err, syscall.ECONNRESET)
+	}
+	defer c.Close()
+	return closedWithin(c, d)
 }
 
 // closedWithin reports whether the server closes c within d (a read
@@ -47,10 +60,19 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 func TestConnectRateLimit(t *testing.T) {
 	addr, _, cl, logs := siegeServer(t, ConnLimits{ConnectRate: 1, ConnectBurst: 5}, GRPCServerConfig{})
 	var conns []net.Conn
-	for range 20 {
-		conns = append(conns, rawConnFrom(t, addr, "127.0.0.3"))
-	}
 	refused := 0
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}, Timeout: 2 * time.Second}
+	for range 20 {
+		c, err := d.Dial("tcp", addr)
+		if errors.Is(err, syscall.ECONNRESET) { // reset by the server before the dial returned
+			refused++
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
 	for _, c := range conns {
 		if closedWithin(c, 150*time.Millisecond) {
 			refused++
@@ -95,7 +117,7 @@ func TestAuthenticatedNeverEvicted(t *testing.T) {
 	if n, u := cl.Open(), cl.Unauthenticated(); n != 3 || u != 0 {
 		t.Fatalf("%d connections, %d unauthenticated; want 3, 0", n, u)
 	}
-	if !closedWithin(rawConnFrom(t, addr, "127.0.0.6"), time.Second) {
+	if !refusedWithin(addr, "127.0.0.6", time.Second) {
 		t.Fatal("a newcomer was admitted although every place is authenticated")
 	}
 	if l := logs.String(); strings.Contains(l, "class="+AuditConnEvicted) || !strings.Contains(l, "every one authenticated") {
@@ -273,5 +295,25 @@ func TestUnauthenticatedBytesCapped(t *testing.T) {
 	theta[0] = 1
 	if _, err := cl.Submit(ctx, Submission{TaskID: "big", Round: 1, ClientID: "alice", Theta: theta}); err != nil {
 		t.Fatalf("a 480 kB first call on a fresh connection: %v", err)
+	}
+}
+
+// TestPeerKey: IPv4 addresses are peers one by one; IPv6 addresses by
+// their /64 (one subscriber's prefix), so an attacker cannot become 2⁶⁴
+// peers.
+func TestPeerKey(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.10.0.1"), Port: 5}, "127.10.0.1"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 5}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:ffff::1"), Port: 6}, "2001:db8:1:2::/64"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 5}, "10.0.0.1"},
+		{&net.UnixAddr{Name: "/run/fedirl.sock", Net: "unix"}, "/run/fedirl.sock"},
+	} {
+		if got := peerKey(c.addr); got != c.want {
+			t.Errorf("peerKey(%v) = %q, want %q", c.addr, got, c.want)
+		}
 	}
 }
