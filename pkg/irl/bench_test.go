@@ -103,3 +103,54 @@ func BenchmarkGradientStepCold(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHessian times one exact Hessian of the objective (hessian.go)
+// after an evaluation at θ = 0.1·(±1, 0) on one core: on the 10,000-state
+// banded model at γ = 0.99 (an infinite horizon: one column solve per
+// feature, warm-started from the previous call's ψ, to the default
+// relative residual 10⁻³) and on a 654-state, 9-action model with horizon
+// 1000 at γ = 0.999 (the size of LunarLander's fine lattice restricted to
+// the states its demonstrations reach: a backward pass over the horizon).
+// matvecs/op counts the column solves' products.
+func BenchmarkHessian(b *testing.B) {
+	cases := []struct {
+		name string
+		m    func() *mdp.MDP
+		d    int
+	}{
+		{"10000x5", func() *mdp.MDP { return mdptest.BandedMDP(10000, 5, 10, 0.99) }, 64},
+		{"654x9-T1000", func() *mdp.MDP {
+			m := mdptest.BandedMDP(654, 9, 2, 0.999)
+			m.Horizon = 1000
+			return m
+		}, 65},
+	}
+	for _, c := range cases {
+		m := c.m()
+		phi, demos := benchProblem(m, c.d, 50)
+		b.Run(c.name, func(b *testing.B) {
+			o, err := NewObjective(m, phi, demos, Config{Temperature: 1, L2: 0.1, Solver: mdp.Options{WarmStart: true, Newton: true, Workers: 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer o.Close()
+			theta := make([]float64, c.d)
+			for j := range theta {
+				theta[j] = 0.1 * float64(j%3-1)
+			}
+			grad := make([]float64, c.d)
+			o.Eval(grad, theta)
+			h, _ := o.Hessian(nil, 0)
+			mv := 0
+			b.ResetTimer()
+			cpu0 := cpuclock.ProcessCPU()
+			for b.Loop() {
+				var st HessianStats
+				h, st = o.Hessian(h, 0)
+				mv += st.MatVecs
+			}
+			b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(mv)/float64(b.N), "matvecs/op")
+		})
+	}
+}

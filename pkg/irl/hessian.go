@@ -74,7 +74,9 @@ func (o *Objective) Hessian(h *mat.SymDense, rtol float64) (*mat.SymDense, Hessi
 			}
 		}
 		o.psi = make([]float64, S*d)
-		o.psiNext = make([]float64, S*d)
+		if m.Horizon > 0 {
+			o.psiNext = make([]float64, S*d)
+		}
 		o.hrows = make([]float64, hessianChunk*d)
 		o.frow = make([]float64, m.NumActions*d)
 	}

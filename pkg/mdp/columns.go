@@ -49,76 +49,74 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	if !nt.a.ilu0() {
 		prec = func([]float64) {}
 	}
-	// Right-hand sides row by row (contiguous reads of rewards), then both
-	// they and the warm start turned column-major, so each column's solve
-	// runs on contiguous vectors.
-	if len(ws.colB) < S*d {
-		ws.colB, ws.colX = make([]float64, S*d), make([]float64, S*d)
-	}
-	colB, colX := ws.colB[:S*d], ws.colX[:S*d]
-	rowB := colX // scratch until the warm start is loaded
-	clear(rowB)
-	for s := range S {
-		if m.IsTerminal(s) {
-			continue
-		}
-		bs := rowB[s*d : (s+1)*d]
-		for a, pa := range pi.Prob[s*A : (s+1)*A] {
-			if pa != 0 {
-				floats.AddScaled(bs, pa, rewards[(s*A+a)*d:(s*A+a+1)*d])
-			}
-		}
-	}
-	transpose(colB, rowB, S, d)
-	if warm {
-		transpose(colX, dst, S, d)
-	} else {
-		clear(colX)
+	// Columns go in blocks of columnBlock: their right-hand sides and warm
+	// starts are gathered column-major (one cache line per state and
+	// block), so each solve runs on contiguous vectors, and the buffers
+	// stay 2·S·columnBlock whatever d.
+	cb := min(columnBlock, d)
+	if len(ws.colB) < S*cb {
+		ws.colB, ws.colX = make([]float64, S*cb), make([]float64, S*cb)
 	}
 	var st ColumnStats
-	for j := range d {
-		x, b := colX[j*S:(j+1)*S], colB[j*S:(j+1)*S]
-		bn := floats.Norm(b, 2)
-		if bn == 0 {
-			clear(x)
-			continue
-		}
-		r0 := bn
-		if warm {
-			// Solve to rtol relative to b, not to the warm start's residual.
-			nt.mulA(nt.kr.w, x)
-			st.MatVecs++
-			floats.Sub(nt.kr.w, b)
-			r0 = floats.Norm(nt.kr.w, 2)
-		}
-		rel := r0 / bn
-		if rel > rtol {
-			mv, rr := nt.kr.solve(prec, nt.mulA, x, b, rtol*bn/r0, columnMaxMatVec)
-			st.MatVecs += mv
-			rel = rr * r0 / bn
-		}
-		st.Residual = max(st.Residual, rel)
-	}
-	transpose(dst, colX, d, S)
-	return st
-}
-
-// transpose sets dst (c×r, row-major) to the transpose of src (r×c, row-major), in cache-sized blocks.
-func transpose(dst, src []float64, r, c int) {
-	const blk = 32
-	for i0 := 0; i0 < r; i0 += blk {
-		i1 := min(i0+blk, r)
-		for j0 := 0; j0 < c; j0 += blk {
-			j1 := min(j0+blk, c)
-			for i := i0; i < i1; i++ {
-				row := src[i*c : (i+1)*c]
-				for j := j0; j < j1; j++ {
-					dst[j*r+i] = row[j]
+	for j0 := 0; j0 < d; j0 += cb {
+		nb := min(cb, d-j0)
+		colB, colX := ws.colB[:S*nb], ws.colX[:S*nb]
+		clear(colB)
+		for s := range S {
+			if m.IsTerminal(s) {
+				continue
+			}
+			for a, pa := range pi.Prob[s*A : (s+1)*A] {
+				if pa == 0 {
+					continue
+				}
+				row := rewards[(s*A+a)*d+j0 : (s*A+a)*d+j0+nb]
+				for jj, r := range row {
+					colB[jj*S+s] += pa * r
+				}
+			}
+			for jj := range nb {
+				if warm {
+					colX[jj*S+s] = dst[s*d+j0+jj]
+				} else {
+					colX[jj*S+s] = 0
 				}
 			}
 		}
+		for jj := range nb {
+			x, b := colX[jj*S:(jj+1)*S], colB[jj*S:(jj+1)*S]
+			bn := floats.Norm(b, 2)
+			if bn == 0 {
+				clear(x)
+				continue
+			}
+			r0 := bn
+			if warm {
+				// Solve to rtol relative to b, not to the warm start's residual.
+				nt.mulA(nt.kr.w, x)
+				st.MatVecs++
+				floats.Sub(nt.kr.w, b)
+				r0 = floats.Norm(nt.kr.w, 2)
+			}
+			rel := r0 / bn
+			if rel > rtol {
+				mv, rr := nt.kr.solve(prec, nt.mulA, x, b, rtol*bn/r0, columnMaxMatVec)
+				st.MatVecs += mv
+				rel = rr * r0 / bn
+			}
+			st.Residual = max(st.Residual, rel)
+		}
+		for s := range S {
+			for jj := range nb {
+				dst[s*d+j0+jj] = colX[jj*S+s]
+			}
+		}
 	}
+	return st
 }
+
+// columnBlock is the number of columns EvaluateColumns gathers at once.
+const columnBlock = 8
 
 // columnMaxMatVec caps the products of one column's solve in EvaluateColumns.
 const columnMaxMatVec = 2000

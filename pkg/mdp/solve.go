@@ -96,7 +96,7 @@ type Workspace struct {
 	polValues *Values
 
 	nt                      *newtonState
-	colB, colX              []float64 // EvaluateColumns' column-major buffers (S×d, allocated on first use)
+	colB, colX              []float64 // EvaluateColumns' column-major buffers (S×8, allocated on first use)
 	gatherFn, packFn, mulFn rangeFn
 }
 
