@@ -2,11 +2,15 @@ package control
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
+	"os"
 	"fmt"
 	"image/color"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,22 +23,24 @@ import (
 
 // methodColors are distinct for every method (the tab10 palette).
 var methodColors = map[string]color.RGBA{
-	MethodMean:       {31, 119, 180, 255},
-	MethodBarycenter: {214, 39, 40, 255},
-	MethodDebiased:   {44, 160, 44, 255},
-	MethodLocal:      {148, 103, 189, 255},
-	MethodProjected:  {255, 127, 14, 255},
-	MethodTrue:       {80, 80, 80, 255},
+	MethodMean:           {31, 119, 180, 255},
+	MethodNormalizedMean: {140, 86, 75, 255},
+	MethodBarycenter:     {214, 39, 40, 255},
+	MethodDebiased:       {44, 160, 44, 255},
+	MethodLocal:          {148, 103, 189, 255},
+	MethodProjected:      {255, 127, 14, 255},
+	MethodTrue:           {80, 80, 80, 255},
 }
 
 // methodGlyphs tell methods apart without colour as well.
 var methodGlyphs = map[string]draw.GlyphDrawer{
-	MethodMean:       draw.CircleGlyph{},
-	MethodBarycenter: draw.SquareGlyph{},
-	MethodDebiased:   draw.TriangleGlyph{},
-	MethodLocal:      draw.CrossGlyph{},
-	MethodProjected:  draw.PlusGlyph{},
-	MethodTrue:       draw.RingGlyph{},
+	MethodMean:           draw.CircleGlyph{},
+	MethodNormalizedMean: draw.PyramidGlyph{},
+	MethodBarycenter:     draw.SquareGlyph{},
+	MethodDebiased:       draw.TriangleGlyph{},
+	MethodLocal:          draw.CrossGlyph{},
+	MethodProjected:      draw.PlusGlyph{},
+	MethodTrue:           draw.RingGlyph{},
 }
 
 // dodge returns the offset of method i of n, in units of the spacing
@@ -50,12 +56,15 @@ func (s *Study) title(t string) string {
 }
 
 // panel draws mean ± std (over seeds, of the client-averaged evaluation
-// curves of the training clients) against PPO steps for one env and lattice.
+// curves of the training clients) against PPO steps for one env and lattice:
+// a line through the means and an error bar at each evaluation point, each
+// method's points dodged sideways (translucent bands of five or more
+// methods would merge into one area).
 func (s *Study) panel(evals []EvalFile, env, lattice string) (*plot.Plot, []legendEntry, error) {
 	p := plot.New()
 	p.Title.Text = s.title(env + " (" + lattice + " lattice)\ntraining clients")
 	p.X.Label.Text = "PPO training steps"
-	p.Y.Label.Text = fmt.Sprintf("true return: line = mean, band = ± std over %d seeds", s.cfg.NumberOfSeeds)
+	p.Y.Label.Text = fmt.Sprintf("true return: line = mean, bars = ± std over %d seeds", s.cfg.NumberOfSeeds)
 	var legend []legendEntry
 	for mi, m := range s.cfg.Methods {
 		// seed -> step -> (sum, n)
@@ -111,44 +120,38 @@ func (s *Study) panel(evals []EvalFile, env, lattice string) (*plot.Plot, []lege
 			hi = append(hi, plotter.XY{X: x, Y: sm.Mean + sm.Std})
 		}
 		col := methodColors[m]
-		band := make(plotter.XYs, 0, 2*len(lo))
-		band = append(band, lo...)
-		for i := len(hi) - 1; i >= 0; i-- {
-			band = append(band, hi[i])
-		}
-		poly, err := plotter.NewPolygon(band)
+		eb, err := plotter.NewYErrorBars(errBars{mean, lo, hi})
 		if err != nil {
 			return nil, nil, err
 		}
-		poly.Color = color.NRGBA{col.R, col.G, col.B, 40} // non-premultiplied: a translucent band
-		poly.LineStyle.Width = 0
+		eb.Color, eb.Width, eb.CapWidth = col, vg.Points(1), vg.Points(4)
 		l, pts, err := plotter.NewLinePoints(mean)
 		if err != nil {
 			return nil, nil, err
 		}
 		l.Color, pts.Color = col, col
 		l.Width = vg.Points(1.5)
-		pts.Radius = vg.Points(2)
+		pts.Radius = vg.Points(2.5)
 		pts.Shape = methodGlyphs[m]
 		if m == MethodTrue {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
-		p.Add(poly, l, pts)
-		legend = append(legend, legendEntry{m, l, pts, poly})
+		p.Add(eb, l, pts)
+		legend = append(legend, legendEntry{m, l, pts})
 	}
 	return p, legend, nil
 }
 
-// legendEntry is one method's line, markers and band for the legend tile.
+// legendEntry is one method's line and markers for the legend tile.
 type legendEntry struct {
 	method string
 	line   *plotter.Line
 	pts    *plotter.Scatter
-	band   *plotter.Polygon
 }
 
-// legendPlot returns a tile holding only the legend, so it never covers data.
-func legendPlot(entries []legendEntry, bandLabel string) *plot.Plot {
+// legendPlot returns a tile holding only the legend, so it never covers
+// data, with note (what the bars are, what was left out) below it.
+func legendPlot(entries []legendEntry, note string) *plot.Plot {
 	p := plot.New()
 	p.HideAxes()
 	p.Legend.Top, p.Legend.Left = true, true
@@ -161,8 +164,9 @@ func legendPlot(entries []legendEntry, bandLabel string) *plot.Plot {
 		seen[e.method] = true
 		p.Legend.Add(e.method, e.line, e.pts)
 	}
-	if bandLabel != "" && len(entries) > 0 {
-		p.Legend.Add(bandLabel, entries[0].band)
+	if note != "" {
+		p.Title.Text = note
+		p.Title.TextStyle.Font.Size = vg.Points(9)
 	}
 	return p
 }
@@ -188,7 +192,7 @@ func (s *Study) figure(path string, evals []EvalFile, envs []string) error {
 	if len(plots) == 0 {
 		return nil
 	}
-	return savePanels(path, append(plots, legendPlot(legend, "± std over seeds")))
+	return savePanels(path, append(plots, legendPlot(legend, "bars: ± std over seeds")))
 }
 
 func savePanels(path string, plots []*plot.Plot) error {
@@ -230,8 +234,19 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 	}
 	var plots []*plot.Plot
 	var legend []legendEntry
-	fused := []string{MethodLocal, MethodMean, MethodBarycenter, MethodDebiased, MethodProjected}
+	var single []string // environments with one lattice size: no resolution panel
+	fused := []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodProjected}
 	for _, env := range s.cfg.Envs {
+		sizes := map[int]bool{}
+		for _, r := range sum.Rows {
+			if r.Env == env && r.Pairs > 0 {
+				sizes[r.Pairs] = true
+			}
+		}
+		if len(sizes) < 2 {
+			single = append(single, env)
+			continue
+		}
 		p := plot.New()
 		p.Title.Text = s.title(env + ": normalized return vs lattice size\n(training clients)")
 		p.X.Label.Text = "state–action pairs (log scale)"
@@ -273,11 +288,24 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 				p.Add(eb)
 			}
 			p.Add(l, sc)
-			legend = append(legend, legendEntry{m, l, sc, nil})
+			legend = append(legend, legendEntry{m, l, sc})
 		}
 		plots = append(plots, p)
 	}
-	return savePanels(filepath.Join(s.dir, "resolution.png"), append(plots, legendPlot(legend, "")))
+	res := filepath.Join(s.dir, "resolution.png")
+	if len(plots) == 0 {
+		// Every environment has one lattice: a figure of single points says
+		// nothing, and one left by an earlier run in this folder would mislead.
+		if err := os.Remove(res); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	note := ""
+	if len(single) > 0 {
+		note = "not drawn (one lattice):\n" + strings.Join(single, ", ")
+	}
+	return savePanels(res, append(plots, legendPlot(legend, note)))
 }
 
 type errBars struct{ pts, lo, hi plotter.XYs }

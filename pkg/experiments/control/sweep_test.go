@@ -298,3 +298,31 @@ func TestSweepResumesAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionFigureNeedsTwoLattices: resolution.png is drawn only for
+// environments with at least two lattice sizes, and is not written (an old
+// one removed) when no environment has two.
+func TestResolutionFigureNeedsTwoLattices(t *testing.T) {
+	dir := t.TempDir()
+	cfg := microConfig()
+	st, err := New(cfg, dir, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(env string, pairs int) Row {
+		return Row{Env: env, Lattice: "l", Pairs: pairs, Method: MethodMean, Group: "train", NormalizedReturn: report.Summary{Mean: 0.5, Std: 0.1, N: 2}}
+	}
+	path := filepath.Join(dir, "resolution.png")
+	if err := st.figures(nil, &Summary{Rows: []Row{row("Pendulum-v1", 100), row("Pendulum-v1", 1000), row("CartPole-v1", 500)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("two Pendulum lattices: %v", err)
+	}
+	if err := st.figures(nil, &Summary{Rows: []Row{row("Pendulum-v1", 100), row("CartPole-v1", 500)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("one lattice per environment: resolution.png still there (%v)", err)
+	}
+}
