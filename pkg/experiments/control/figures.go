@@ -3,11 +3,11 @@ package control
 import (
 	"bytes"
 	"errors"
-	"io/fs"
-	"os"
 	"fmt"
 	"image/color"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
