@@ -86,6 +86,7 @@ present), resolution.png, log.txt.`,
 		Example: `  fedirl reproduce control --quick --out /tmp/control-smoke
   fedirl reproduce control --protocol paper --out runs/control-paper
   fedirl reproduce control --env Acrobot-v1 --lattice fine --seeds 5
+  fedirl reproduce control --quick --seed 7 --seeds 2                    # seeds 7 and 8
   fedirl reproduce control --env Pendulum-v1 --n-theta 64 --n-thdot 41
   fedirl reproduce control --full --shard 3/10 --out runs/control-full   # one job of an array`,
 		Args: cobra.NoArgs,

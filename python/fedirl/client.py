@@ -2,12 +2,14 @@
 like), submit it and fetch the fused theta.
 
 The gRPC stubs are generated at first use from federation.proto (the checkout's proto/, else the copy
-installed with the package) with grpc_tools into a temporary folder (nothing generated is committed). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
+installed with the package) with grpc_tools into a temporary folder, removed once they are imported (nothing
+generated is committed or left behind). Needs grpcio, grpcio-tools (Debian: python3-grpcio,
 python3-grpc-tools).
 """
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,11 +44,17 @@ def load_stubs(proto_dir=None):
     if not os.path.exists(proto):
         raise FedirlError(f"{proto} not found (set FEDIRL_PROTO_DIR)")
     out = tempfile.mkdtemp(prefix="fedirl-stubs-")
-    rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
-    if rc != 0:
-        raise FedirlError(f"grpc_tools.protoc failed with {rc} on {proto}")
-    sys.path.insert(0, out)
-    _stubs = importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+    try:
+        rc = protoc.main(["grpc_tools.protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}", proto])
+        if rc != 0:
+            raise FedirlError(f"grpc_tools.protoc failed with {rc} on {proto}")
+        sys.path.insert(0, out)
+        try:
+            _stubs = importlib.import_module("federation_pb2"), importlib.import_module("federation_pb2_grpc")
+        finally:
+            sys.path.remove(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)  # the imported modules stay loaded
     return _stubs
 
 

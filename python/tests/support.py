@@ -1,4 +1,5 @@
 """Shared helpers of the fedirl Python tests: the fedirl binary and optional modules."""
+import atexit
 import os
 import shutil
 import subprocess
@@ -15,7 +16,9 @@ def fedirl_binary():
         return _bin or None
     _bin = os.environ.get("FEDIRL_BIN", "")
     if not _bin and shutil.which("go"):
-        out = os.path.join(tempfile.mkdtemp(prefix="fedirl-pytest-"), "fedirl")
+        tmp = tempfile.mkdtemp(prefix="fedirl-pytest-")
+        atexit.register(shutil.rmtree, tmp, True)  # CI leaves no temporary folders behind
+        out = os.path.join(tmp, "fedirl")
         p = subprocess.run(["go", "build", "-o", out, "./cmd/fedirl"], cwd=ROOT, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"go build ./cmd/fedirl failed:\n{p.stderr}")
