@@ -298,7 +298,65 @@ func PoisoningMarkdown(r *PoisoningResult) []byte {
 				row.HonestHeld.format(2), row.AttackedHeld.format(2), formatPaired(&row.DiffHeld), holds, 100*row.AttackerFlagged)
 		}
 	}
+	b.WriteString(breakdownMarkdown(r))
 	return b.Bytes()
+}
+
+// BreakdownTolerance is the margin, in percentage points, of the breakdown
+// table: the largest f a method survives is the largest number of attackers
+// (with every smaller declared f also survived) under which both its mean
+// paired differences to honest-only stay within ±5 points (issue 33's
+// definition).
+const BreakdownTolerance = 5.0
+
+// breakdownMarkdown is the breakdown table of r: per attack family (kind and
+// factor) declared with several f, and per method, the largest f survived.
+func breakdownMarkdown(r *PoisoningResult) string {
+	type family struct {
+		kind   string
+		factor float64
+	}
+	var fams []family
+	fs := map[family][]Attack{}
+	for _, a := range r.Poisoning.Attacks {
+		k := family{a.Kind, a.Factor}
+		if _, ok := fs[k]; !ok {
+			fams = append(fams, k)
+		}
+		fs[k] = append(fs[k], a)
+	}
+	fams = slices.DeleteFunc(fams, func(k family) bool { return len(fs[k]) < 2 })
+	if len(fams) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Breakdown\n\nLargest number of attackers f (of the declared ones, every smaller declared f also survived) under which a method stays within ±%g points of its honest-only fusion, in distribution and held out (0: not even the smallest).\n\n| Method |", BreakdownTolerance)
+	for _, k := range fams {
+		var ns []string
+		for _, a := range fs[k] {
+			ns = append(ns, fmt.Sprint(a.Clients))
+		}
+		fmt.Fprintf(&b, " %s ×%g (f = %s) |", k.kind, k.factor, strings.Join(ns, ", "))
+	}
+	b.WriteString("\n" + strings.Repeat("|---", 1+len(fams)) + "|\n")
+	for _, m := range r.Poisoning.Study.methods() {
+		fmt.Fprintf(&b, "| %s |", m)
+		for _, k := range fams {
+			as := slices.Clone(fs[k])
+			slices.SortFunc(as, func(x, y Attack) int { return x.Clients - y.Clients })
+			best := 0
+			for _, a := range as {
+				i := slices.IndexFunc(r.Rows, func(row PoisoningRow) bool { return row.Attack == a.Name && row.Method == m })
+				if i < 0 || math.Abs(r.Rows[i].DiffIn.Mean) > BreakdownTolerance || math.Abs(r.Rows[i].DiffHeld.Mean) > BreakdownTolerance {
+					break
+				}
+				best = a.Clients
+			}
+			fmt.Fprintf(&b, " %d |", best)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // PoisoningCSV is poisoning.csv: one line per (attack, method).

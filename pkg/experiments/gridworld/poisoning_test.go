@@ -2,10 +2,13 @@ package gridworld
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/approx"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
@@ -119,6 +122,30 @@ attacks:
 		if len(f.InDist["mean"]) != 4 || len(f.InDist[ColLocal]) != 4 {
 			t.Errorf("evaluated %d environments, want the 4 honest ones", len(f.InDist["mean"]))
 		}
+	}
+	// Breakdown by hand: the two attacks are different families, so no table;
+	// with a second scale attack of 2 clients, mean survives f = 0 or more.
+	if strings.Contains(string(PoisoningMarkdown(res)), "## Breakdown") {
+		t.Error("breakdown table without a family of several f")
+	}
+	two := *res
+	two.Poisoning.Attacks = append(slices.Clone(res.Poisoning.Attacks), Attack{Name: "scale-1000-f2", Kind: AttackScale, Factor: 1000, Clients: 2})
+	two.Rows = slices.Clone(res.Rows)
+	for _, m := range c.FusionMethods {
+		d := 0.0
+		if m == "median" {
+			d = 6 // pretend the median fails at f = 2
+		}
+		two.Rows = append(two.Rows, PoisoningRow{Attack: "scale-1000-f2", Method: m, DiffIn: report.Paired{Mean: d}})
+	}
+	bd := breakdownMarkdown(&two)
+	i := slices.IndexFunc(res.Rows, func(r PoisoningRow) bool { return r.Attack == "scale-1000" && r.Method == "median" })
+	wantMedian := "| median | 0 |"
+	if math.Abs(res.Rows[i].DiffIn.Mean) <= 5 && math.Abs(res.Rows[i].DiffHeld.Mean) <= 5 {
+		wantMedian = "| median | 1 |"
+	}
+	if !strings.Contains(bd, "scale ×1000 (f = 1, 2)") || !strings.Contains(bd, wantMedian) {
+		t.Errorf("breakdown table:\n%s\nwant %q", bd, wantMedian)
 	}
 	md := string(PoisoningMarkdown(res))
 	for _, want := range []string{"## scale-1000", "| geometric-median |", "## flip-mean"} {
