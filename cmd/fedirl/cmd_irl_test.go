@@ -85,6 +85,28 @@ func TestIRLCommandMatchesLibrary(t *testing.T) {
 	approx.Slices(t, "theta", got.Theta, want.Theta, 0, 1e-12)
 	approx.Slices(t, "loglik", got.LogLik, want.LogLik, 0, 1e-12)
 
+	// Every run says whether it converged: Newton reaches the tolerance, one
+	// gradient step does not.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--optimizer", "newton", "--temperature", "1", "--l2", "0.1", "--grad-tol", "1e-8"}, "irl: converged after"},
+		{[]string{"--iters", "1"}, "irl: warning: not converged: ‖∇‖ ="},
+	} {
+		var stderr strings.Builder
+		rootCmd.SetErr(&stderr)
+		rootCmd.SetArgs(append([]string{"irl", "--spec", spec, "--demos", demoFile, "--out", out}, c.args...))
+		err := rootCmd.Execute()
+		rootCmd.SetErr(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stderr.String(), c.want) {
+			t.Fatalf("fedirl irl %v: stderr %q, want it to contain %q", c.args, stderr.String(), c.want)
+		}
+	}
+
 	// A malformed demonstration file names file, line and field.
 	bad := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(bad, []byte(`{"states":[0,1],"actions":[1]}`+"\n"+`{"states":[0,99],"actions":[1]}`+"\n"), 0o644); err != nil {

@@ -3,25 +3,24 @@ package control
 import (
 	"context"
 	"io"
-	"math/rand/v2"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/cpuclock"
+	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
-	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // benchFitProblem builds the local IRL problem of client 0 of env on a
 // lattice preset as the default study does (sampled model, features,
 // horizon, discount and IRL settings), with 20 demonstrations (the
-// default episodes_per_client) sampled on the lattice model itself from the
-// greedy policy of the true lattice reward, each starting in the cell of a
-// simulator reset: a stand-in for the PPO experts' demonstrations that
-// needs no expert training.
+// default episodes_per_client) of the true-reward lattice planner acting
+// in the client's real simulator, snapped to the lattice: a stand-in for
+// the PPO experts' demonstrations that needs no expert training, with the
+// same mismatch between the real dynamics and the lattice model.
 func benchFitProblem(b *testing.B, env, lattice string) (*mdp.MDP, *mat.Dense, []irl.Trajectory, irl.Config) {
 	ctx := context.Background()
 	s, err := New(DefaultConfig(), b.TempDir(), 1, io.Discard)
@@ -44,10 +43,13 @@ func benchFitProblem(b *testing.B, env, lattice string) (*mdp.MDP, *mat.Dense, [
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The true-reward lattice planner of the ladder's rung (a), acting in the
+	// client's real simulator; its episodes snapped to the lattice as the
+	// study snaps the experts' demonstrations.
 	ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20, Workers: 1})
-	pi := ws.SoftPolicy(nil, ws.ValueIteration(nil, r), 0)
+	v := ws.ValueIteration(nil, r)
 	ws.Close()
-	ce, err := tasks.LookupControl(env)
+	pl, err := discretize.NewPlanner(g, v.Q)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,18 +57,30 @@ func benchFitProblem(b *testing.B, env, lattice string) (*mdp.MDP, *mat.Dense, [
 	if err != nil {
 		b.Fatal(err)
 	}
-	const episodes = 20
-	init := make([]float64, m.NumStates)
-	x := make([]float64, g.StateDim())
-	for ep := range episodes {
-		init[g.SnapState(ce.StateOf(x, e.Reset(uint64(ep))))] += 1.0 / episodes
+	st, ok := e.(interface{ State([]float64) []float64 })
+	if !ok {
+		b.Fatalf("%s: the simulator's state cannot be read", env)
 	}
-	m.Init = init
-	rng := rand.New(rand.NewPCG(1, 2))
+	const episodes = 20 // the default episodes_per_client
 	var demos []irl.Trajectory
-	for range episodes {
-		st, ac := m.Rollout(rng, pi, 500)
-		demos = append(demos, irl.Trajectory{States: st, Actions: ac})
+	for ep := range episodes {
+		e.Reset(uint64(ep))
+		states := [][]float64{st.State(make([]float64, g.StateDim()))}
+		var acts [][]float64
+		for {
+			a := pl.Act(make([]float64, g.ActionDim()), states[len(states)-1])
+			_, _, term, trunc := e.Step(a)
+			acts = append(acts, a)
+			states = append(states, st.State(make([]float64, g.StateDim())))
+			if term || trunc {
+				sts, acs, err := g.SnapTrajectory(states, acts, term)
+				if err != nil {
+					b.Fatal(err)
+				}
+				demos = append(demos, irl.Trajectory{States: sts, Actions: acs})
+				break
+			}
+		}
 	}
 	m.Horizon = h
 	c := s.cfg.IRL
