@@ -267,7 +267,7 @@ func TestTruncationIsNotTermination(t *testing.T) {
 		t.Fatal("CartPole with max_episode_steps 1: the upright cell's truncated step was credited to the terminal state")
 	}
 	c := NewCounter(g)
-	if err := c.Add(0, 1, 5, false); err != nil { // a truncated step is recorded as a plain step
+	if err := c.Add(0, 1, 5, false, 0); err != nil { // a truncated step is recorded as a plain step
 		t.Fatal(err)
 	}
 	cm, err := c.Model(0.99)
@@ -298,8 +298,9 @@ func TestCounter(t *testing.T) {
 	for _, e := range []struct {
 		s, a, n int
 		term    bool
-	}{{3, 0, 4, false}, {3, 0, 4, false}, {3, 0, 9, false}, {3, 0, 0, true}} {
-		if err := c.Add(e.s, e.a, e.n, e.term); err != nil {
+		r       float64
+	}{{3, 0, 4, false, 1}, {3, 0, 4, false, 2}, {3, 0, 9, false, -4}, {3, 0, 0, true, -100}, {5, 1, 6, false, 0.25}} {
+		if err := c.Add(e.s, e.a, e.n, e.term, e.r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -314,8 +315,16 @@ func TestCounter(t *testing.T) {
 	if next, prob := m.Successors(7, 2); !slices.Equal(next, []int32{7}) || prob[0] != 1 {
 		t.Fatalf("unvisited row (7,2) = %v %v, want a self-loop", next, prob)
 	}
-	if err := c.Add(g.NumCells(), 0, 0, false); err == nil {
+	r := c.Reward()
+	A := g.NumActions()
+	if len(r) != g.NumStates()*A || r[3*A] != (1+2-4-100)/4.0 || r[5*A+1] != 0.25 || r[7*A+2] != 0 {
+		t.Fatalf("counted reward: %d entries, (3,0) %v (want %v), (5,1) %v, unvisited (7,2) %v", len(r), r[3*A], (1+2-4-100)/4.0, r[5*A+1], r[7*A+2])
+	}
+	if err := c.Add(g.NumCells(), 0, 0, false, 0); err == nil {
 		t.Fatal("a transition from outside the grid was accepted")
+	}
+	if err := c.Add(0, 0, 0, false, math.NaN()); err == nil || !strings.Contains(err.Error(), "reward") {
+		t.Fatalf("a NaN reward: error %v, want one naming the reward", err)
 	}
 }
 

@@ -282,10 +282,10 @@ func (s *Study) countedModel(ctx context.Context, g *discretize.Grid, sp irlSpec
 			} else {
 				pol.Act(act, obs, nil)
 			}
-			o, _, term, trunc := env.Step(act)
+			o, r, term, trunc := env.Step(act)
 			obs = o
 			ce.StateOf(nx, obs)
-			if err := c.AddState(x, act, nx, term); err != nil {
+			if err := c.AddState(x, act, nx, term, r); err != nil {
 				return nil, err
 			}
 			if term || trunc {

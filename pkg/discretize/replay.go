@@ -1,0 +1,346 @@
+package discretize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/fedirl/fedirl/pkg/mdp"
+)
+
+// Replayer is a simulator that is deterministic given its reset seed:
+// Reset(seed) followed by the same actions reaches the same state, bit for
+// bit. A state it visited is then cloned by replaying the actions that
+// reached it, even when the state itself cannot be set (Box2D's contacts,
+// joints and sleep state in LunarLander). envs.Env has these methods.
+type Replayer interface {
+	Reset(seed uint64) []float64
+	Step(action []float64) (obs []float64, reward float64, terminated, truncated bool)
+}
+
+// Episode is a recorded episode of a Replayer: Reset(Seed), then Actions.
+type Episode struct {
+	Seed    uint64
+	Actions [][]float64
+	// States are the lattice coordinates of the len(Actions)+1 observations
+	// (States[t] is the state Actions[t] was taken in).
+	States [][]float64
+}
+
+// ReplayConfig configures ReplayModel.
+type ReplayConfig struct {
+	// Clones is K, the visited states cloned per (cell, action) [8].
+	Clones int `json:"clones" yaml:"clones"`
+	// Expand is the number of rounds in which the states that clones reach
+	// in cells no episode visited are cloned in turn [0: none].
+	Expand int `json:"expand" yaml:"expand"`
+	// Seed seeds the choice of the K visits of each cell.
+	Seed uint64 `json:"seed" yaml:"seed"`
+	// Gamma is the MDP's discount factor [0.99].
+	Gamma float64 `json:"gamma" yaml:"gamma"`
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c ReplayConfig) WithDefaults() ReplayConfig {
+	if c.Clones == 0 {
+		c.Clones = 8
+	}
+	if c.Gamma == 0 {
+		c.Gamma = 0.99
+	}
+	return c
+}
+
+// Validate returns an error naming the first bad field (after WithDefaults).
+func (c ReplayConfig) Validate() error {
+	switch {
+	case c.Clones < 1:
+		return fmt.Errorf("discretize: replay clones = %d, want ≥ 1", c.Clones)
+	case c.Expand < 0:
+		return fmt.Errorf("discretize: replay expand = %d, want ≥ 0", c.Expand)
+	case !(c.Gamma > 0 && c.Gamma < 1):
+		return fmt.Errorf("discretize: replay gamma = %v, want in (0, 1)", c.Gamma)
+	}
+	return nil
+}
+
+// ReplayStats describes a replay model.
+type ReplayStats struct {
+	// Cells is the number of cells whose rows were cloned (visited by an
+	// episode, or reached by a clone and expanded).
+	Cells int `json:"cells"`
+	// Expanded is how many of them no episode visited.
+	Expanded int `json:"expanded"`
+	// Unexpanded is the number of cells that clones reached but that were
+	// not cloned (their rows are self-loops with reward 0).
+	Unexpanded int `json:"unexpanded"`
+	// Steps is the number of simulator steps taken, replays included.
+	Steps int64 `json:"steps"`
+}
+
+// visit is a clonable state: Reset(episode's seed), its first t actions,
+// then tail (the actions of the clones that led here).
+type visit struct {
+	ep, t int32
+	tail  []int32 // action levels
+}
+
+// cloneOut is one clone's step: its successor cell (or the terminal state),
+// its reward, and whether its state may be cloned in turn.
+type cloneOut struct {
+	next      int32
+	r         float64
+	clonable  bool
+	cell      int32
+	from, act int32
+}
+
+// ReplayModel builds a lattice MDP with the true lattice reward from
+// recorded episodes of a Replayer: for every cell the episodes visit, K of
+// the visits (all of them if fewer; chosen by a PCG stream seeded with
+// (cfg.Seed, cell)) are cloned by replay, once per action level, and
+// stepped with that action; P(s'|s,a) is the fraction of the clones that
+// reached s' (the terminal state when the step terminated) and the reward
+// of (s, a) their mean reward. It is SampleModelReward's model with the
+// in-cell points drawn from the states the episodes visited instead of
+// uniformly, for simulators whose state cannot be set. With cfg.Expand > 0
+// the states that clones reach in unvisited cells are cloned in turn, for
+// that many rounds. Cells never cloned keep a self-loop with reward 0 under
+// every action. The result has g.NumStates() states (the last terminal),
+// cfg.Gamma, an infinite horizon and a uniform initial distribution over the
+// cells. stateOf maps an observation to the lattice's state coordinates
+// (nil: the observation is the state). The same episodes and config give
+// the same model whatever the number of workers (≤ 0: GOMAXPROCS).
+func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), stateOf func(dst, obs []float64) []float64,
+	episodes []Episode, cfg ReplayConfig, workers int) (*mdp.MDP, []float64, ReplayStats, error) {
+	var st ReplayStats
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, st, err
+	}
+	cells, A := g.NumCells(), g.NumActions()
+	visits := make([][]visit, cells)
+	for e, ep := range episodes {
+		if len(ep.States) != len(ep.Actions)+1 {
+			return nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d states for %d actions, want actions + 1", e, len(ep.States), len(ep.Actions))
+		}
+		for t := range ep.Actions { // the state after the last action cannot be stepped
+			if len(ep.States[t]) != g.StateDim() || len(ep.Actions[t]) != g.ActionDim() {
+				return nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: state of %d and action of %d coordinates, the grid has %d and %d",
+					e, t, len(ep.States[t]), len(ep.Actions[t]), g.StateDim(), g.ActionDim())
+			}
+			c := g.SnapState(ep.States[t])
+			visits[c] = append(visits[c], visit{ep: int32(e), t: int32(t)})
+		}
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	sims := make([]Replayer, workers)
+	for w := range sims {
+		var err error
+		if sims[w], err = newSim(); err != nil {
+			return nil, nil, st, fmt.Errorf("discretize: creating simulator %d: %w", w, err)
+		}
+	}
+	done := make([]bool, cells)
+	rows := make([][]cloneOut, cells*A)
+	var steps atomic.Int64
+	round := []int{}
+	for c := range cells {
+		if len(visits[c]) > 0 {
+			round = append(round, c)
+		}
+	}
+	for r := 0; len(round) > 0; r++ {
+		chosen := make([][]visit, len(round))
+		for i, c := range round {
+			chosen[i] = pickVisits(visits[c], cfg.Clones, cfg.Seed, c)
+		}
+		var cursor atomic.Int64
+		var wg sync.WaitGroup
+		errs := make([]error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl := &cloner{g: g, sim: sims[w], eps: episodes, stateOf: stateOf, state: make([]float64, g.StateDim()),
+					act: make([]float64, g.ActionDim()), tailAct: make([]float64, g.ActionDim())}
+				for {
+					i := int(cursor.Add(1)) - 1
+					if i >= len(round) || ctx.Err() != nil {
+						return
+					}
+					c := round[i]
+					for a := range A {
+						out := make([]cloneOut, 0, len(chosen[i]))
+						for vi, v := range chosen[i] {
+							o, err := cl.clone(v, a)
+							if err != nil {
+								errs[w] = fmt.Errorf("discretize: cell %d action %d: %w", c, a, err)
+								cursor.Store(int64(len(round)))
+								return
+							}
+							o.cell, o.from, o.act = int32(c), int32(vi), int32(a)
+							out = append(out, o)
+						}
+						rows[c*A+a] = out
+					}
+					steps.Add(cl.steps)
+					cl.steps = 0
+				}
+			}()
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return nil, nil, st, err
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, nil, st, err
+		}
+		for _, c := range round {
+			done[c] = true
+			st.Cells++
+			if r > 0 {
+				st.Expanded++
+			}
+		}
+		// The next round: the clones' states in cells not cloned yet.
+		var next []int
+		if r < cfg.Expand {
+			for i, c := range round {
+				for a := range A {
+					for _, o := range rows[c*A+a] {
+						if !o.clonable || done[o.next] {
+							continue
+						}
+						v := chosen[i][o.from]
+						if len(visits[o.next]) == 0 {
+							next = append(next, int(o.next))
+						}
+						visits[o.next] = append(visits[o.next], visit{ep: v.ep, t: v.t, tail: append(slices.Clone(v.tail), int32(a))})
+					}
+				}
+			}
+		}
+		round = next
+	}
+	st.Steps = steps.Load()
+
+	S := g.NumStates()
+	m := &mdp.MDP{NumStates: S, NumActions: A, Gamma: cfg.Gamma, RowPtr: make([]int, S*A+1)}
+	reward := make([]float64, S*A)
+	reached := make([]bool, cells)
+	for k := range cells * A {
+		out := rows[k]
+		if len(out) == 0 {
+			m.Next = append(m.Next, int32(k/A))
+			m.Prob = append(m.Prob, 1)
+			m.RowPtr[k+1] = len(m.Next)
+			continue
+		}
+		succ := make([]int32, len(out))
+		rsum := 0.0
+		for i, o := range out {
+			succ[i] = o.next
+			rsum += o.r
+			if int(o.next) < cells {
+				reached[o.next] = true
+			}
+		}
+		reward[k] = rsum / float64(len(out))
+		slices.Sort(succ)
+		w := 1 / float64(len(out))
+		for i, s := range succ {
+			if i > 0 && s == succ[i-1] {
+				m.Prob[len(m.Prob)-1] += w
+				continue
+			}
+			m.Next = append(m.Next, s)
+			m.Prob = append(m.Prob, w)
+		}
+		m.RowPtr[k+1] = len(m.Next)
+	}
+	for k := cells * A; k < S*A; k++ {
+		m.RowPtr[k+1] = len(m.Next)
+	}
+	for c := range cells {
+		if reached[c] && !done[c] {
+			st.Unexpanded++
+		}
+	}
+	m.Terminal = make([]bool, S)
+	m.Terminal[g.Terminal()] = true
+	m.Init = make([]float64, S)
+	for s := range cells {
+		m.Init[s] = 1 / float64(cells)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, nil, st, fmt.Errorf("discretize: replay model: %w", err)
+	}
+	return m, reward, st, nil
+}
+
+// pickVisits returns up to k of vs, in their order, chosen without
+// replacement by the PCG stream (seed, cell).
+func pickVisits(vs []visit, k int, seed uint64, cell int) []visit {
+	if len(vs) <= k {
+		return vs
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(cell)))
+	idx := rng.Perm(len(vs))[:k]
+	slices.Sort(idx)
+	out := make([]visit, k)
+	for i, j := range idx {
+		out[i] = vs[j]
+	}
+	return out
+}
+
+// cloner replays visits on one simulator.
+type cloner struct {
+	g                   *Grid
+	sim                 Replayer
+	eps                 []Episode
+	stateOf             func(dst, obs []float64) []float64
+	state, act, tailAct []float64
+	steps               int64
+}
+
+// clone replays visit v and steps it with action level a.
+func (cl *cloner) clone(v visit, a int) (cloneOut, error) {
+	ep := cl.eps[v.ep]
+	cl.sim.Reset(ep.Seed)
+	step := func(act []float64) (obs []float64, r float64, term, trunc bool) {
+		cl.steps++
+		return cl.sim.Step(act)
+	}
+	for t := range int(v.t) {
+		if _, _, term, trunc := step(ep.Actions[t]); term || trunc {
+			return cloneOut{}, fmt.Errorf("replaying episode %d (seed %d) ended at step %d, before its recorded step %d: the simulator is not deterministic given its seed", v.ep, ep.Seed, t, v.t)
+		}
+	}
+	for i, b := range v.tail {
+		if _, _, term, trunc := step(cl.g.Action(cl.tailAct, int(b))); term || trunc {
+			return cloneOut{}, fmt.Errorf("replaying a clone of episode %d step %d ended at its step %d: the simulator is not deterministic given its seed", v.ep, v.t, i)
+		}
+	}
+	obs, r, term, trunc := step(cl.g.Action(cl.act, a))
+	if math.IsNaN(r) || math.IsInf(r, 0) {
+		return cloneOut{}, fmt.Errorf("reward %v is not finite", r)
+	}
+	if term {
+		return cloneOut{next: int32(cl.g.Terminal()), r: r}, nil
+	}
+	x := obs
+	if cl.stateOf != nil {
+		x = cl.stateOf(cl.state, obs)
+	}
+	return cloneOut{next: int32(cl.g.SnapState(x)), r: r, clonable: !trunc}, nil
+}
