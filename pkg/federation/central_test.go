@@ -25,9 +25,11 @@ import (
 // covariance (σ·2C)²/K·I that averaging K local releases would have: the
 // √K less noise central privacy buys.
 func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
-	const K, R, dim = 4, 200, 3
+	const K, R, dim = 4, 150, 3
 	const seed = 2037
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A liveness bound, not a speed target: 150 gRPC rounds take ~4 s on an
+	// idle machine and over a minute on a loaded one.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	central := privacy.Central{Epsilon: 1, Delta: 1e-6, Clip: 0.5}
 	f := newFixture(t, CoordinatorConfig{CentralNoise: rand.New(rand.NewPCG(seed, 1)), Fuser: talkativeFuser{&meanFuser{}}})
