@@ -25,7 +25,11 @@ import (
 //     unperturbed physics, client i the appendix's perturbation at i); left
 //     out, or -1, it is the environment's default physics;
 //   - a flag given explicitly is honoured or refused with a reason: a value
-//     of 0 never silently means "the default".
+//     of 0 never silently means "the default";
+//   - every count (--jobs, --seeds, --iters, --episodes, --steps, bins) is
+//     registered with countVar and refuses 0 and negative values while the
+//     command line is parsed (TestFlagConventionsCounts checks every int
+//     flag of every command).
 //
 // Old spellings (--output, --workers, --envs) still work as hidden aliases
 // that print a deprecation warning.
