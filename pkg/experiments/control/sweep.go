@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path/filepath"
@@ -131,7 +132,7 @@ type SweepOptions struct {
 	// Progress draws each regime's progress bars on a terminal.
 	Progress bool
 	// Log receives each regime's phase lines.
-	Log interface{ Write([]byte) (int, error) }
+	Log io.Writer
 	// OnRegime, when set, is told when a regime starts.
 	OnRegime func(i, n int, name string)
 }
@@ -347,10 +348,7 @@ func SweepMarkdown(results []SweepResult) []byte {
 		}
 	}
 	for _, met := range SweepMetrics {
-		dec := 3
-		if met == MetricNormalizedReturn {
-			dec = 3
-		}
+		const dec = 3 // EPIC and normalized-return differences are both hundredths or less
 		fmt.Fprintf(&b, "\n## %s\n\n| regime | env | group |", metricLabel[met])
 		for _, p := range SweepPairs {
 			fmt.Fprintf(&b, " %s − %s |", p[0], p[1])
