@@ -276,10 +276,23 @@ func (s *siege) stats() (held, dials, closed int) {
 // what follows is the sustained attack.
 func (s *siege) waitBurst(t *testing.T, cl *ConnLimiter, addrs int) {
 	t.Helper()
-	eventually(t, "the attacker to fill the server and spend its bursts", func() bool {
+	waitFor(t, "the attacker to fill the server and spend its bursts", func() bool {
 		_, dials, _ := s.stats()
 		return cl.Open() >= cl.lim.Max && dials >= addrs*cl.lim.ConnectBurst
 	})
+}
+
+// waitFor polls cond every 10 ms until it holds, for at most a minute: an
+// attack takes seconds to build up on a loaded machine.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dialFrom returns a gRPC client of addr whose connection is made from the
@@ -377,7 +390,13 @@ func TestSiegeManyAddressesStalledHTTP2(t *testing.T) {
 	}
 	for _, c := range []struct{ conns, addrs, places int }{{300, 300, 100}, {400, 100, 50}} {
 		t.Run(fmt.Sprintf("%d-over-%d", c.conns, c.addrs), func(t *testing.T) {
-			addr, tok, cl, logs := siegeServer(t, ConnLimits{Max: c.places}, GRPCServerConfig{})
+			// A connection rate of places/addresses per second per address
+			// leaves an honest newcomer the same second before the
+			// attacker has cycled through every older place as the
+			// defaults do at full size (2,048 places, 2,048 addresses at
+			// 1/s).
+			lim := ConnLimits{Max: c.places, ConnectRate: float64(c.places) / float64(c.addrs)}
+			addr, tok, cl, logs := siegeServer(t, lim, GRPCServerConfig{})
 			s := startSiege(t, addr, patternH2Stall, c.conns, c.addrs, siegeOptions{reconnect: 20 * time.Millisecond})
 			s.waitBurst(t, cl, c.addrs)
 			ok, total := probeMany(t, addr, tok, nil, 10, "127.0.0.1", "127.9.9.9")
@@ -413,7 +432,8 @@ func TestSiegeStalledTLSHandshakes(t *testing.T) {
 				stc.ClientCAs, stc.ClientAuth = ca.Pool, tls.RequireAndVerifyClientCert
 				ctc.Certificates = []tls.Certificate{alice}
 			}
-			addr, tok, cl, _ := siegeServer(t, ConnLimits{Max: 100}, GRPCServerConfig{TLS: stc})
+			// The rate of TestSiegeManyAddressesStalledHTTP2: a one-second window.
+			addr, tok, cl, _ := siegeServer(t, ConnLimits{Max: 100, ConnectRate: 100.0 / 300}, GRPCServerConfig{TLS: stc})
 			s := startSiege(t, addr, patternTLSStall, 300, 300, siegeOptions{reconnect: 20 * time.Millisecond})
 			s.waitBurst(t, cl, 300)
 			ok, total := probeMany(t, addr, tok, ctc, 10, "127.0.0.1", "127.9.9.9")
@@ -438,7 +458,7 @@ func TestSiegeContinuationFlood(t *testing.T) {
 	addr, tok, _, _ := siegeServer(t, ConnLimits{ConnectBurst: 64}, GRPCServerConfig{})
 	before := heapInUse()
 	s := startSiege(t, addr, patternContinuation, 64, 8, siegeOptions{padBytes: 1 << 20})
-	eventually(t, "the server to close every flooding connection", func() bool {
+	waitFor(t, "the server to close every flooding connection", func() bool {
 		_, dials, closed := s.stats()
 		return dials == 64 && closed == 64
 	})
