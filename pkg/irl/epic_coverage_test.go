@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
@@ -57,7 +55,7 @@ func sampleDemos(rng *rand.Rand, m *mdp.MDP, n, L int) []Trajectory {
 // against gonum's weighted stat.Correlation.
 func bruteCoverageEPIC(t *testing.T, m *mdp.MDP, r1, r2 TransitionReward, cov Coverage, demos []Trajectory) (dist, rho float64) {
 	t.Helper()
-	S, A, g := m.NumStates, m.NumActions, m.Gamma
+	S := m.NumStates
 	d := make([]float64, S)
 	for s := range d {
 		switch {
@@ -77,62 +75,8 @@ func bruteCoverageEPIC(t *testing.T, m *mdp.MDP, r1, r2 TransitionReward, cov Co
 			}
 		}
 	}
-	tot := 0.0
-	for _, v := range d {
-		tot += v
-	}
-	for s := range d {
-		d[s] /= tot
-	}
-	canon := func(r TransitionReward, s, a, s2 int) float64 {
-		e := 0.0
-		for S1 := 0; S1 < S; S1++ {
-			for A1 := 0; A1 < A; A1++ {
-				for S2 := 0; S2 < S; S2++ {
-					p := d[S1] * d[S2] / float64(A)
-					e += p * (g*bruteReward(m, r, s2, A1, S2) - bruteReward(m, r, s, A1, S2) - g*bruteReward(m, r, S1, A1, S2))
-				}
-			}
-		}
-		return bruteReward(m, r, s, a, s2) + e
-	}
-	var x1, x2, wt []float64
-	for s := 0; s < S; s++ {
-		for a := 0; a < A; a++ {
-			P := make([]float64, S)
-			next, prob := m.Successors(s, a)
-			for j, n := range next {
-				P[n] += prob[j]
-			}
-			for s2 := 0; s2 < S; s2++ {
-				q := d[s] / float64(A) * P[s2]
-				if cov == CoverageUniform {
-					q = 1
-				}
-				if q > 0 {
-					x1 = append(x1, canon(r1, s, a, s2))
-					x2 = append(x2, canon(r2, s, a, s2))
-					wt = append(wt, q)
-				}
-			}
-		}
-	}
-	var mu1, mu2, sw float64
-	for i := range wt {
-		mu1 += wt[i] * x1[i]
-		mu2 += wt[i] * x2[i]
-		sw += wt[i]
-	}
-	mu1 /= sw
-	mu2 /= sw
-	var c12, v1, v2 float64
-	for i := range wt {
-		c12 += wt[i] * (x1[i] - mu1) * (x2[i] - mu2)
-		v1 += wt[i] * (x1[i] - mu1) * (x1[i] - mu1)
-		v2 += wt[i] * (x2[i] - mu2) * (x2[i] - mu2)
-	}
-	rho = c12 / math.Sqrt(v1*v2)
-	approx.Equal(t, "brute ρ vs gonum", rho, stat.Correlation(x1, x2, wt), 1e-12, 0)
+	rho, rhoGonum := brutePearson(m, r1, r2, d, cov == CoverageUniform)
+	approx.Equal(t, "brute ρ vs gonum", rho, rhoGonum, 1e-12, 0)
 	return math.Sqrt(max(0, (1-rho)/2)), rho
 }
 

@@ -49,17 +49,31 @@ func bruteReward(m *mdp.MDP, r TransitionReward, x, a, y int) float64 {
 // from a dense transition table. It returns the distance, ρ, and ρ from
 // gonum's stat.Correlation on the same weighted samples.
 func bruteEPIC(m *mdp.MDP, r1, r2 TransitionReward, w []float64) (dist, rho, rhoGonum float64) {
-	S, A, g := m.NumStates, m.NumActions, m.Gamma
-	d := make([]float64, S)
-	tot := 0.0
+	d := make([]float64, m.NumStates)
 	for s := range d {
 		if !m.IsTerminal(s) {
 			d[s] = 1
 			if w != nil {
 				d[s] = w[s]
 			}
-			tot += d[s]
 		}
+	}
+	rho, rhoGonum = brutePearson(m, r1, r2, d, false)
+	return math.Sqrt((1 - rho) / 2), rho, rhoGonum
+}
+
+// brutePearson is the shared core of the brute-force EPIC references: d
+// (unnormalized state weights, normalized here) is D_S of the
+// canonicalization, every (s,a,s') is canonicalized by an explicit triple
+// loop, and ρ is the Pearson correlation of the two canonical rewards over
+// all (s,a,s') with weight D_S(s)·(1/A)·P(s'|s,a) from a dense transition
+// table, or weight 1 with uniformPairs (evaluating-rewards' default). It
+// returns ρ and gonum's stat.Correlation on the same weighted samples.
+func brutePearson(m *mdp.MDP, r1, r2 TransitionReward, d []float64, uniformPairs bool) (rho, rhoGonum float64) {
+	S, A, g := m.NumStates, m.NumActions, m.Gamma
+	tot := 0.0
+	for _, v := range d {
+		tot += v
 	}
 	for s := range d {
 		d[s] /= tot
@@ -85,7 +99,11 @@ func bruteEPIC(m *mdp.MDP, r1, r2 TransitionReward, w []float64) (dist, rho, rho
 				P[n] += prob[j]
 			}
 			for s2 := 0; s2 < S; s2++ {
-				if q := d[s] / float64(A) * P[s2]; q > 0 {
+				q := d[s] / float64(A) * P[s2]
+				if uniformPairs {
+					q = 1
+				}
+				if q > 0 {
 					x1 = append(x1, canon(r1, s, a, s2))
 					x2 = append(x2, canon(r2, s, a, s2))
 					wt = append(wt, q)
@@ -108,7 +126,7 @@ func bruteEPIC(m *mdp.MDP, r1, r2 TransitionReward, w []float64) (dist, rho, rho
 		v2 += wt[i] * (x2[i] - mu2) * (x2[i] - mu2)
 	}
 	rho = c12 / math.Sqrt(v1*v2)
-	return math.Sqrt((1 - rho) / 2), rho, stat.Correlation(x1, x2, wt)
+	return rho, stat.Correlation(x1, x2, wt)
 }
 
 // randomVec returns n draws from N(0,1).
