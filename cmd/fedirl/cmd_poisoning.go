@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"time"
 
@@ -46,13 +45,9 @@ over seeds. Writes into --out:
 				_, err := cmd.OutOrStdout().Write(gridstudy.DefaultPoisoning)
 				return err
 			}
-			data, src := gridstudy.DefaultPoisoning, "(built-in)"
-			if regimesPath != "" {
-				var err error
-				if data, err = os.ReadFile(regimesPath); err != nil {
-					return fmt.Errorf("--regimes: %w", err)
-				}
-				src = regimesPath
+			data, src, err := regimesFile(regimesPath, gridstudy.DefaultPoisoning)
+			if err != nil {
+				return err
 			}
 			p, err := gridstudy.LoadPoisoning(data, src, gridstudy.DefaultConfig())
 			if err != nil {

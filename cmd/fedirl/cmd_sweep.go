@@ -95,12 +95,9 @@ declared before the sweep was first run.`,
 			if err != nil {
 				return err
 			}
-			data, src := gridstudy.DefaultRegimes, "(built-in)"
-			if regimesPath != "" {
-				if data, err = os.ReadFile(regimesPath); err != nil {
-					return fmt.Errorf("--regimes: %w", err)
-				}
-				src = regimesPath
+			data, src, err := regimesFile(regimesPath, gridstudy.DefaultRegimes)
+			if err != nil {
+				return err
 			}
 			regimes, err := gridstudy.LoadRegimes(data, src, base)
 			if err != nil {
@@ -214,13 +211,9 @@ nothing that is already there: a killed sweep resumes.`,
 			if err := base.Validate(); err != nil {
 				return err
 			}
-			data, src := control.DefaultRegimes, "(built-in)"
-			if regimesPath != "" {
-				var err error
-				if data, err = os.ReadFile(regimesPath); err != nil {
-					return fmt.Errorf("--regimes: %w", err)
-				}
-				src = regimesPath
+			data, src, err := regimesFile(regimesPath, control.DefaultRegimes)
+			if err != nil {
+				return err
 			}
 			regimes, err := control.LoadRegimes(data, src, base)
 			if err != nil {
@@ -270,4 +263,17 @@ nothing that is already there: a killed sweep resumes.`,
 	addJobsFlag(cmd, &jobs, 2, "units run in parallel")
 	f.Bool("print-regimes", false, "print the regimes file (after checking every regime against the base config) and exit")
 	return cmd
+}
+
+// regimesFile returns the pre-declared file a sweep runs: the one at path
+// (--regimes), or builtin when path is empty, with its name for errors.
+func regimesFile(path string, builtin []byte) ([]byte, string, error) {
+	if path == "" {
+		return builtin, "(built-in)", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--regimes: %w", err)
+	}
+	return data, path, nil
 }
