@@ -519,7 +519,7 @@ func (s *Summary) bonferroni() error {
 		if !slices.Contains(SweepPairs, [2]string{c.A, c.B}) {
 			continue
 		}
-		b, err := report.PairedDiff(c.Diff.Diffs, make([]float64, len(c.Diff.Diffs)), 1-0.05/float64(m[c.Metric]))
+		b, err := c.Diff.AtLevel(1 - 0.05/float64(m[c.Metric]))
 		if err != nil {
 			return err
 		}

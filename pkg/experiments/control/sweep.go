@@ -242,7 +242,7 @@ func bonferroni(results []SweepResult) error {
 		for i := range results[ri].Rows {
 			for j := range results[ri].Rows[i].Comparisons {
 				c := &results[ri].Rows[i].Comparisons[j]
-				b, err := report.PairedDiff(c.Diff.Diffs, make([]float64, len(c.Diff.Diffs)), 1-0.05/float64(m[c.Metric]))
+				b, err := c.Diff.AtLevel(1 - 0.05/float64(m[c.Metric]))
 				if err != nil {
 					return err
 				}

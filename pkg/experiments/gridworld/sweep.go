@@ -261,7 +261,7 @@ func loadSweepResult(path string, want SweepResult) (SweepResult, bool) {
 					m[k] = report.Paired{}
 					continue
 				}
-				q, err := report.PairedDiff(p.Diffs, make([]float64, len(p.Diffs)), p.Level)
+				q, err := p.AtLevel(p.Level)
 				if err != nil {
 					return SweepResult{}, false
 				}

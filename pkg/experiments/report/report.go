@@ -96,6 +96,12 @@ func PairedDiff(a, b []float64, level float64) (Paired, error) {
 	return p, nil
 }
 
+// AtLevel returns the interval of the same per-draw differences at another
+// confidence level (a Bonferroni-corrected one, or a level lost in JSON).
+func (p Paired) AtLevel(level float64) (Paired, error) {
+	return PairedDiff(p.Diffs, make([]float64, len(p.Diffs)), level)
+}
+
 // Excludes0 reports whether the interval lies entirely on one side of 0, i.e.
 // the difference is significant at the interval's level.
 func (p Paired) Excludes0() bool { return p.Lo > 0 || p.Hi < 0 }

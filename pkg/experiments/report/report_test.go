@@ -33,6 +33,26 @@ func TestPairedDiffClosedForm(t *testing.T) {
 	}
 }
 
+// TestPairedAtLevel: the same differences at 90 % have t_{4, 0.95} =
+// 2.131846786 (scipy.stats.t.ppf(0.95, 4)) instead of t_{4, 0.975}.
+func TestPairedAtLevel(t *testing.T) {
+	p, err := PairedDiff([]float64{3, 5, 4, 6, 7}, []float64{1, 4, 4, 3, 5}, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := p.AtLevel(0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := math.Sqrt(1.3 / 5)
+	approx.Equal(t, "mean", q.Mean, 1.6, 1e-15, 0)
+	approx.Equal(t, "lo at 90 %", q.Lo, 1.6-2.131846786326649*se, 1e-12, 0)
+	approx.Equal(t, "hi at 90 %", q.Hi, 1.6+2.131846786326649*se, 1e-12, 0)
+	if q.Level != 0.9 || !(q.Hi-q.Lo < p.Hi-p.Lo) {
+		t.Errorf("AtLevel(0.9) = %+v, narrower than %+v expected", q, p)
+	}
+}
+
 // TestPairedDiffCriticalValues checks the interval's half-width against
 // Student-t quantiles known in closed form or from tables: ν = 1 is the
 // Cauchy law, t = tan(π(p − ½)); ν = 2 has t = (2p − 1)/√(2p(1 − p)); ν = 4
