@@ -163,7 +163,7 @@ func newSweepControlCmd() *cobra.Command {
 		Long: `Runs the continuous-control study once per regime of a pre-declared regimes
 file (regimes where the local rewards are imperfect for reasons a federation
 meets: scarce demonstrations, partial coverage, the paper's features, weak
-clients, wider physics, privacy noise) and writes, into --out:
+clients, partly trained experts, wider physics, privacy noise) and writes, into --out:
 
   regimes.yaml            the regimes as run (name, rationale, config overrides)
   sweep.md, sweep.csv     per regime, environment and client group: whether the

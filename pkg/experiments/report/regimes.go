@@ -84,14 +84,27 @@ func (r Regime) Decode(dst any, explain func(data []byte, err error) error) erro
 	return nil
 }
 
-// OverridesYAML returns the regime's overrides as YAML (empty when it has none).
+// OverridesYAML returns the regime's overrides as YAML (empty when it has
+// none), without the file's comments: a comment that follows a regime's last
+// key belongs to the file (e.g. the next block's heading), not to the regime.
 func (r Regime) OverridesYAML() string {
 	if r.Overrides.Kind == 0 {
 		return ""
 	}
-	b, err := yaml.Marshal(&r.Overrides)
+	b, err := yaml.Marshal(uncommented(&r.Overrides))
 	if err != nil {
 		return ""
 	}
 	return string(b)
+}
+
+// uncommented returns a deep copy of n without head, line or foot comments.
+func uncommented(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = uncommented(k)
+	}
+	return &c
 }

@@ -144,3 +144,39 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Error("writing under a regular file succeeded")
 	}
 }
+
+// TestRegimeOverridesYAMLWithoutComments checks that a comment after a
+// regime's last override key (the next block's heading) is not part of the
+// regime's overrides as written to a sweep's tables, while the overrides
+// themselves are kept and still decode.
+func TestRegimeOverridesYAMLWithoutComments(t *testing.T) {
+	rs, err := LoadRegimes([]byte(`regimes:
+  - name: a
+    rationale: r
+    overrides:
+      x: 1 # inline
+      y: {z: 2}
+# Round 2: a heading for the next block
+  - name: b
+    rationale: r
+`), "t.yaml", func(Regime) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rs[0].OverridesYAML()
+	if strings.Contains(got, "#") || strings.Contains(got, "Round 2") || strings.Contains(got, "inline") {
+		t.Errorf("overrides carry the file's comments: %q", got)
+	}
+	var v struct {
+		X int `yaml:"x"`
+		Y struct {
+			Z int `yaml:"z"`
+		} `yaml:"y"`
+	}
+	if err := rs[0].Decode(&v, nil); err != nil || v.X != 1 || v.Y.Z != 2 {
+		t.Errorf("overrides decode to %+v, %v; want x 1, y.z 2", v, err)
+	}
+	if !strings.Contains(got, "x: 1") || !strings.Contains(got, "z: 2") {
+		t.Errorf("overrides lost keys: %q", got)
+	}
+}
