@@ -3,6 +3,7 @@ package control
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"math"
 	"math/rand/v2"
@@ -465,5 +466,48 @@ func TestPrivacyNoisesTheFusedThetas(t *testing.T) {
 	cfg.Privacy = PrivacyConfig{Epsilon: 4, Delta: 1e-5}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "dp_clip") {
 		t.Errorf("privacy without env.*.dp_clip: %v", err)
+	}
+}
+
+// TestLocalOnlyStudy runs the micro study with methods [local] only: no
+// evaluation scores the held-out client, so its expert is never trained,
+// and the summary must be written from the training clients' ends alone
+// (it used to fail opening the held-out client's missing expert file).
+func TestLocalOnlyStudy(t *testing.T) {
+	c := microConfig()
+	c.Envs = []string{"Pendulum-v1"}
+	c.Methods = []string{MethodLocal}
+	c.NormalizationAnchor = "expert"
+	dir := t.TempDir()
+	runStudy(t, c, dir, 2, Shard{})
+	var sum struct {
+		Experts []ExpertRow `json:"experts"`
+		Rows    []struct {
+			Method string `json:"method"`
+			Group  string `json:"group"`
+		} `json:"rows"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Experts) != c.NumberOfClients {
+		t.Errorf("%d expert rows, want the %d training clients'", len(sum.Experts), c.NumberOfClients)
+	}
+	for _, e := range sum.Experts {
+		if e.HeldOut {
+			t.Errorf("expert row of held-out client %d, which no run evaluates", e.Client)
+		}
+	}
+	if len(sum.Rows) == 0 {
+		t.Fatal("no summary rows")
+	}
+	for _, r := range sum.Rows {
+		if r.Method != MethodLocal || r.Group != "train" {
+			t.Errorf("row %s/%s, want local/train only", r.Method, r.Group)
+		}
 	}
 }

@@ -163,14 +163,30 @@ type clientKey struct {
 	seed   uint64
 }
 
-// ends returns R_expert and R_random of every client and seed of the study.
+// evaluated returns the (environment, client, seed) triples some evaluation
+// run scores: only they have an expert, a random baseline and a ladder unit
+// (methods [local] evaluates no held-out client, so its expert is never
+// trained).
+func (s *Study) evaluated() map[clientKey]bool {
+	out := map[clientKey]bool{}
+	for _, j := range s.evalJobs() {
+		out[clientKey{j.Env, j.Client, j.Seed}] = true
+	}
+	return out
+}
+
+// ends returns R_expert and R_random of every evaluated client and seed of the study.
 func (s *Study) ends() (map[clientKey][2]float64, []ExpertRow, error) {
 	out := map[clientKey][2]float64{}
 	var rows []ExpertRow
+	evaluated := s.evaluated()
 	for _, env := range s.cfg.Envs {
 		for si := range s.cfg.NumberOfSeeds {
 			seed := s.cfg.Seed + uint64(si)
 			for _, c := range s.cfg.AllClients() {
+				if !evaluated[clientKey{env, c, seed}] {
+					continue
+				}
 				eu, _, err := s.expertUnit(env, c, seed)
 				if err != nil {
 					return nil, nil, err
@@ -445,6 +461,7 @@ func (s *Study) irlFiles() ([]IRLFile, error) {
 func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []IRLFile) ([]Validation, error) {
 	var out []Validation
 	lc := s.cfg.Ladder
+	evaluated := s.evaluated()
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
 			v := Validation{Env: env, Lattice: l}
@@ -452,6 +469,9 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 			avail := true
 			for _, seed := range s.seeds() {
 				for _, c := range s.cfg.AllClients() {
+					if !evaluated[clientKey{env, c, seed}] {
+						continue
+					}
 					u, _, err := s.ladderUnit(env, l, c, seed)
 					if err != nil {
 						return nil, err
