@@ -210,7 +210,7 @@ func (ws *Workspace) newtonValueStep(dst *Values, x, gx []float64) {
 	}
 	floats.SubTo(nt.rhs, gx, x)
 	clear(nt.delta)
-	nt.kr.solve(nt.precA, nt.mulA, nt.delta, nt.rhs, nt.forcing(floats.Norm(nt.rhs, 2), ws.opts.Tol), newtonMaxMatVec)
+	nt.kr.solve(nt.precA, nt.mulA, nt.delta, nt.rhs, nt.kr.zero, nt.forcing(floats.Norm(nt.rhs, 2), ws.opts.Tol), newtonMaxMatVec)
 	floats.Add(x, nt.delta)
 }
 
@@ -252,6 +252,6 @@ func (ws *Workspace) newtonVisitStep(res float64) {
 	}
 	floats.SubTo(nt.rhs, ws.xNew, ws.x)
 	clear(nt.delta)
-	nt.kr.solve(nt.precAt, nt.mulAt, nt.delta, nt.rhs, newtonEta, newtonMaxMatVec)
+	nt.kr.solve(nt.precAt, nt.mulAt, nt.delta, nt.rhs, nt.kr.zero, newtonEta, newtonMaxMatVec)
 	floats.Add(ws.x, nt.delta)
 }

@@ -166,6 +166,7 @@ type gmres struct {
 	m    int
 	v    [][]float64 // m+1 basis vectors
 	w, u []float64
+	zero []float64 // A·0, for solves that start from x = 0
 	h    []float64 // (m+1)×m Hessenberg matrix, column j at h[j*(m+1):]
 	cs   []float64
 	sn   []float64
@@ -173,7 +174,7 @@ type gmres struct {
 }
 
 func newGMRES(m, n int) *gmres {
-	k := &gmres{m: m, w: make([]float64, n), u: make([]float64, n), h: make([]float64, (m+1)*m),
+	k := &gmres{m: m, w: make([]float64, n), u: make([]float64, n), zero: make([]float64, n), h: make([]float64, (m+1)*m),
 		cs: make([]float64, m), sn: make([]float64, m), g: make([]float64, m+1), y: make([]float64, m)}
 	for i := 0; i <= m; i++ {
 		k.v = append(k.v, make([]float64, n))
@@ -183,16 +184,23 @@ func newGMRES(m, n int) *gmres {
 
 // solve improves x towards the solution of A x = b until the residual's
 // 2-norm falls to rtol times its initial value or maxMatVec products are
-// spent. mul sets y = A x; precond applies the preconditioner in place. It
-// returns the number of products used and the final relative residual.
-func (k *gmres) solve(precond func(x []float64), mul func(y, x []float64), x, b []float64, rtol float64, maxMatVec int) (int, float64) {
+// spent. mul sets y = A x; precond applies the preconditioner in place.
+// ax, when not nil, is A x for the x given (k.zero for x = 0), which saves
+// the first product. It returns the number of products used and the final
+// relative residual.
+func (k *gmres) solve(precond func(x []float64), mul func(y, x []float64), x, b, ax []float64, rtol float64, maxMatVec int) (int, float64) {
 	m := k.m
 	mv := 0
 	beta0, rel := -1.0, 1.0
 	for mv < maxMatVec {
-		mul(k.w, x)
-		mv++
-		floats.SubTo(k.v[0], b, k.w)
+		if ax != nil {
+			floats.SubTo(k.v[0], b, ax)
+			ax = nil
+		} else {
+			mul(k.w, x)
+			mv++
+			floats.SubTo(k.v[0], b, k.w)
+		}
 		beta := floats.Norm(k.v[0], 2)
 		if beta0 < 0 {
 			beta0 = beta
