@@ -33,10 +33,19 @@ func connHint(err error) error {
 // learnt and submitted nothing (the task was fused before it started) and
 // out already holds a report: that file keeps the local θ and the receipt
 // of the run that did submit, so it is kept, and stderr says so.
+// A local fit that did not converge is a warning on stderr (with --quiet too).
 func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport) error {
 	learnt := false
 	for _, r := range rep.Rounds {
 		learnt = learnt || r.Local.Theta != nil
+		if r.Local.Theta != nil && !r.Local.Converged {
+			reason := r.Local.StopReason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (‖∇‖ = %.3g after %d iterations: %s); its θ was submitted\n",
+				rep.TaskID, r.Round, r.Local.GradNorm, r.Local.Iterations, reason)
+		}
 	}
 	if !learnt && out != "" && out != "-" {
 		if st, err := os.Stat(out); err == nil && st.Size() > 0 {

@@ -57,3 +57,24 @@ func TestClientRerunKeepsReport(t *testing.T) {
 		t.Errorf("first run with nothing learnt: %s, %v", b, err)
 	}
 }
+
+// TestClientReportWarnsUnconverged: a round whose local fit did not converge
+// is a warning on stderr naming the round and why; a converged one is not.
+func TestClientReportWarnsUnconverged(t *testing.T) {
+	dir := t.TempDir()
+	rep := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{
+		{Round: 1, Local: federation.LocalResult{Theta: []float64{1}, Iterations: 9, GradNorm: 1e-6, Converged: true}},
+		{Round: 2, Local: federation.LocalResult{Theta: []float64{1}, Iterations: 25, GradNorm: 0.5, StopReason: "iteration budget 25 spent"}}}}
+	var stderr bytes.Buffer
+	if err := writeClientReport(&stderr, filepath.Join(dir, "r.json"), rep); err != nil {
+		t.Fatal(err)
+	}
+	got := stderr.String()
+	if strings.Contains(got, "round 1") || !strings.Contains(got, "task t round 2: the local fit did not converge (‖∇‖ = 0.5 after 25 iterations: iteration budget 25 spent)") {
+		t.Errorf("stderr %q", got)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
+	if !strings.Contains(string(b), `"converged": true`) || !strings.Contains(string(b), `"stop_reason": "iteration budget 25 spent"`) {
+		t.Errorf("report lacks the verdicts: %s", b)
+	}
+}

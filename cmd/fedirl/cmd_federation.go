@@ -387,7 +387,9 @@ trajectory fields); for a "lattice" task its features must be the task's Φ
 θ_i with its demonstration count, iterations and final gradient norm, and waits for
 the fused θ; with a multi-round task it warm-starts each round from the previous
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
-The final result (and per-round provenance) is written as JSON to --out.
+The final result (and per-round provenance) is written as JSON to --out; each
+round's "local" says whether the fit converged ("converged", "grad_norm",
+"stop_reason"), and a fit that did not is a warning on stderr, --quiet or not.
 
 With --dp-epsilon, --dp-delta and --dp-ledger, θ_i is clipped to norm C and
 N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,

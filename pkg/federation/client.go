@@ -282,7 +282,12 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 					return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
 				}
 				rr.Local = local
-				cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g)", round, local.DemoCount, local.Iterations, local.GradNorm)
+				if local.Converged {
+					cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g, converged)", round, local.DemoCount, local.Iterations, local.GradNorm)
+				} else {
+					cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g); warning: local fit not converged: %s",
+						round, local.DemoCount, local.Iterations, local.GradNorm, local.stopReason())
+				}
 				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
 					DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
 				if mech != nil {

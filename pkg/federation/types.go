@@ -162,7 +162,23 @@ type LocalResult struct {
 	Theta      []float64 `json:"theta"`
 	DemoCount  int       `json:"demo_count"`
 	Iterations int       `json:"iterations"`
-	GradNorm   float64   `json:"grad_norm"`
+	// GradNorm is the gradient norm of the local objective at Theta.
+	GradNorm float64 `json:"grad_norm"`
+	// Converged reports whether the local fit reached its gradient
+	// tolerance (GradNorm ≤ the task's grad_tol); StopReason says why a fit
+	// that did not converge stopped (the iteration budget, a failed line
+	// search). A learner that fits nothing (a θ learned earlier) reports
+	// the fit that produced it.
+	Converged  bool   `json:"converged"`
+	StopReason string `json:"stop_reason,omitempty"`
+}
+
+// stopReason is StopReason, or a placeholder when the learner gave none.
+func (r LocalResult) stopReason() string {
+	if r.StopReason == "" {
+		return "the learner gave no reason"
+	}
+	return r.StopReason
 }
 
 // Learner runs a client's local learning for a task. warmStart is the

@@ -135,3 +135,32 @@ func TestBFGSUpdateSecant(t *testing.T) {
 		t.Fatal("an update with sᵀy > 0 changed H")
 	}
 }
+
+// TestNewtonSolverSameFit: the fit with the Newton–Krylov dynamic
+// programming (Eisenstat–Walker forcing, ILU(0)-preconditioned GMRES) is the
+// fit with plain Anderson-accelerated fixed-point sweeps, which share none
+// of that code: the same θ to the solvers' tolerance, both converged.
+func TestNewtonSolverSameFit(t *testing.T) {
+	m := mdptest.BandedMDP(1500, 3, 5, 0.98)
+	phi, demos := benchProblem(m, 10, 40)
+	ctx := context.Background()
+	cfg := Config{Temperature: 1, L2: 0.1, Optimizer: OptimizerNewton, GradTol: 1e-7, MaxIter: 50, Absorbing: true,
+		Solver: mdp.Options{Tol: 1e-11, Newton: true}}
+	nt, err := MaxEnt(ctx, m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Solver.Newton = false
+	fp, err := MaxEnt(ctx, m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []Result{nt, fp} {
+		if gn := r.GradNorm[len(r.GradNorm)-1]; !r.Converged || gn > cfg.GradTol {
+			t.Fatalf("converged %v, ‖∇‖ %g after %d steps (%s)", r.Converged, gn, r.Iterations, r.StopReason)
+		}
+	}
+	approx.Slices(t, "θ (Newton–Krylov vs fixed-point solver)", nt.Theta, fp.Theta, 1e-7, 1e-7)
+	approx.Equal(t, "θ_abs", nt.AbsorbingReward, fp.AbsorbingReward, 1e-7, 1e-7)
+	t.Logf("Newton–Krylov: %d steps, %d value sweeps; fixed point: %d steps, %d value sweeps", nt.Iterations, nt.ValueSweeps, fp.Iterations, fp.ValueSweeps)
+}

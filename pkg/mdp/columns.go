@@ -90,17 +90,21 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 				clear(x)
 				continue
 			}
-			r0 := bn
+			r0, ax := bn, nt.kr.zero
 			if warm {
-				// Solve to rtol relative to b, not to the warm start's residual.
-				nt.mulA(nt.kr.w, x)
+				// Solve to rtol relative to b, not to the warm start's
+				// residual; the solve starts from this product.
+				ax = nt.kr.u
+				nt.mulA(ax, x)
 				st.MatVecs++
-				floats.Sub(nt.kr.w, b)
+				floats.SubTo(nt.kr.w, ax, b)
 				r0 = floats.Norm(nt.kr.w, 2)
+			} else {
+				clear(x)
 			}
 			rel := r0 / bn
 			if rel > rtol {
-				mv, rr := nt.kr.solve(prec, nt.mulA, x, b, rtol*bn/r0, columnMaxMatVec)
+				mv, rr := nt.kr.solve(prec, nt.mulA, x, b, ax, rtol*bn/r0, columnMaxMatVec)
 				st.MatVecs += mv
 				rel = rr * r0 / bn
 			}

@@ -366,6 +366,9 @@ func (ws *Workspace) iterate(dst *Values, warm bool, fn rangeFn, newton bool) {
 	var guard safeguard
 	if !newton {
 		guard = newSafeguard(ws.accelerator(&ws.accelV))
+	} else {
+		nt := ws.newton()
+		nt.prevRes = 0
 	}
 	for it := 1; it <= ws.opts.MaxIter; it++ {
 		ws.vIn, ws.vOut = x, gx

@@ -120,7 +120,7 @@ func TestGMRESSolvesSparseSystem(t *testing.T) {
 	}{{"ilu0", c.precond, 30}, {"ilu0 restart 3", c.precond, 3}, {"none", func([]float64) {}, 30}} {
 		kr := newGMRES(tc.restart, n)
 		x := make([]float64, n)
-		mv, rel := kr.solve(tc.prec, mul, x, b, 1e-10, 5000)
+		mv, rel := kr.solve(tc.prec, mul, x, b, nil, 1e-10, 5000)
 		r := make([]float64, n)
 		mul(r, x)
 		floats.Sub(r, b)
@@ -131,6 +131,13 @@ func TestGMRESSolvesSparseSystem(t *testing.T) {
 			t.Errorf("%s: solution off by %g", tc.name, d)
 		}
 		t.Logf("%s: %d products", tc.name, mv)
+		// Given A·x for the start (here x = 0), the solve skips that product
+		// and does the same arithmetic otherwise.
+		x0 := make([]float64, n)
+		mv0, rel0 := kr.solve(tc.prec, mul, x0, b, kr.zero, 1e-10, 5000)
+		if mv0 != mv-1 || rel0 != rel || !slices.Equal(x0, x) {
+			t.Errorf("%s: with A·x given, %d products (want %d), residual %g (want %g), same x %v", tc.name, mv0, mv-1, rel0, rel, slices.Equal(x0, x))
+		}
 	}
 }
 

@@ -71,5 +71,6 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	if n := len(res.GradNorm); n > 0 {
 		g = res.GradNorm[n-1]
 	}
-	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: g}, nil
+	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: g,
+		Converged: res.Converged, StopReason: res.StopReason}, nil
 }

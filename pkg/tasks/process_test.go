@@ -399,6 +399,9 @@ func TestProcessServerKilled(t *testing.T) {
 	for i, sub := range subs {
 		rep := readReport(t, filepath.Join(dir, sub.ClientID+".json"))
 		approx.Slices(t, "stored theta = client's theta", sub.Theta, rep.Rounds[0].Local.Theta, 0, 0)
+		if l := rep.Rounds[0].Local; l.Converged == (l.StopReason != "") {
+			t.Errorf("%s's report: converged %v with stop reason %q (want a reason exactly when not converged)", sub.ClientID, l.Converged, l.StopReason)
+		}
 		approx.Slices(t, "client's fused theta", rep.Final.Theta, fused.Theta, 0, 0)
 		mdpPath, demosPath := exportClient(t, dir, 3, i)
 		l, err := tasks.LoadMaxEntLearner(mdpPath, demosPath)

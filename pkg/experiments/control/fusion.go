@@ -86,14 +86,16 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 	return unit{"fusion", fmt.Sprintf("%s-%s-%s-s%d", env, lattice, method, seed), key(sp), ".json"}, sp, locals, nil
 }
 
-// fixedLearner submits a θ learned earlier (a local IRL unit).
+// fixedLearner submits a θ learned earlier (a local IRL unit) with that
+// fit's convergence verdict.
 type fixedLearner struct {
-	theta []float64
-	demos int
+	fit IRLFile
 }
 
 func (l fixedLearner) Learn(context.Context, federation.TaskSpec, []float64) (federation.LocalResult, error) {
-	return federation.LocalResult{Theta: slices.Clone(l.theta), DemoCount: l.demos}, nil
+	f := l.fit
+	return federation.LocalResult{Theta: slices.Clone(f.Theta), DemoCount: f.DemoSteps, Iterations: f.Iterations,
+		GradNorm: f.GradNorm, Converged: f.Converged, StopReason: f.StopReason}, nil
 }
 
 func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []unit, env, lattice, method string, seed uint64) error {
@@ -103,7 +105,7 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 		if err := readJSON(lu.path(s.units), &f); err != nil {
 			return err
 		}
-		clients = append(clients, federation.LocalClient{ID: fmt.Sprintf("client-%06d", i), Learner: fixedLearner{f.Theta, f.DemoSteps}})
+		clients = append(clients, federation.LocalClient{ID: fmt.Sprintf("client-%06d", i), Learner: fixedLearner{f}})
 	}
 	probe, err := json.Marshal(sp.Probe)
 	if err != nil {

@@ -75,7 +75,8 @@ func (l *studyClient) Learn(ctx context.Context, spec federation.TaskSpec, warmS
 		if l.send != nil {
 			sent = l.send(sent)
 		}
-		l.res = federation.LocalResult{Theta: sent, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g}
+		l.res = federation.LocalResult{Theta: sent, DemoCount: l.demoSteps, Iterations: res.Iterations, GradNorm: g,
+			Converged: res.Converged, StopReason: res.StopReason}
 		gap := make([]float64, len(res.EmpiricalFeatures))
 		floats.SubTo(gap, res.EmpiricalFeatures, res.ExpectedFeatures)
 		l.diag = LocalDiag{Iterations: res.Iterations, GradNorm: g, FeatureGapAbs: floats.Norm(gap, 2), Norm: floats.Norm(sent, 2)}
