@@ -36,7 +36,7 @@ func connHint(err error) error {
 func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport) error {
 	learnt := false
 	for _, r := range rep.Rounds {
-		learnt = learnt || r.Local.Theta != nil
+		learnt = learnt || r.Local.Theta != nil || r.Local.Reward != nil
 	}
 	if !learnt && out != "" && out != "-" {
 		if st, err := os.Stat(out); err == nil && st.Size() > 0 {
