@@ -382,3 +382,73 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestRewardModelsExample runs examples/reward-models/run.sh at a small
+// size: a real `fedirl server` process, two `fedirl client --submit-reward`
+// processes per task (RBF maps of different widths) and the Python
+// neural-network client, fused by mean, normalized-mean and barycenter. The
+// mean task's fused reward must be the mean of the three submitted rewards
+// (read from the clients' reports), every task must list all three clients
+// as reward clients, and every client's table row must be there.
+func TestRewardModelsExample(t *testing.T) {
+	if pythonWith("grpc", "grpc_tools", "numpy") == "" {
+		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
+	}
+	bin := fedirlBinary(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(), "examples", "reward-models", "run.sh"), out)
+	cmd.Env = append(os.Environ(), "FEDIRL_BIN="+bin, "N=13", "EPISODES=5", "EVAL_EPISODES=5", "PYTHON=/usr/bin/python3")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run.sh: %v\n%s", err, b)
+	}
+	var r2 map[string]json.RawMessage
+	readJSON(t, filepath.Join(out, "client2", "result.json"), &r2)
+	var local2 []float64
+	if err := json.Unmarshal(r2["local_reward"], &local2); err != nil {
+		t.Fatal(err)
+	}
+	locals := [][]float64{local2}
+	for _, c := range []string{"client0", "client1"} {
+		locals = append(locals, readReport(t, filepath.Join(out, c, "mean.json")).Rounds[0].Local.Reward)
+	}
+	for _, m := range []string{"mean", "normalized-mean", "barycenter"} {
+		var fr struct {
+			Reward        []float64 `json:"reward"`
+			RewardClients []string  `json:"reward_clients"`
+			Method        string    `json:"method"`
+		}
+		if err := json.Unmarshal(r2["rm-"+m], &fr); err != nil {
+			t.Fatal(err)
+		}
+		if fr.Method != m || len(fr.RewardClients) != 3 || len(fr.Reward) != len(local2) {
+			t.Fatalf("%s: fused %s, reward clients %v, %d reward values for %d probe points", m, fr.Method, fr.RewardClients, len(fr.Reward), len(local2))
+		}
+		if m == "mean" {
+			want := make([]float64, len(local2))
+			for _, r := range locals {
+				if len(r) != len(want) {
+					t.Fatalf("a local reward has %d values, the probe %d points", len(r), len(want))
+				}
+				for x, v := range r {
+					want[x] += v / 3
+				}
+			}
+			approx.Slices(t, "mean task's fused reward vs the mean of the submitted rewards", fr.Reward, want, 1e-12, 1e-12)
+		}
+	}
+	var rows []map[string]any
+	readJSON(t, filepath.Join(out, "returns.json"), &rows)
+	if len(rows) != 3 {
+		t.Fatalf("returns.json has %d rows, want 3", len(rows))
+	}
+	for _, r := range rows {
+		for _, k := range []string{"expert", "local", "mean", "normalized-mean", "barycenter"} {
+			if v, ok := r[k].(float64); !ok || v > -1 || v < -200 {
+				t.Fatalf("%v: %s return %v, want a mean of episode returns in [-200, -1]", r["client"], k, r[k])
+			}
+		}
+	}
+}
