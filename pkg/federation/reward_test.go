@@ -2,10 +2,12 @@ package federation
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +248,68 @@ func TestPrivateRewardIsClippedInL2(t *testing.T) {
 	if fmt.Sprint(rep.Final.Reward) != fmt.Sprint(rr.SentReward) {
 		t.Errorf("fused reward of a one-client round %v, want the sent reward %v", rep.Final.Reward, rr.SentReward)
 	}
+}
+
+// FuzzSubmitReward feeds arbitrary reward submissions (and θ beside them) to
+// a coordinator whose fuser takes rewards on a 4-point probe: a refused one
+// is classified and stores nothing; an accepted one carries exactly one of θ
+// and a finite reward of 4 values within the norm bound, stored as sent.
+func FuzzSubmitReward(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "fuzz.db")
+	store, err := OpenStore(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	c, err := NewCoordinator(store, CoordinatorConfig{Fuser: &rewardMeanFuser{}, AdminToken: "adm", MaxWait: time.Millisecond})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { c.Close(); store.Close() })
+	spec := TaskSpec{ID: "t1", ThetaDim: 2, Quorum: 3, MaxThetaNorm: 10, MaxRewardNorm: 100, Rounds: 2}
+	tok, err := c.CreateTask(spec, []string{"alice", "bob", "carol"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	le := func(xs ...float64) []byte {
+		var b []byte
+		for _, x := range xs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+		return b
+	}
+	f.Add("alice", 1, le(1, 2, 3, 4), []byte{})
+	f.Add("bob", 1, le(1, math.NaN(), 3, 4), []byte{})
+	f.Add("carol", 2, le(1, 2, 3), []byte{})
+	f.Add("alice", 1, le(1, 2, 3, 4), le(1, 2))
+	f.Add("bob", 1, le(0, 0, 0, 1e3), []byte{})
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, client string, round int, reward, theta []byte) {
+		before := totalSubs(t, store)
+		s := Submission{TaskID: "t1", ClientID: client, Round: round, Reward: floats(reward), Theta: floats(theta)}
+		res, err := c.Submit(ctx, Credentials{Token: tok[client]}, s)
+		after := totalSubs(t, store)
+		if err != nil {
+			if CodeOf(err) == CodeUnknown || CodeOf(err) == CodeInternal {
+				t.Fatalf("unclassified error %v", err)
+			}
+			if after != before {
+				t.Fatalf("refused submission changed the store: %d -> %d", before, after)
+			}
+			return
+		}
+		if len(s.Reward) > 0 {
+			if len(s.Theta) != 0 || validateReward(&spec, s.Reward, len(rewardPhi)) != nil {
+				t.Fatalf("accepted a bad reward submission: theta %v, reward %v", s.Theta, s.Reward)
+			}
+		}
+		subs, err := store.Submissions("t1", round)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range subs {
+			if x.ClientID == client && !sameSubmission(&x, &s) && !res.Duplicate {
+				t.Fatalf("accepted submission not stored as sent")
+			}
+		}
+	})
 }
