@@ -14,6 +14,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/lattice"
 )
 
 // phiTimes returns Φθ by gonum's matrix–vector product, a summation route
@@ -65,19 +66,46 @@ func TestRewardMethodsAndAcceptsRewards(t *testing.T) {
 // θ_i, for every method that takes rewards: to 1e-12 for the mean, the
 // normalized mean and the per-point median and trimmed mean (no solver), to
 // the solver's tolerance for the barycenters; and bit for bit when the
-// reward is Φθ_i computed as the θ path computes it.
+// reward is Φθ_i computed as the θ path computes it. Two probes: the 5×5
+// grid world's (Φ with 2 columns, where both routes to Φθ agree bit for bit)
+// and a random Φ with 9 columns on an 8×6 lattice (where they differ in the
+// last bits, so the tolerances are exercised).
 func TestRewardContributionMatchesTheta(t *testing.T) {
-	p := probe5(t)
-	n, d := p.Phi.Dims()
 	rng := rand.New(rand.NewPCG(33, 3))
-	const k = 4
-	thetas := make([][]float64, k)
-	for i := range thetas {
-		thetas[i] = make([]float64, d)
-		for j := range thetas[i] {
-			thetas[i][j] = rng.NormFloat64()
+	lat := lattice.UniformLattice(1, 8, 6)
+	random := mat.NewDense(lat.Len(), 9, nil)
+	for i := range lat.Len() {
+		for j := range 9 {
+			random.Set(i, j, rng.NormFloat64())
 		}
 	}
+	for _, p := range []fusion.Probe{probe5(t), {Phi: random, Lattice: lat}} {
+		n, d := p.Phi.Dims()
+		const k = 4
+		thetas := make([][]float64, k)
+		differ := 0
+		for i := range thetas {
+			thetas[i] = make([]float64, d)
+			for j := range thetas[i] {
+				thetas[i][j] = rng.NormFloat64()
+			}
+			a, b := phiTimes(p.Phi, thetas[i]), features.Reward(nil, p.Phi, thetas[i])
+			for x := range a {
+				if a[x] != b[x] {
+					differ++
+				}
+			}
+		}
+		if d == 9 && differ == 0 {
+			t.Fatal("the two routes to Φθ agree bit for bit on the random probe: the test would not exercise rounding")
+		}
+		t.Logf("%d×%d probe: %d of %d reward values differ between the routes", n, d, differ, k*n)
+		matchThetaByReward(t, p, thetas)
+	}
+}
+
+func matchThetaByReward(t *testing.T, p fusion.Probe, thetas [][]float64) {
+	n, _ := p.Phi.Dims()
 	weights := []float64{1, 2, 3, 4}
 	ctx := context.Background()
 	for _, name := range fusion.RewardMethods() {
