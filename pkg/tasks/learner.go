@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"gonum.org/v1/gonum/mat"
@@ -103,6 +105,13 @@ func (l *MaxEntLearner) learnReward(ctx context.Context, spec federation.TaskSpe
 	pairs, err := pm.ProbePairs(spec.Probe, l.MDP)
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	// The server would refuse the reward of a θ-only method: say so before learning.
+	if opt, err := fusion.DecodeOptions(spec.Fusion); err != nil {
+		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	} else if ok, _ := fusion.AcceptsRewards(opt.Method); !ok {
+		return federation.LocalResult{}, fmt.Errorf("task %s fuses by %q, which combines θ on the task's features and takes no reward; submit θ on the task's Φ (without --submit-reward), or use a task whose method takes rewards (%s)",
+			spec.ID, opt.MethodName(), strings.Join(fusion.RewardMethods(), ", "))
 	}
 	if r, _ := l.Features.Dims(); r != l.MDP.NumStates*l.MDP.NumActions {
 		return federation.LocalResult{}, fmt.Errorf("client features: %d rows for %d×%d state–action pairs", r, l.MDP.NumStates, l.MDP.NumActions)

@@ -365,6 +365,14 @@ func TestRewardOnProbeFederation(t *testing.T) {
 	if federation.CodeOf(err) != federation.CodeInvalidArgument {
 		t.Errorf("reward of the wrong length to a median task: %v", err)
 	}
+	// A reward learner sees it before learning.
+	info, err := conn.GetTask(ctx, "rp-median", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := learners["narrow"].Learn(ctx, info.Spec, nil); err == nil || !containsAll(err.Error(), `fuses by "median"`, "without --submit-reward") {
+		t.Errorf("reward learner on a median task: %v", err)
+	}
 }
 
 func abs(x float64) float64 {
