@@ -50,8 +50,10 @@ type TaskSpec struct {
 	// When set, the server (trusted with every θ_i) clips each θ_i and adds
 	// calibrated noise to the fused mean (see CentralPrivacy); unset: none.
 	CentralPrivacy *CentralPrivacy `protobuf:"bytes,18,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Bound on the L2 norm of a submitted reward vector (0: the default, 1e9).
+	MaxRewardNorm float64 `protobuf:"fixed64,19,opt,name=max_reward_norm,json=maxRewardNorm,proto3" json:"max_reward_norm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskSpec) Reset() {
@@ -194,6 +196,13 @@ func (x *TaskSpec) GetCentralPrivacy() *CentralPrivacy {
 		return x.CentralPrivacy
 	}
 	return nil
+}
+
+func (x *TaskSpec) GetMaxRewardNorm() float64 {
+	if x != nil {
+		return x.MaxRewardNorm
+	}
+	return 0
 }
 
 // CentralPrivacy makes every fused θ of a task (epsilon, delta)-DP over all
@@ -667,15 +676,21 @@ func (x *GetTaskResponse) GetWarmStart() []float64 {
 }
 
 type SubmitRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Round         int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
-	ClientId      string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Theta         []float64              `protobuf:"fixed64,4,rep,packed,name=theta,proto3" json:"theta,omitempty"`
-	DemoCount     int32                  `protobuf:"varint,5,opt,name=demo_count,json=demoCount,proto3" json:"demo_count,omitempty"`
-	Iterations    int32                  `protobuf:"varint,6,opt,name=iterations,proto3" json:"iterations,omitempty"`
-	GradNorm      float64                `protobuf:"fixed64,7,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"`
-	Privacy       *PrivacyDeclaration    `protobuf:"bytes,8,opt,name=privacy,proto3" json:"privacy,omitempty"` // the noise on theta; required when the task sets privacy
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TaskId     string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Round      int32                  `protobuf:"varint,2,opt,name=round,proto3" json:"round,omitempty"`
+	ClientId   string                 `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Theta      []float64              `protobuf:"fixed64,4,rep,packed,name=theta,proto3" json:"theta,omitempty"`
+	DemoCount  int32                  `protobuf:"varint,5,opt,name=demo_count,json=demoCount,proto3" json:"demo_count,omitempty"`
+	Iterations int32                  `protobuf:"varint,6,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	GradNorm   float64                `protobuf:"fixed64,7,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"`
+	Privacy    *PrivacyDeclaration    `protobuf:"bytes,8,opt,name=privacy,proto3" json:"privacy,omitempty"` // the noise on theta (or reward); required when the task sets privacy
+	// The client's reward values on the task's probe support, one per probe
+	// point in the lattice's row-major order, instead of theta (exactly one of
+	// the two is set): any reward model, fused in reward space by the
+	// methods that take rewards (mean, normalized-mean, barycenter, debiased,
+	// reward-median, reward-trimmed-mean).
+	Reward        []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -762,6 +777,13 @@ func (x *SubmitRequest) GetGradNorm() float64 {
 func (x *SubmitRequest) GetPrivacy() *PrivacyDeclaration {
 	if x != nil {
 		return x.Privacy
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetReward() []float64 {
+	if x != nil {
+		return x.Reward
 	}
 	return nil
 }
@@ -939,8 +961,14 @@ type FusedResult struct {
 	OutlierScores []float64 `protobuf:"fixed64,12,rep,packed,name=outlier_scores,json=outlierScores,proto3" json:"outlier_scores,omitempty"`
 	// The server's noise on theta when the task sets central_privacy.
 	CentralPrivacy *CentralRelease `protobuf:"bytes,13,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The fused reward on the probe support (before its least-squares fit
+	// theta), when some client submitted a reward; theta is then
+	// argmin |Phi theta - reward|.
+	Reward []float64 `protobuf:"fixed64,14,rep,packed,name=reward,proto3" json:"reward,omitempty"`
+	// The clients (of clients) that submitted rewards instead of theta.
+	RewardClients []string `protobuf:"bytes,15,rep,name=reward_clients,json=rewardClients,proto3" json:"reward_clients,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FusedResult) Reset() {
@@ -1060,6 +1088,20 @@ func (x *FusedResult) GetOutlierScores() []float64 {
 func (x *FusedResult) GetCentralPrivacy() *CentralRelease {
 	if x != nil {
 		return x.CentralPrivacy
+	}
+	return nil
+}
+
+func (x *FusedResult) GetReward() []float64 {
+	if x != nil {
+		return x.Reward
+	}
+	return nil
+}
+
+func (x *FusedResult) GetRewardClients() []string {
+	if x != nil {
+		return x.RewardClients
 	}
 	return nil
 }
@@ -1462,7 +1504,7 @@ var File_federation_proto protoreflect.FileDescriptor
 
 const file_federation_proto_rawDesc = "" +
 	"\n" +
-	"\x10federation.proto\x12\tfedirl.v1\"\xa7\x04\n" +
+	"\x10federation.proto\x12\tfedirl.v1\"\xcf\x04\n" +
 	"\bTaskSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1d\n" +
@@ -1483,7 +1525,8 @@ const file_federation_proto_rawDesc = "" +
 	"warm_start\x18\r \x01(\bR\twarmStart\x12$\n" +
 	"\x0emax_theta_norm\x18\x0e \x01(\x01R\fmaxThetaNorm\x127\n" +
 	"\aprivacy\x18\x11 \x01(\v2\x1d.fedirl.v1.PrivacyRequirementR\aprivacy\x12B\n" +
-	"\x0fcentral_privacy\x18\x12 \x01(\v2\x19.fedirl.v1.CentralPrivacyR\x0ecentralPrivacyJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x8a\x01\n" +
+	"\x0fcentral_privacy\x18\x12 \x01(\v2\x19.fedirl.v1.CentralPrivacyR\x0ecentralPrivacy\x12&\n" +
+	"\x0fmax_reward_norm\x18\x13 \x01(\x01R\rmaxRewardNormJ\x04\b\a\x10\bJ\x04\b\b\x10\t\"\x8a\x01\n" +
 	"\x0eCentralPrivacy\x12\x18\n" +
 	"\aepsilon\x18\x01 \x01(\x01R\aepsilon\x12\x14\n" +
 	"\x05delta\x18\x02 \x01(\x01R\x05delta\x12\x12\n" +
@@ -1528,7 +1571,7 @@ const file_federation_proto_rawDesc = "" +
 	"\rcurrent_round\x18\x02 \x01(\x05R\fcurrentRound\x12\x12\n" +
 	"\x04done\x18\x03 \x01(\bR\x04done\x12\x1d\n" +
 	"\n" +
-	"warm_start\x18\x04 \x03(\x01R\twarmStart\"\x86\x02\n" +
+	"warm_start\x18\x04 \x03(\x01R\twarmStart\"\x9e\x02\n" +
 	"\rSubmitRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
@@ -1540,7 +1583,8 @@ const file_federation_proto_rawDesc = "" +
 	"iterations\x18\x06 \x01(\x05R\n" +
 	"iterations\x12\x1b\n" +
 	"\tgrad_norm\x18\a \x01(\x01R\bgradNorm\x127\n" +
-	"\aprivacy\x18\b \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\"\xd1\x01\n" +
+	"\aprivacy\x18\b \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12\x16\n" +
+	"\x06reward\x18\t \x03(\x01R\x06reward\"\xd1\x01\n" +
 	"\x0eSubmitResponse\x12\x1c\n" +
 	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12 \n" +
@@ -1552,7 +1596,7 @@ const file_federation_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xcb\x03\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\x8a\x04\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -1569,7 +1613,9 @@ const file_federation_proto_rawDesc = "" +
 	" \x01(\x03R\rfusedUnixNano\x127\n" +
 	"\aprivacy\x18\v \x03(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12%\n" +
 	"\x0eoutlier_scores\x18\f \x03(\x01R\routlierScores\x12B\n" +
-	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\"\xdd\x01\n" +
+	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\x12\x16\n" +
+	"\x06reward\x18\x0e \x03(\x01R\x06reward\x12%\n" +
+	"\x0ereward_clients\x18\x0f \x03(\tR\rrewardClients\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +

@@ -40,8 +40,9 @@ const (
 type FederationClient interface {
 	// GetTask returns a task's definition and its current round.
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
-	// Submit records θ_i for (task, round, client). Idempotent: an identical
-	// resubmission returns duplicate=true and stores nothing new.
+	// Submit records θ_i, or the client's reward on the task's probe support,
+	// for (task, round, client). Idempotent: an identical resubmission returns
+	// duplicate=true and stores nothing new.
 	Submit(ctx context.Context, in *SubmitRequest, opts ...grpc.CallOption) (*SubmitResponse, error)
 	// GetFused returns the fused θ of a round, optionally waiting up to wait_ms.
 	GetFused(ctx context.Context, in *GetFusedRequest, opts ...grpc.CallOption) (*GetFusedResponse, error)
@@ -120,8 +121,9 @@ func (c *federationClient) CreateTask(ctx context.Context, in *CreateTaskRequest
 type FederationServer interface {
 	// GetTask returns a task's definition and its current round.
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
-	// Submit records θ_i for (task, round, client). Idempotent: an identical
-	// resubmission returns duplicate=true and stores nothing new.
+	// Submit records θ_i, or the client's reward on the task's probe support,
+	// for (task, round, client). Idempotent: an identical resubmission returns
+	// duplicate=true and stores nothing new.
 	Submit(context.Context, *SubmitRequest) (*SubmitResponse, error)
 	// GetFused returns the fused θ of a round, optionally waiting up to wait_ms.
 	GetFused(context.Context, *GetFusedRequest) (*GetFusedResponse, error)

@@ -37,13 +37,13 @@ func connHint(err error) error {
 func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport) error {
 	learnt := false
 	for _, r := range rep.Rounds {
-		learnt = learnt || r.Local.Theta != nil
-		if r.Local.Theta != nil && !r.Local.Converged {
+		learnt = learnt || r.Local.Theta != nil || r.Local.Reward != nil
+		if (r.Local.Theta != nil || r.Local.Reward != nil) && !r.Local.Converged {
 			reason := r.Local.StopReason
 			if reason == "" {
 				reason = "no reason given"
 			}
-			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (‖∇‖ = %.3g after %d iterations: %s); its θ was submitted\n",
+			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (‖∇‖ = %.3g after %d iterations: %s); its result was submitted\n",
 				rep.TaskID, r.Round, r.Local.GradNorm, r.Local.Iterations, reason)
 		}
 	}

@@ -69,7 +69,7 @@ type taskOptions struct {
 	seed                                                                 uint64
 	deadline                                                             time.Duration
 	warmStart                                                            bool
-	maxNorm, lr, l2, temperature                                         float64
+	maxNorm, maxRewardNorm, lr, l2, temperature                          float64
 	dpMaxEps, dpMaxDelta, dpClip                                         float64
 	dpClientClip                                                         bool
 	centralEps, centralDelta, centralClip                                float64
@@ -83,7 +83,7 @@ type clientOptions struct {
 	solver                                       string
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
-	quiet                                        bool
+	quiet, submitReward                          bool
 	dp                                           dpFlags
 }
 
@@ -356,6 +356,7 @@ your own problem"), or is built from flags: with
 	tf.IntVar(&f.rounds, "rounds", 0, "number of rounds (default 1, the paper's one-shot fusion)")
 	tf.BoolVar(&f.warmStart, "warm-start", false, "clients start each round from the previous fused θ")
 	tf.Float64Var(&f.maxNorm, "max-theta-norm", 0, "reject θ with a larger Euclidean norm (default 1e6)")
+	tf.Float64Var(&f.maxRewardNorm, "max-reward-norm", 0, fmt.Sprintf("reject a reward submission (values on the probe points) with a larger Euclidean norm (default %g)", federation.DefaultMaxRewardNorm))
 	countVar(tf, &f.maxDemos, "max-demo-count", 0, "demonstrations", "reject submissions declaring more demonstrations (default: no bound; with --weighting demos a client's weight is its demo count)")
 	tf.IntVar(&f.irlIters, "irl-iterations", 0, "MaxEnt IRL gradient steps (default: irl's, 100)")
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
@@ -402,7 +403,16 @@ round's noised θ is recorded in the --dp-ledger file before it is sent and
 re-sent unchanged if the client is restarted, so a round is released once;
 "fedirl privacy ledger" shows what the client has spent, and --dp-budget
 refuses a task that would exceed a total. A task that requires privacy is
-refused before learning when these flags are missing or too weak.`,
+refused before learning when these flags are missing or too weak.
+
+With --submit-reward the client brings its own reward model: the features of
+--mdp are its own (any number of columns, not the task's Φ), and it submits
+its learned reward Φ_c θ_c on the task's probe points (the lattice's
+state–action pairs) instead of θ; the task's fusion method must take rewards
+(mean, normalized-mean, barycenter, debiased, reward-median,
+reward-trimmed-mean), and the fused result carries the fused reward on the
+probe points beside its least-squares θ on the task's Φ. The privacy flags
+clip and noise the reward vector as they do θ.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
 	}
@@ -417,6 +427,7 @@ refused before learning when these flags are missing or too weak.`,
 	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point"`)
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
+	cf.BoolVar(&f.submitReward, "submit-reward", false, "learn on this client's own features and submit its reward on the task's probe points instead of θ (lattice tasks)")
 	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
 	cf.MarkHidden("pause-before-submit")
 	f.tls.register(cmd)
@@ -678,6 +689,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
 		"rounds":            "want ≥ 1 round",
 		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
+		"max-reward-norm":   "a bound of 0 would refuse every reward; want > 0 (leave the flag out for 1e9)",
 	}); err != nil {
 		return err
 	}
@@ -712,6 +724,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("rounds", func() { spec.Rounds = f.rounds })
 	set("warm-start", func() { spec.WarmStart = f.warmStart })
 	set("max-theta-norm", func() { spec.MaxThetaNorm = f.maxNorm })
+	set("max-reward-norm", func() { spec.MaxRewardNorm = f.maxRewardNorm })
 	set("max-demo-count", func() { spec.MaxDemoCount = f.maxDemos })
 	set("irl-iterations", func() { icfg.MaxIter = f.irlIters })
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
@@ -931,6 +944,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 		return err
 	}
 	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
+	learner.SubmitReward = f.submitReward
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err

@@ -162,6 +162,9 @@ type RoundReport struct {
 	// Sent is the θ that left the client (clipped and noised) when the
 	// client runs with Privacy; nil otherwise (Local.Theta was sent).
 	Sent []float64 `json:"sent_theta,omitempty"`
+	// SentReward is Sent for a client that submits its reward on the probe
+	// (Local.Reward) instead of θ.
+	SentReward []float64 `json:"sent_reward,omitempty"`
 	// Resent marks a round whose release was found in the privacy ledger
 	// (an earlier run of the client released it) and sent again as it was:
 	// nothing was learned (Local is empty) and no noise drawn.
@@ -270,9 +273,9 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			if prior != nil {
 				// Released by an earlier run: send the same bytes again.
 				d := prior.Declaration
-				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: prior.Theta, Privacy: &d}
-				rr.Sent, rr.Resent = slices.Clone(prior.Theta), true
-				cfg.Logf("round %d: re-sending the theta released at %s (privacy ledger; no new noise)", round, prior.ReleasedAt.Format(time.RFC3339))
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: prior.Theta, Reward: prior.Reward, Privacy: &d}
+				rr.Sent, rr.SentReward, rr.Resent = slices.Clone(prior.Theta), slices.Clone(prior.Reward), true
+				cfg.Logf("round %d: re-sending the %s released at %s (privacy ledger; no new noise)", round, sub.kind(), prior.ReleasedAt.Format(time.RFC3339))
 			} else {
 				if !info.Spec.WarmStart {
 					warm = nil
@@ -281,26 +284,38 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 				if err != nil {
 					return rep, fmt.Errorf("task %s round %d: local learning: %w", cfg.TaskID, round, err)
 				}
-				rr.Local = local
-				if local.Converged {
-					cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g, converged)", round, local.DemoCount, local.Iterations, local.GradNorm)
-				} else {
-					cfg.Logf("round %d: learned theta (%d demos, %d iterations, grad norm %.3g); warning: local fit not converged: %s",
-						round, local.DemoCount, local.Iterations, local.GradNorm, local.stopReason())
+				if len(local.Reward) > 0 && len(local.Theta) > 0 {
+					return rep, fmt.Errorf("task %s round %d: the learner returned both theta and a reward; a submission carries one", cfg.TaskID, round)
 				}
-				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta,
+				rr.Local = local
+				sub = Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: local.Theta, Reward: local.Reward,
 					DemoCount: local.DemoCount, Iterations: local.Iterations, GradNorm: local.GradNorm}
+				if local.Converged {
+					cfg.Logf("round %d: learned %s (%d demos, %d iterations, grad norm %.3g, converged)", round, sub.kind(), local.DemoCount, local.Iterations, local.GradNorm)
+				} else {
+					cfg.Logf("round %d: learned %s (%d demos, %d iterations, grad norm %.3g); warning: local fit not converged: %s",
+						round, sub.kind(), local.DemoCount, local.Iterations, local.GradNorm, local.stopReason())
+				}
 				if mech != nil {
 					d := mech.Declaration()
-					sub.Theta, sub.Privacy = mech.Release(nil, local.Theta, noise), &d
-					// The mechanism covers θ only: the data-dependent metadata
-					// stays home (a "demos" weighting then falls back to uniform).
+					// The same mechanism for θ and for a reward vector: clipped
+					// to L2 norm C, N(0, (σ·2C)² I) added; replacing the client's
+					// data moves the clipped vector by at most 2C, whatever its
+					// length, so the sensitivity is 2C either way.
+					if len(local.Reward) > 0 {
+						sub.Reward = mech.Release(nil, local.Reward, noise)
+					} else {
+						sub.Theta = mech.Release(nil, local.Theta, noise)
+					}
+					sub.Privacy = &d
+					// The mechanism covers θ (or the reward) only: the data-dependent
+					// metadata stays home (a "demos" weighting then falls back to uniform).
 					sub.DemoCount, sub.Iterations, sub.GradNorm = 0, 0, 0
-					rr.Sent = slices.Clone(sub.Theta)
+					rr.Sent, rr.SentReward = slices.Clone(sub.Theta), slices.Clone(sub.Reward)
 					if l := cfg.Privacy.Ledger; l != nil {
 						// Durable before it leaves: a crash from here on re-sends these bytes.
 						err := l.Record(privacy.Release{Task: cfg.TaskID, Client: cfg.ClientID, Round: round,
-							Mechanism: privacy.MechanismGaussian, Declaration: d, Theta: rr.Sent, ReleasedAt: time.Now().UTC()})
+							Mechanism: privacy.MechanismGaussian, Declaration: d, Theta: rr.Sent, Reward: rr.SentReward, ReleasedAt: time.Now().UTC()})
 						if err != nil {
 							return rep, fmt.Errorf("task %s round %d: nothing sent: %w", cfg.TaskID, round, err)
 						}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -436,7 +437,11 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
+	if len(sub.Reward) > 0 {
+		if e := c.checkReward(&rec.Spec, sub.Reward); e != nil {
+			return SubmitResult{}, e
+		}
+	} else if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
 		return SubmitResult{}, e
 	}
 	if e := checkPrivacy(&rec.Spec, sub.Privacy); e != nil {
@@ -445,7 +450,7 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := checkDeclared(&rec.Spec, &sub); e != nil {
 		return SubmitResult{}, e
 	}
-	sub.Theta = slices.Clone(sub.Theta)
+	sub.Theta, sub.Reward = slices.Clone(sub.Theta), slices.Clone(sub.Reward)
 	if sub.Privacy != nil {
 		d := *sub.Privacy
 		sub.Privacy = &d
@@ -465,23 +470,58 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 		return res, nil
 	}
 	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
-	c.cfg.Logf("task %s round %d: accepted theta from %s (%d/%d)", sub.TaskID, sub.Round, sub.ClientID, res.Submissions, rec.Spec.Quorum)
+	c.cfg.Logf("task %s round %d: accepted %s from %s (%d/%d)", sub.TaskID, sub.Round, sub.kind(), sub.ClientID, res.Submissions, rec.Spec.Quorum)
 	if fuse, _ := readyToFuse(&rec.Spec, r.State, res.Submissions, c.cfg.Now()); fuse {
 		c.maybeFuse(sub.TaskID)
 	}
 	return res, nil
 }
 
+// checkReward checks a reward submission against its task: the fuser must
+// fuse rewards and the task's method take them (RewardFuser.RewardSupport),
+// the task must not set central privacy (stated for θ), and the vector must
+// pass validateReward.
+func (c *Coordinator) checkReward(spec *TaskSpec, reward []float64) *Error {
+	rf, ok := c.cfg.Fuser.(RewardFuser)
+	if !ok {
+		return errorf(CodeInvalidArgument, "task %s takes theta only: this server's fuser does not fuse rewards on the probe", spec.ID)
+	}
+	if spec.CentralPrivacy != nil {
+		return errorf(CodeInvalidArgument, "task %s sets central_privacy, which clips and noises theta: submit theta, not a reward", spec.ID)
+	}
+	points, err := rf.RewardSupport(*spec)
+	if err != nil {
+		return errorf(CodeInvalidArgument, "task %s takes no reward submissions: %v", spec.ID, err)
+	}
+	return validateReward(spec, reward, points)
+}
+
+// kind returns "reward" for a reward submission, "theta" otherwise.
+func (s *Submission) kind() string {
+	if len(s.Reward) > 0 {
+		return "reward"
+	}
+	return "theta"
+}
+
 func sameSubmission(a, b *Submission) bool {
 	if a.DemoCount != b.DemoCount || a.Iterations != b.Iterations ||
-		math.Float64bits(a.GradNorm) != math.Float64bits(b.GradNorm) || len(a.Theta) != len(b.Theta) {
+		math.Float64bits(a.GradNorm) != math.Float64bits(b.GradNorm) {
 		return false
 	}
 	if (a.Privacy == nil) != (b.Privacy == nil) || (a.Privacy != nil && *a.Privacy != *b.Privacy) {
 		return false
 	}
-	for i := range a.Theta {
-		if math.Float64bits(a.Theta[i]) != math.Float64bits(b.Theta[i]) {
+	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward)
+}
+
+// equalBits reports whether a and b hold the same float64 bits.
+func equalBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
 			return false
 		}
 	}
@@ -537,8 +577,18 @@ func (c *Coordinator) fuse(taskID string) {
 	clients := make([]string, len(subs))
 	demos := make([]int, len(subs))
 	var priv []privacy.Declaration
+	var rewards [][]float64 // nil unless some client submitted a reward
+	var rewardClients []string
+	points := 0 // the probe support's size, from the reward submissions
 	for i := range subs {
 		thetas[i], clients[i], demos[i] = subs[i].Theta, subs[i].ClientID, subs[i].DemoCount
+		if r := subs[i].Reward; len(r) > 0 {
+			if rewards == nil {
+				rewards = make([][]float64, len(subs))
+			}
+			thetas[i], rewards[i], points = nil, r, len(r)
+			rewardClients = append(rewardClients, subs[i].ClientID)
+		}
 		if d := subs[i].Privacy; d != nil {
 			if priv == nil {
 				priv = make([]privacy.Declaration, len(subs))
@@ -549,9 +599,16 @@ func (c *Coordinator) fuse(taskID string) {
 	start := time.Now()
 	var out FuseOutput
 	var central *privacy.CentralRelease
-	if spec.CentralPrivacy != nil {
+	rf, rewardFuser := c.cfg.Fuser.(RewardFuser)
+	switch {
+	case rewards != nil && (spec.CentralPrivacy != nil || !rewardFuser):
+		// Refused at submission; a store written by another server could hold them.
+		err = fmt.Errorf("the round holds reward submissions (%s), which this task cannot fuse", strings.Join(rewardClients, ", "))
+	case rewards != nil:
+		out, err = rf.FuseRewards(c.ctx, spec, thetas, rewards, demos)
+	case spec.CentralPrivacy != nil:
 		out, central, err = c.fuseCentral(spec, thetas)
-	} else {
+	default:
 		out, err = c.cfg.Fuser.Fuse(c.ctx, spec, thetas, demos)
 	}
 	if err == nil {
@@ -561,6 +618,10 @@ func (c *Coordinator) fuse(taskID string) {
 			err = fmt.Errorf("fuser returned %d weights for %d submissions", len(out.Weights), len(subs))
 		} else if out.OutlierScores != nil && len(out.OutlierScores) != len(subs) {
 			err = fmt.Errorf("fuser returned %d outlier scores for %d submissions", len(out.OutlierScores), len(subs))
+		} else if rewards != nil {
+			if e := validateReward(&TaskSpec{ID: taskID, MaxRewardNorm: math.Inf(1)}, out.Reward, points); e != nil {
+				err = fmt.Errorf("fuser returned a bad fused reward: %s", e.Msg)
+			}
 		}
 	}
 	if err != nil {
@@ -577,6 +638,9 @@ func (c *Coordinator) fuse(taskID string) {
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
 		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores, Central: central}
+	if rewards != nil {
+		fr.Reward, fr.RewardClients = out.Reward, rewardClients
+	}
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return

@@ -3,7 +3,10 @@
 // fuses client reward parameters θ_i when a quorum is reached (or at a
 // deadline with at least the minimum), and serves the fused θ with its
 // provenance; clients fetch a task, learn θ_i locally on private
-// demonstrations, submit only θ_i, and wait for the fused θ.
+// demonstrations, submit only θ_i, and wait for the fused θ. A client with
+// its own reward model may submit its reward's values on the task's probe
+// points instead of θ (Submission.Reward), fused in reward space by a
+// RewardFuser (FusedResult.Reward).
 //
 // The logic is transport independent. Coordinator is the server core (task
 // state machine, authentication, validation, quorum, fusion, idempotent

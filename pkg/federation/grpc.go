@@ -302,7 +302,7 @@ func specToPB(s *TaskSpec) *pb.TaskSpec {
 		Irl: s.IRL, Fusion: s.Fusion,
 		Quorum: int32(s.Quorum), MinClients: int32(s.MinClients), DeadlineSeconds: s.DeadlineSeconds,
 		Rounds: int32(s.Rounds), WarmStart: s.WarmStart, MaxThetaNorm: s.MaxThetaNorm,
-		Privacy: requirementToPB(s.Privacy), CentralPrivacy: centralToPB(s.CentralPrivacy),
+		Privacy: requirementToPB(s.Privacy), CentralPrivacy: centralToPB(s.CentralPrivacy), MaxRewardNorm: s.MaxRewardNorm,
 	}
 }
 
@@ -375,13 +375,15 @@ func specFromPB(p *pb.TaskSpec) TaskSpec {
 		Quorum: int(p.GetQuorum()), MinClients: int(p.GetMinClients()), DeadlineSeconds: p.GetDeadlineSeconds(),
 		Rounds: int(p.GetRounds()), WarmStart: p.GetWarmStart(), MaxThetaNorm: p.GetMaxThetaNorm(),
 		Privacy: requirementFromPB(p.GetPrivacy()), CentralPrivacy: centralFromPB(p.GetCentralPrivacy()),
+		MaxRewardNorm: p.GetMaxRewardNorm(),
 	}
 }
 
 func fusedToPB(f *FusedResult) *pb.FusedResult {
 	p := &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
 		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
-		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), OutlierScores: f.OutlierScores, CentralPrivacy: centralReleaseToPB(f.Central)}
+		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), OutlierScores: f.OutlierScores, CentralPrivacy: centralReleaseToPB(f.Central),
+		Reward: f.Reward, RewardClients: f.RewardClients}
 	for i := range f.Privacy {
 		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
 	}
@@ -395,7 +397,8 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 	return FusedResult{TaskID: p.GetTaskId(), Round: int(p.GetRound()), Theta: p.GetTheta(), Method: p.GetMethod(),
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
-		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores(), Central: centralReleaseFromPB(p.GetCentralPrivacy())}
+		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores(), Central: centralReleaseFromPB(p.GetCentralPrivacy()),
+		Reward: p.GetReward(), RewardClients: p.GetRewardClients()}
 }
 
 func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {
@@ -424,7 +427,7 @@ func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.
 func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
 	sub := Submission{TaskID: req.GetTaskId(), Round: int(req.GetRound()), ClientID: req.GetClientId(),
 		Theta: req.GetTheta(), DemoCount: int(req.GetDemoCount()), Iterations: int(req.GetIterations()),
-		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy())}
+		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy()), Reward: req.GetReward()}
 	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
 	if err != nil {
 		return nil, toStatus(err)
@@ -548,7 +551,7 @@ func (g *GRPCClient) GetTask(ctx context.Context, taskID, clientID string) (Task
 func (g *GRPCClient) Submit(ctx context.Context, sub Submission) (SubmitResult, error) {
 	r, err := g.rpc.Submit(g.ctx(ctx), &pb.SubmitRequest{TaskId: sub.TaskID, Round: int32(sub.Round), ClientId: sub.ClientID,
 		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm,
-		Privacy: declarationToPB(sub.Privacy)})
+		Privacy: declarationToPB(sub.Privacy), Reward: sub.Reward})
 	if err != nil {
 		return SubmitResult{}, fromStatus(ctx, err)
 	}

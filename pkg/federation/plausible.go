@@ -13,7 +13,11 @@ func checkDeclared(spec *TaskSpec, sub *Submission) *Error {
 		return errorf(CodeInvalidArgument, "task %s: demo_count %d above the task's max_demo_count %d", spec.ID, sub.DemoCount, spec.MaxDemoCount)
 	}
 	if sub.Privacy != nil {
-		if err := privacy.Plausible(sub.Theta, *sub.Privacy, 0); err != nil {
+		v := sub.Theta
+		if len(sub.Reward) > 0 {
+			v = sub.Reward // the mechanism clips and noises the reward vector alike
+		}
+		if err := privacy.Plausible(v, *sub.Privacy, 0); err != nil {
 			return errorf(CodeInvalidArgument, "task %s: privacy declaration: %v", spec.ID, err)
 		}
 	}

@@ -162,7 +162,7 @@ func (m *memStore) get(id string) (*memTask, error) {
 }
 
 func cloneSub(s Submission) Submission {
-	s.Theta = slices.Clone(s.Theta)
+	s.Theta, s.Reward = slices.Clone(s.Theta), slices.Clone(s.Reward)
 	if s.Privacy != nil {
 		d := *s.Privacy
 		s.Privacy = &d
@@ -173,6 +173,7 @@ func cloneSub(s Submission) Submission {
 func cloneFused(fr FusedResult) FusedResult {
 	fr.Theta, fr.Clients, fr.Weights = slices.Clone(fr.Theta), slices.Clone(fr.Clients), slices.Clone(fr.Weights)
 	fr.Privacy = slices.Clone(fr.Privacy)
+	fr.Reward, fr.RewardClients = slices.Clone(fr.Reward), slices.Clone(fr.RewardClients)
 	return fr
 }
 

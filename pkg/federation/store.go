@@ -277,6 +277,11 @@ func decodeSubmission(b []byte) (Submission, error) {
 			return sub, fmt.Errorf("corrupt submission: theta[%d] = %v", i, v)
 		}
 	}
+	for i, v := range sub.Reward {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return sub, fmt.Errorf("corrupt submission: reward[%d] = %v", i, v)
+		}
+	}
 	return sub, nil
 }
 

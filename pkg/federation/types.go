@@ -57,6 +57,10 @@ type TaskSpec struct {
 	// (pkg/privacy, Central). Demonstration counts are not passed to the
 	// fuser.
 	CentralPrivacy *privacy.Central `json:"central_privacy,omitempty"`
+	// MaxRewardNorm bounds the L2 norm of a submitted reward vector
+	// (Submission.Reward), as MaxThetaNorm bounds θ; 0 means
+	// DefaultMaxRewardNorm.
+	MaxRewardNorm float64 `json:"max_reward_norm,omitempty"`
 }
 
 // TaskInfo is what a client learns when it fetches a task.
@@ -67,16 +71,23 @@ type TaskInfo struct {
 	WarmStart    []float64 // fused θ of round CurrentRound-1 when Spec.WarmStart, else nil
 }
 
-// Submission is one client's locally learned θ_i for one round of a task.
+// Submission is one client's locally learned θ_i, or its reward on the
+// task's probe support, for one round of a task.
 type Submission struct {
-	TaskID     string    `json:"task_id"`
-	Round      int       `json:"round"`
-	ClientID   string    `json:"client_id"`
-	Theta      []float64 `json:"theta"`
+	TaskID   string    `json:"task_id"`
+	Round    int       `json:"round"`
+	ClientID string    `json:"client_id"`
+	Theta    []float64 `json:"theta"`
+	// Reward, instead of Theta (exactly one of the two is set), is the
+	// client's reward on the task's probe support: one value per probe
+	// point, in the lattice's row-major order, from any reward model. Only
+	// tasks whose fuser is a RewardFuser and whose fusion method takes
+	// rewards accept it.
+	Reward     []float64 `json:"reward,omitempty"`
 	DemoCount  int       `json:"demo_count"`
 	Iterations int       `json:"iterations"`
 	GradNorm   float64   `json:"grad_norm"`
-	// Privacy declares the noise on Theta (clipping norm, noise multiplier,
+	// Privacy declares the noise on Theta or Reward (clipping norm, noise multiplier,
 	// (ε, δ) over the task's rounds); nil when the client added none.
 	Privacy    *privacy.Declaration `json:"privacy,omitempty"`
 	ReceivedAt time.Time            `json:"received_at,omitzero"`
@@ -116,6 +127,13 @@ type FusedResult struct {
 	// Central is the noise the server added to Theta when the task sets
 	// CentralPrivacy (Theta is then clipped mean + noise); nil otherwise.
 	Central *privacy.CentralRelease `json:"central_privacy,omitempty"`
+	// Reward is the fused reward on the task's probe support when some
+	// client submitted a reward (Theta is then its least-squares fit on the
+	// task's Φ); nil otherwise.
+	Reward []float64 `json:"reward,omitempty"`
+	// RewardClients lists the clients of Clients that submitted a reward
+	// instead of θ, in the order of Clients.
+	RewardClients []string `json:"reward_clients,omitempty"`
 }
 
 // FusedStatus answers a request for a round's fused θ.
@@ -157,9 +175,13 @@ type Credentials struct {
 	CertName string // "" when no client certificate was presented
 }
 
-// LocalResult is the outcome of a client's local IRL.
+// LocalResult is the outcome of a client's local learning: θ on the task's
+// features, or (Reward) the client's reward on the task's probe support.
 type LocalResult struct {
-	Theta      []float64 `json:"theta"`
+	Theta []float64 `json:"theta"`
+	// Reward, set instead of Theta, is the reward the client submits: one
+	// value per point of the task's probe support (a RewardFuser task).
+	Reward     []float64 `json:"reward,omitempty"`
 	DemoCount  int       `json:"demo_count"`
 	Iterations int       `json:"iterations"`
 	// GradNorm is the gradient norm of the local objective at Theta.
@@ -199,6 +221,9 @@ type FuseOutput struct {
 	// fuser's (pkg/tasks: the RMS difference of the client's and the fused
 	// reward on the task's probe).
 	OutlierScores []float64
+	// Reward is the fused reward on the probe support, set by
+	// RewardFuser.FuseRewards (nil from Fuse).
+	Reward []float64
 }
 
 // Fuser is the server's fusion step, supplied by the task families (pkg/tasks),
@@ -212,6 +237,21 @@ type Fuser interface {
 	// submission's reported demonstration count, in the order of thetas,
 	// for weightings that use it.
 	Fuse(ctx context.Context, spec TaskSpec, thetas [][]float64, demoCounts []int) (FuseOutput, error)
+}
+
+// RewardFuser is a Fuser that also fuses rounds in which some clients
+// submitted their reward on the task's probe support instead of θ. A
+// coordinator whose Fuser is not one refuses reward submissions.
+type RewardFuser interface {
+	Fuser
+	// RewardSupport returns the number of probe points a reward submission
+	// to the task must carry, or an error saying why the task takes no
+	// reward submissions (its fusion method works on θ only, say).
+	RewardSupport(spec TaskSpec) (int, error)
+	// FuseRewards fuses a round: for submission i exactly one of thetas[i]
+	// and rewards[i] is non-nil. FuseOutput.Reward is the fused reward on
+	// the probe support and FuseOutput.Theta its least-squares θ.
+	FuseRewards(ctx context.Context, spec TaskSpec, thetas, rewards [][]float64, demoCounts []int) (FuseOutput, error)
 }
 
 // Federation is the transport between client logic and server logic. InProcess

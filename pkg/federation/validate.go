@@ -21,6 +21,14 @@ const (
 	MaxClientsPerTask = 100000
 	// DefaultMaxThetaNorm is the θ norm bound used when a task sets none.
 	DefaultMaxThetaNorm = 1e6
+	// MaxRewardPoints is the most values a reward submission may carry (the
+	// default --max-probe-points); the gRPC message limit
+	// (--max-message-bytes, default 1 MiB ≈ 131,000 values) binds first.
+	MaxRewardPoints = 1 << 21
+	// DefaultMaxRewardNorm is the bound on a reward vector's L2 norm used
+	// when a task sets no max_reward_norm: 10⁶ points of magnitude 10³, and
+	// far from overflowing any sum the fusion forms.
+	DefaultMaxRewardNorm = 1e9
 )
 
 // ValidID reports whether s is a valid task or client identifier: 1 to
@@ -76,6 +84,8 @@ func (s *TaskSpec) Validate() error {
 		return fmt.Errorf("task spec %s: deadline_seconds %v: want a finite value >= 0", s.ID, s.DeadlineSeconds)
 	case !(s.MaxThetaNorm > 0) || math.IsInf(s.MaxThetaNorm, 0):
 		return fmt.Errorf("task spec %s: max_theta_norm %v: want a finite value > 0", s.ID, s.MaxThetaNorm)
+	case !(s.MaxRewardNorm >= 0) || math.IsInf(s.MaxRewardNorm, 0):
+		return fmt.Errorf("task spec %s: max_reward_norm %v: want a finite value > 0 (0: the default %g)", s.ID, s.MaxRewardNorm, DefaultMaxRewardNorm)
 	case s.MaxDemoCount < 0 || s.MaxDemoCount > math.MaxInt32:
 		return fmt.Errorf("task spec %s: max_demo_count %d: want 0 (no bound) to %d", s.ID, s.MaxDemoCount, math.MaxInt32)
 	case len(s.IRL) > MaxProbeBytes || (len(s.IRL) > 0 && !json.Valid(s.IRL)):
@@ -132,6 +142,34 @@ func validateTheta(spec *TaskSpec, theta []float64) *Error {
 	return nil
 }
 
+// rewardNormBound returns the task's bound on a reward vector's L2 norm.
+func (s *TaskSpec) rewardNormBound() float64 {
+	if s.MaxRewardNorm == 0 {
+		return DefaultMaxRewardNorm
+	}
+	return s.MaxRewardNorm
+}
+
+// validateReward checks a reward submission against its task: the number of
+// values equal to the task's probe support (points), finiteness and the
+// norm bound.
+func validateReward(spec *TaskSpec, reward []float64, points int) *Error {
+	if len(reward) != points {
+		return errorf(CodeInvalidArgument, "reward has %d values, task %s's probe support has %d points (one value per point)", len(reward), spec.ID, points)
+	}
+	var ss float64
+	for i, v := range reward {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errorf(CodeInvalidArgument, "reward[%d] is %v: every value must be finite", i, v)
+		}
+		ss += v * v
+	}
+	if n := math.Sqrt(ss); !(n <= spec.rewardNormBound()) {
+		return errorf(CodeInvalidArgument, "reward has L2 norm %.6g above task %s's bound %.6g (max_reward_norm)", n, spec.ID, spec.rewardNormBound())
+	}
+	return nil
+}
+
 // validateSubmissionFields checks the parts of a submission that need no
 // stored state.
 func validateSubmissionFields(sub *Submission) *Error {
@@ -148,6 +186,10 @@ func validateSubmissionFields(sub *Submission) *Error {
 		return errorf(CodeInvalidArgument, "grad_norm %v must be finite and >= 0", sub.GradNorm)
 	case len(sub.Theta) > MaxThetaDim:
 		return errorf(CodeResourceExhausted, "theta has %d components, limit %d", len(sub.Theta), MaxThetaDim)
+	case len(sub.Reward) > MaxRewardPoints:
+		return errorf(CodeResourceExhausted, "reward has %d values, limit %d (MaxRewardPoints)", len(sub.Reward), MaxRewardPoints)
+	case len(sub.Reward) > 0 && len(sub.Theta) > 0:
+		return errorf(CodeInvalidArgument, "the submission carries theta (%d components) and reward (%d values): send exactly one", len(sub.Theta), len(sub.Reward))
 	}
 	return nil
 }

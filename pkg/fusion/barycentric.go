@@ -77,5 +77,5 @@ func BarycentricContext(ctx context.Context, phi *mat.Dense, lat lattice.Lattice
 	if err != nil {
 		return Result{}, err
 	}
-	return fuseRewards(ctx, Input{Probe: Probe{Phi: phi, Lattice: lat}, Thetas: thetas, Alpha: alpha, Options: opt}, barycenter)
+	return fuseRewards(ctx, Input{Probe: Probe{Phi: phi, Lattice: lat}, Thetas: thetas, Alpha: alpha, Options: opt}, nil, barycenter)
 }

@@ -21,7 +21,9 @@ type Output struct {
 	Barycentric *Result
 	// Reward is the full result of every reward-space method: the combined
 	// measure p̄, the fused reward r̄ = Z p̄ − σ1 on the probe before
-	// projection, σ, Z and the clients' σ_i, Z_i; nil for θ-space methods.
+	// projection, σ, Z and the clients' σ_i, Z_i; nil for θ-space methods,
+	// except the mean of reward contributions (FuseContributions), which
+	// sets its Theta and Reward (r̄ = Σ α_i r_i) only.
 	Reward *Result
 	// Distances is each client's outlier score, in client order: the root
 	// mean square distance on the probe between its reward Φθ_i and the

@@ -20,6 +20,11 @@
 // arithmetic mean ("normalized-mean"), or the per-point median or trimmed
 // mean ("reward-median", "reward-trimmed-mean").
 //
+// FuseContributions also takes clients that contribute their reward's values
+// on the probe instead of θ (any reward model, other features): the mean and
+// every reward-space method fuse them beside the θ_i (evaluated as Φθ_i) and
+// back-project the fused reward; the other θ-space methods refuse them.
+//
 // Each method's doc comment says what it bounds (the influence of one client,
 // its breakdown point). The barycenter itself is computed by package ot on
 // the lattice's separable Gibbs kernel. This package deliberately does no

@@ -32,7 +32,9 @@ func (s Space) String() string {
 type Input struct {
 	// Probe is the shared support; only RewardSpace methods read it.
 	Probe Probe
-	// Thetas are the K clients' parameters, all of one length and finite.
+	// Thetas are the K clients' parameters, all of one length and finite;
+	// on the reward path of FuseContributions, Thetas[i] is nil for a client
+	// that contributed its reward on the probe instead.
 	Thetas [][]float64
 	// Alpha are the clients' weights, non-negative and summing to one
 	// (Weights), in the order of Thetas.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fedirl/fedirl/pkg/features"
+	"gonum.org/v1/gonum/mat"
 )
 
 // Result is the outcome of a reward-space fusion (the barycenter, the
@@ -59,7 +60,13 @@ func (m rewardMethod) Name() string { return m.name }
 func (m rewardMethod) Space() Space { return RewardSpace }
 
 func (m rewardMethod) Fuse(ctx context.Context, in Input) (Output, error) {
-	res, err := fuseRewards(ctx, in, m)
+	return m.fuseRewards(ctx, in, nil)
+}
+
+// fuseRewards implements rewardFuser: the path starts from the clients'
+// rewards on the probe, rs[i] when given, r̂_i = Φθ_i otherwise.
+func (m rewardMethod) fuseRewards(ctx context.Context, in Input, rs [][]float64) (Output, error) {
+	res, err := fuseRewards(ctx, in, rs, m)
 	if err != nil {
 		return Output{}, err
 	}
@@ -70,19 +77,31 @@ func (m rewardMethod) Fuse(ctx context.Context, in Input) (Output, error) {
 	return out, nil
 }
 
+// probeRewards returns every client's reward on the probe: given[i] when
+// given has it (a reward contribution), else r̂_i = Φθ_i.
+func probeRewards(phi *mat.Dense, thetas, given [][]float64) [][]float64 {
+	rs := make([][]float64, len(thetas))
+	for i, th := range thetas {
+		if i < len(given) && given[i] != nil {
+			rs[i] = given[i]
+			continue
+		}
+		rs[i] = features.Reward(nil, phi, th)
+	}
+	return rs
+}
+
 // fuseRewards runs the shared reward-space path of m on in (θ_i already
-// checked, α normalized).
-func fuseRewards(ctx context.Context, in Input, m rewardMethod) (Result, error) {
+// checked, α normalized); given holds the clients' rewards on the probe
+// where they contributed rewards instead of θ (nil: every client sent θ).
+func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMethod) (Result, error) {
 	phi, lat, opt := in.Probe.Phi, in.Probe.Lattice, in.Options
 	n, _ := phi.Dims()
 	if lat.Len() != n {
 		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
 	}
 	k := len(in.Thetas)
-	rs := make([][]float64, k)
-	for i, th := range in.Thetas {
-		rs[i] = features.Reward(nil, phi, th)
-	}
+	rs := probeRewards(phi, in.Thetas, given)
 	res := Result{Sigma: opt.Sigma, ClientSigma: make([]float64, k), ClientZ: make([]float64, k)}
 	perClient := opt.SigmaMode == SigmaPerClient
 	if !perClient && res.Sigma == 0 {

@@ -88,6 +88,10 @@ type Release struct {
 	Declaration Declaration `json:"declaration"`
 	// Theta is the noised θ exactly as sent (JSON keeps every float64 bit).
 	Theta []float64 `json:"theta"`
+	// Reward, for a client that submits its reward on the task's probe
+	// instead of θ, is the noised reward vector exactly as sent (Theta is
+	// then empty): the same mechanism, clipped in L2 and noised alike.
+	Reward []float64 `json:"reward,omitempty"`
 	// ReleasedAt is when the release was written, before it was sent.
 	ReleasedAt time.Time `json:"released_at"`
 	// AckedAt is when the server acknowledged it (zero until then).
@@ -324,7 +328,7 @@ func (l *Ledger) Record(r Release) error {
 			if err := json.Unmarshal(v, &old); err != nil {
 				return fmt.Errorf("release of task %s client %s round %d: %w", r.Task, r.Client, r.Round, err)
 			}
-			if old.Declaration == r.Declaration && old.Mechanism == r.Mechanism && sameBits(old.Theta, r.Theta) {
+			if old.Declaration == r.Declaration && old.Mechanism == r.Mechanism && sameBits(old.Theta, r.Theta) && sameBits(old.Reward, r.Reward) {
 				return nil
 			}
 			return fmt.Errorf("%w: client %s released round %d of task %s on %s with another θ; drawing new noise for it is refused (it would be a second release): re-send the recorded θ",

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/fedirl/fedirl/pkg/federation"
@@ -40,6 +41,35 @@ func (f *Fuser) Validate(spec federation.TaskSpec) error {
 
 // Fuse implements federation.Fuser.
 func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]float64, demoCounts []int) (federation.FuseOutput, error) {
+	return f.FuseRewards(ctx, spec, thetas, nil, demoCounts)
+}
+
+// RewardSupport implements federation.RewardFuser: the number of points of
+// the task's probe, when its fusion method takes rewards
+// (fusion.AcceptsRewards); an error naming the method and the ones that do
+// otherwise.
+func (f *Fuser) RewardSupport(spec federation.TaskSpec) (int, error) {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return 0, err
+	}
+	if ok, err := fusion.AcceptsRewards(opt.Method); err != nil || !ok {
+		return 0, fmt.Errorf("fusion method %q combines θ on the task's features and cannot fuse a reward (methods that can: %s)",
+			opt.MethodName(), strings.Join(fusion.RewardMethods(), ", "))
+	}
+	probe, err := f.probe(spec)
+	if err != nil {
+		return 0, err
+	}
+	return probe.Lattice.Len(), nil
+}
+
+// FuseRewards implements federation.RewardFuser with
+// fusion.FuseContributions: rewards[i], when non-nil, is client i's reward
+// on the probe and thetas[i] is then nil; rewards nil is Fuse. The output's
+// Reward is the fused reward on the probe (when some client sent one) and
+// Theta its least-squares fit on the task's Φ.
+func (f *Fuser) FuseRewards(ctx context.Context, spec federation.TaskSpec, thetas, rewards [][]float64, demoCounts []int) (federation.FuseOutput, error) {
 	opt, err := fusion.DecodeOptions(spec.Fusion)
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
@@ -55,7 +85,14 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	out, err := fusion.FuseContext(ctx, probe, thetas, raw, opt)
+	cs := make([]fusion.Contribution, len(thetas))
+	for i, th := range thetas {
+		cs[i].Theta = th
+		if rewards != nil && rewards[i] != nil {
+			cs[i] = fusion.Contribution{Reward: rewards[i]}
+		}
+	}
+	out, err := fusion.FuseContributions(ctx, probe, cs, raw, opt)
 	if err != nil {
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
@@ -65,6 +102,9 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 	fo := federation.FuseOutput{Theta: out.Theta, Method: out.Method, Weights: alpha, OutlierScores: out.Distances}
 	if b := out.Barycentric; b != nil {
 		fo.MarginalError, fo.Iterations = b.MarginalError, b.Iterations
+	}
+	if rewards != nil && out.Reward != nil {
+		fo.Reward = out.Reward.Reward
 	}
 	return fo, nil
 }

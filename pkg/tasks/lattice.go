@@ -363,22 +363,18 @@ func (LatticeFamily) ClientFeatures(raw json.RawMessage, m *mdp.MDP, phi *mat.De
 	}
 	states, actions, _ := p.Lattices()
 	S, A := states.Len(), actions.Len()
+	if err := checkClientModel(m, S, A); err != nil {
+		return nil, err
+	}
 	rows, d := pr.Phi.Dims()
 	cr, cd := phi.Dims()
 	switch {
-	case m.NumActions != A:
-		return nil, fmt.Errorf("client MDP: actions = %d, the task's lattice has %d action points", m.NumActions, A)
-	case m.NumStates < S:
-		return nil, fmt.Errorf("client MDP: states = %d, the task's lattice has %d state points (extra terminal states may follow them)", m.NumStates, S)
 	case cd != d:
 		return nil, fmt.Errorf("client features: %d columns, the task's Φ has %d", cd, d)
 	case cr != m.NumStates*m.NumActions:
 		return nil, fmt.Errorf("client features: %d rows for %d×%d state–action pairs", cr, m.NumStates, m.NumActions)
 	}
 	for s := S; s < m.NumStates; s++ {
-		if !m.IsTerminal(s) {
-			return nil, fmt.Errorf("client MDP: state %d lies beyond the task's %d lattice states and is not terminal", s, S)
-		}
 		for a := range A {
 			for j, v := range phi.RawRowView(s*A + a) {
 				if v != 0 {
@@ -398,6 +394,50 @@ func (LatticeFamily) ClientFeatures(raw json.RawMessage, m *mdp.MDP, phi *mat.De
 	out := mat.NewDense(cr, d, nil)
 	out.Slice(0, rows, 0, d).(*mat.Dense).Copy(pr.Phi)
 	return out, nil
+}
+
+// checkClientModel checks that a client's MDP has the task lattice's A
+// actions and S states first, any further states terminal.
+func checkClientModel(m *mdp.MDP, S, A int) error {
+	switch {
+	case m.NumActions != A:
+		return fmt.Errorf("client MDP: actions = %d, the task's lattice has %d action points", m.NumActions, A)
+	case m.NumStates < S:
+		return fmt.Errorf("client MDP: states = %d, the task's lattice has %d state points (extra terminal states may follow them)", m.NumStates, S)
+	}
+	for s := S; s < m.NumStates; s++ {
+		if !m.IsTerminal(s) {
+			return fmt.Errorf("client MDP: state %d lies beyond the task's %d lattice states and is not terminal", s, S)
+		}
+	}
+	return nil
+}
+
+// ProbePairs implements ProbeModel: the client's MDP must have the task's
+// actions and its first S states must be the lattice's states (further
+// states terminal); the probe's points are then its first S·A pairs.
+func (LatticeFamily) ProbePairs(raw json.RawMessage, m *mdp.MDP) (int, error) {
+	p, err := DecodeLatticeProbe(raw)
+	if err != nil {
+		return 0, err
+	}
+	states, actions, err := p.Lattices()
+	if err != nil {
+		return 0, err
+	}
+	if err := checkClientModel(m, states.Len(), actions.Len()); err != nil {
+		return 0, err
+	}
+	return states.Len() * actions.Len(), nil
+}
+
+// ProbeModel is implemented by families whose probe support is the first
+// state–action pairs of a client's own model (row s·A + a), so that a client
+// with its own reward model can evaluate it there: ProbePairs checks the
+// client's model against the task's probe JSON (not its features) and
+// returns the number of probe points.
+type ProbeModel interface {
+	ProbePairs(probe json.RawMessage, m *mdp.MDP) (int, error)
 }
 
 // FeatureChecker is implemented by families whose clients bring their own

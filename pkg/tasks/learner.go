@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"gonum.org/v1/gonum/mat"
@@ -22,6 +25,14 @@ type MaxEntLearner struct {
 	// numerical choice of the client, not a task setting: the solvers agree
 	// to within their tolerance); the zero value is mdp's defaults.
 	Solver mdp.Options
+	// SubmitReward makes the learner a client with its own reward model:
+	// it learns θ_c on its own Features (any number of columns, not the
+	// task's Φ, which is not checked) and submits its reward Φ_c θ_c on the
+	// task's probe support instead of θ (federation.LocalResult.Reward). The
+	// task's family must be a ProbeModel (the lattice family) and its fusion
+	// method one that takes rewards. The fused θ of a previous round is on
+	// the task's features, not the client's, so it warm-starts nothing.
+	SubmitReward bool
 }
 
 // LoadMaxEntLearner reads an MDP with its features (irl.LoadMDP: a JSON spec,
@@ -46,6 +57,9 @@ func LoadMaxEntLearner(mdpFile, demosFile string) (*MaxEntLearner, error) {
 // lattice family) the client's model and features are first checked against
 // the task's probe, and θ is learned on the task's Φ.
 func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, warmStart []float64) (federation.LocalResult, error) {
+	if l.SubmitReward {
+		return l.learnReward(ctx, spec)
+	}
 	phi := l.Features
 	if fam, err := Lookup(spec.EnvFamily); err == nil {
 		if fc, ok := fam.(FeatureChecker); ok {
@@ -67,10 +81,52 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
 	}
-	g := 0.0
+	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: lastGradNorm(res),
+		Converged: res.Converged, StopReason: res.StopReason}, nil
+}
+
+func lastGradNorm(res irl.Result) float64 {
 	if n := len(res.GradNorm); n > 0 {
-		g = res.GradNorm[n-1]
+		return res.GradNorm[n-1]
 	}
-	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: g,
+	return 0
+}
+
+// learnReward is Learn for SubmitReward: MaxEnt IRL on the client's own
+// features, its reward evaluated on the probe's pairs.
+func (l *MaxEntLearner) learnReward(ctx context.Context, spec federation.TaskSpec) (federation.LocalResult, error) {
+	fam, err := Lookup(spec.EnvFamily)
+	if err != nil {
+		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	pm, ok := fam.(ProbeModel)
+	if !ok {
+		return federation.LocalResult{}, fmt.Errorf("task %s: family %s does not say where a client's own reward model meets its probe; submitting a reward needs a %s task", spec.ID, spec.EnvFamily, LatticeFamilyName)
+	}
+	pairs, err := pm.ProbePairs(spec.Probe, l.MDP)
+	if err != nil {
+		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	// The server would refuse the reward of a θ-only method: say so before learning.
+	if opt, err := fusion.DecodeOptions(spec.Fusion); err != nil {
+		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	} else if ok, _ := fusion.AcceptsRewards(opt.Method); !ok {
+		return federation.LocalResult{}, fmt.Errorf("task %s fuses by %q, which combines θ on the task's features and takes no reward; submit θ on the task's Φ (without --submit-reward), or use a task whose method takes rewards (%s)",
+			spec.ID, opt.MethodName(), strings.Join(fusion.RewardMethods(), ", "))
+	}
+	if r, _ := l.Features.Dims(); r != l.MDP.NumStates*l.MDP.NumActions {
+		return federation.LocalResult{}, fmt.Errorf("client features: %d rows for %d×%d state–action pairs", r, l.MDP.NumStates, l.MDP.NumActions)
+	}
+	cfg, err := DecodeIRL(spec.IRL)
+	if err != nil {
+		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	cfg.Solver = l.Solver
+	res, err := irl.MaxEnt(ctx, l.MDP, l.Features, l.Demos, cfg)
+	if err != nil {
+		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
+	}
+	r := features.Reward(nil, l.Features, res.Theta)[:pairs]
+	return federation.LocalResult{Reward: r, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: lastGradNorm(res),
 		Converged: res.Converged, StopReason: res.StopReason}, nil
 }

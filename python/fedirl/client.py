@@ -1,5 +1,6 @@
 """Talking to a fedirl server from Python: fetch a task, learn theta_i (with `fedirl irl`, or any way you
-like), submit it and fetch the fused theta.
+like), submit it and fetch the fused theta; or submit the values of any reward model (a neural network,
+other features) on the task's probe points instead of theta (`probe_points`, `Client.submit_reward`).
 
 The gRPC stubs are generated at first use from federation.proto (the checkout's proto/, else the copy
 installed with the package) with grpc_tools into a temporary folder, removed once they are imported (nothing
@@ -167,6 +168,31 @@ class Client:
                                metadata=self.md, timeout=30)
         return rnd, res.message
 
+    def submit_reward(self, task_id, reward, round=None, task=None):
+        """Submits this client's reward on the task's probe support instead of theta; returns (round, message).
+
+        reward is either the values, one per probe point in the order of probe_points(spec), or any callable
+        that takes that (points, dims) array of coordinates and returns them: a neural network, a reward on
+        other features, a lookup table. The server fuses it in reward space with the other clients (theta
+        clients evaluated as Phi theta) when the task's fusion method takes rewards (mean, normalized-mean,
+        barycenter, debiased, reward-median, reward-trimmed-mean) and refuses it otherwise. task is the
+        get_task() dict, if already fetched.
+        """
+        task = task or self.get_task(task_id)
+        points = probe_points(task["spec"])
+        values = reward(points) if callable(reward) else reward
+        values = np.asarray(values, dtype=np.float64).ravel()
+        if len(values) != len(points):
+            raise FedirlError(f"the reward has {len(values)} values, task {task_id}'s probe has {len(points)} points")
+        if not np.all(np.isfinite(values)):
+            bad = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise FedirlError(f"reward[{bad}] = {values[bad]} (point {points[bad].tolist()}): every value must be finite")
+        rnd = round or task["current_round"]
+        res = self.stub.Submit(self.pb.SubmitRequest(task_id=task_id, round=rnd, client_id=self.client_id,
+                                                     reward=values.tolist()),
+                               metadata=self.md, timeout=30)
+        return rnd, res.message
+
     def fetch_fused(self, task_id, round, timeout=600):
         """Waits for the round's fusion and returns the fused result as a dict (theta, method, clients, ...)."""
         deadline = time.monotonic() + timeout
@@ -181,7 +207,28 @@ class Client:
                 f = r.result
                 return {"task_id": f.task_id, "round": f.round, "theta": list(f.theta), "method": f.method,
                         "clients": list(f.clients), "weights": list(f.weights),
-                        "marginal_error": f.marginal_error, "trigger": f.trigger}
+                        "marginal_error": f.marginal_error, "trigger": f.trigger,
+                        "outlier_scores": list(f.outlier_scores),
+                        # With reward submissions: the fused reward on the probe points (theta is its least
+                        # squares fit on the task's Phi) and the clients that sent rewards.
+                        "reward": list(f.reward), "reward_clients": list(f.reward_clients)}
+
+
+def probe_points(spec):
+    """The coordinates of a task's probe support, shape (points, dims), in the order a reward submission lists
+    its values: a "lattice" task's state-action pairs (state coordinates then action coordinates, row s*A + a,
+    as LatticeTask.pair_points); a "gridworld" task's (row, col, action) for cell row*size + col and action
+    0..3. spec is get_task()["spec"]."""
+    family, probe = spec["env_family"], spec["probe"]
+    if family == "lattice":
+        from .lattice import LatticeTask
+        return LatticeTask.from_probe(probe).pair_points()
+    if family == "gridworld":
+        n = int(probe["size"])
+        rows, cols, acts = np.meshgrid(np.arange(n), np.arange(n), np.arange(4), indexing="ij")
+        return np.stack([rows.ravel(), cols.ravel(), acts.ravel()], axis=1).astype(np.float64)
+    raise FedirlError(f"task {spec.get('id')!r} is of family {family!r}: probe_points knows the lattice and gridworld "
+                      f"families")
 
 
 # The task's irl section (irl.Config JSON) as `fedirl irl` flags; zero means the default.

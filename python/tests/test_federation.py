@@ -118,6 +118,55 @@ class FederationTest(unittest.TestCase):
         c1.close()
         c2.close()
 
+    def test_submit_reward_fuses_with_theta(self):
+        """A client submits the values of its own reward model (a callable on the probe points) instead of
+        theta: the mean task fuses (Phi theta_1 + r_2)/2 on the points and fits theta by least squares; a
+        median task refuses the reward, naming the methods that take one."""
+        import grpc
+        from fedirl import client as fc
+        task = LatticeTask([Axis.uniform(5, 0, 4, "x")], [Axis.categorical_axis(3, "a")],
+                           rbf=uniform_rbf([("x", 2, 0, 4), ("a", "categorical", [0, 1, 2])]))
+        store = os.path.join(self.dir, "fed.db")
+        for method in ("mean", "median"):
+            path = os.path.join(self.dir, f"task-{method}.json")
+            with open(path, "w") as f:
+                json.dump({"id": f"r-{method}", "env_family": "lattice", "probe": task.probe(), "theta_dim": task.dim,
+                           "fusion": {"method": method}, "quorum": 2}, f)
+            self.fedirl("server", "task", "create", "--store", store, "--spec", path, "--clients", "py1,py2",
+                        "--tokens-out", os.path.join(self.dir, f"tokens-{method}.json"))
+        addr = self.start_server(store)
+        tok = lambda m, c: fc.read_token(os.path.join(self.dir, f"tokens-{m}.json"), c)  # noqa: E731
+        c1 = fc.Client(addr, "py1", tok("mean", "py1"), insecure=True)
+        c2 = fc.Client(addr, "py2", tok("mean", "py2"), insecure=True)
+        spec = c2.get_task("r-mean")["spec"]
+        points = fc.probe_points(spec)
+        np.testing.assert_array_equal(points, task.pair_points())
+        self.assertEqual(points.shape, (15, 2))
+        model = lambda pts: np.sin(pts[:, 0]) + 0.5 * pts[:, 1]  # noqa: E731  any model of the point coordinates
+        with self.assertRaisesRegex(fc.FedirlError, "14 values, task r-mean's probe has 15 points"):
+            c2.submit_reward("r-mean", np.zeros(14))
+        with self.assertRaisesRegex(fc.FedirlError, r"reward\[3\] = nan"):
+            c2.submit_reward("r-mean", np.where(np.arange(15) == 3, np.nan, 0.0))
+        theta1 = np.linspace(-1, 1, task.dim)
+        c1.submit("r-mean", theta1)
+        rnd, msg = c2.submit_reward("r-mean", model)
+        self.assertEqual(rnd, 1)
+        self.assertIn("accepted 2/2", msg)
+        f1, f2 = c1.fetch_fused("r-mean", 1, timeout=30), c2.fetch_fused("r-mean", 1, timeout=30)
+        self.assertEqual(f1, f2)
+        want = (task.phi() @ theta1 + model(points)) / 2
+        np.testing.assert_allclose(f1["reward"], want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(f1["theta"], np.linalg.lstsq(task.phi(), want, rcond=None)[0], rtol=1e-9, atol=1e-9)
+        self.assertEqual(f1["reward_clients"], ["py2"])
+        m = fc.Client(addr, "py1", tok("median", "py1"), insecure=True)
+        with self.assertRaises(grpc.RpcError) as e:
+            m.submit_reward("r-median", model)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn('fusion method "median"', e.exception.details())
+        self.assertIn("normalized-mean", e.exception.details())
+        for c in (c1, c2, m):
+            c.close()
+
     def test_tls_against_plaintext_server_names_the_fix(self):
         from fedirl import client as fc
         addr = self.start_server(os.path.join(self.dir, "fed.db"), "--init")
@@ -144,6 +193,11 @@ class FederationTest(unittest.TestCase):
 
     def test_refusals(self):
         from fedirl import client as fc
+        pts = fc.probe_points({"env_family": "gridworld", "probe": {"size": 3}})
+        self.assertEqual(pts.shape, (36, 3))
+        np.testing.assert_array_equal(pts[(1 * 3 + 2) * 4 + 3], [1, 2, 3])  # cell (row 1, col 2), action 3
+        with self.assertRaisesRegex(fc.FedirlError, "family 'control'"):
+            fc.probe_points({"id": "c", "env_family": "control", "probe": {}})
         with self.assertRaisesRegex(fc.FedirlError, "loopback"):
             fc.Client("10.1.2.3:7443", "x", "t", insecure=True)
         with self.assertRaisesRegex(fc.FedirlError, "irl.beta1 = 0.5"):
