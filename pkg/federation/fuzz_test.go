@@ -18,19 +18,26 @@ import (
 	pb "github.com/fedirl/fedirl/proto"
 )
 
-// fuzzFixture is one coordinator shared by all inputs of a fuzz target.
+// fuzzFixture is one coordinator shared by all inputs of a fuzz target:
+// task t1 with θ of dimension 3, fused by the mean.
 func fuzzFixture(f *testing.F) (*Coordinator, *Store, map[string]string) {
+	return fuzzFixtureWith(f, &meanFuser{}, TaskSpec{ID: "t1", ThetaDim: 3, Quorum: 3, MaxThetaNorm: 10, Rounds: 2})
+}
+
+// fuzzFixtureWith is fuzzFixture with the given fuser and task (clients
+// alice, bob and carol).
+func fuzzFixtureWith(f *testing.F, fuser Fuser, spec TaskSpec) (*Coordinator, *Store, map[string]string) {
 	path := filepath.Join(f.TempDir(), "fuzz.db")
 	store, err := OpenStore(path)
 	if err != nil {
 		f.Fatal(err)
 	}
-	c, err := NewCoordinator(store, CoordinatorConfig{Fuser: &meanFuser{}, AdminToken: "adm", MaxWait: time.Millisecond})
+	c, err := NewCoordinator(store, CoordinatorConfig{Fuser: fuser, AdminToken: "adm", MaxWait: time.Millisecond})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { c.Close(); store.Close() })
-	tok, err := c.CreateTask(TaskSpec{ID: "t1", ThetaDim: 3, Quorum: 3, MaxThetaNorm: 10, Rounds: 2}, []string{"alice", "bob", "carol"})
+	tok, err := c.CreateTask(spec, []string{"alice", "bob", "carol"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -255,21 +254,8 @@ func TestPrivateRewardIsClippedInL2(t *testing.T) {
 // is classified and stores nothing; an accepted one carries exactly one of θ
 // and a finite reward of 4 values within the norm bound, stored as sent.
 func FuzzSubmitReward(f *testing.F) {
-	path := filepath.Join(f.TempDir(), "fuzz.db")
-	store, err := OpenStore(path)
-	if err != nil {
-		f.Fatal(err)
-	}
-	c, err := NewCoordinator(store, CoordinatorConfig{Fuser: &rewardMeanFuser{}, AdminToken: "adm", MaxWait: time.Millisecond})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { c.Close(); store.Close() })
 	spec := TaskSpec{ID: "t1", ThetaDim: 2, Quorum: 3, MaxThetaNorm: 10, MaxRewardNorm: 100, Rounds: 2}
-	tok, err := c.CreateTask(spec, []string{"alice", "bob", "carol"})
-	if err != nil {
-		f.Fatal(err)
-	}
+	c, store, tok := fuzzFixtureWith(f, &rewardMeanFuser{}, spec)
 	le := func(xs ...float64) []byte {
 		var b []byte
 		for _, x := range xs {
