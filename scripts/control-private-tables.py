@@ -4,6 +4,9 @@ study") from the committed summaries, standard library only:
 
     python3 scripts/control-private-tables.py [RESULTS_DIR]
 
+EPIC is the distance to the true reward under the "model" coverage (the first runs' only EPIC; today's
+summaries add "uniform" and "demonstrations", printed in a table of their own).
+
 RESULTS_DIR (default pkg/experiments/control/results) holds private-eps{inf,32,8,2}/summary.json (the
 3-seed runs) and private-eps{inf,32,8,2}-pendulum-10seeds/summary.json (the Pendulum follow-up); ε = ∞ is
 the same study without privacy. Paired differences are the summaries' own (per-seed differences, 95 %
@@ -94,6 +97,18 @@ def load(results, name):
     return s
 
 
+def epic(r):
+    """The row's EPIC distance to the true reward under the model coverage (the first runs' only one)."""
+    e = r["epic_to_true"]
+    return e["model"]["mean"] if "model" in e else e["mean"]
+
+
+def epic_metric(s, coverage="model"):
+    """The comparisons' name of EPIC under a coverage: epic_<coverage> today, epic_to_true before."""
+    names = {c["metric"] for c in s["comparisons"]}
+    return f"epic_{coverage}" if f"epic_{coverage}" in names else "epic_to_true"
+
+
 def row(s, env, method, group):
     for r in s["rows"]:
         if r["env"] == env and r["method"] == method and r["group"] == group:
@@ -145,7 +160,7 @@ def three_seed(results):
             for g in ["train", "held-out"]:
                 cells = [mean_std(row(s, env, m, g), "normalized_return") for m in FUSIONS]
                 cells += [ci(comparison(s, env, g, "normalized_return", a, b), 2) for a, b in PAIRS]
-                cells.append(" / ".join(f"{row(s, env, m, g)['epic_to_true']['mean']:.3f}" for m in FUSIONS))
+                cells.append(" / ".join(f"{epic(row(s, env, m, g)):.3f}" for m in FUSIONS))
                 print(f"| {env} | {eps_label(e)} | {g} | " + " | ".join(cells) + " |")
 
 
@@ -161,11 +176,26 @@ def ten_seed(results):
         for g in ["train", "held-out"]:
             cells = [mean_std(row(s, env, m, g), "normalized_return") for m in FUSIONS]
             cells += [ci(comparison(s, env, g, "normalized_return", a, b), 2, BONFERRONI_M) for a, b in PAIRS]
-            cells.append(ci(comparison(s, env, g, "epic_to_true", "barycenter", "mean"), 3, BONFERRONI_M))
+            cells.append(ci(comparison(s, env, g, epic_metric(s), "barycenter", "mean"), 3, BONFERRONI_M))
             print(f"| {eps_label(e)} | {g} | " + " | ".join(cells) + " |")
+    if "normalized-mean" in {r["method"] for r in runs["inf"]["rows"]}:
+        print("\nReported beside the rule: normalized-mean, and EPIC barycenter − mean under the three coverages (95 %):\n")
+        print("| ε | clients | normalized-mean | normalized-mean − mean | barycenter − normalized-mean | EPIC model | EPIC uniform | EPIC demonstrations |")
+        print("|---|---|---|---|---|---|---|---|")
+        for e in EPSILONS:
+            s = runs[e]
+            for g in ["train", "held-out"]:
+                cells = [mean_std(row(s, env, "normalized-mean", g), "normalized_return")]
+                cells += [ci(comparison(s, env, g, "normalized_return", a, b), 2) for a, b in [("normalized-mean", "mean"), ("barycenter", "normalized-mean")]]
+                for cov in ["model", "uniform", "demonstrations"]:
+                    try:
+                        cells.append(ci(comparison(s, env, g, epic_metric(s, cov), "barycenter", "mean"), 3))
+                    except KeyError:
+                        cells.append("–")
+                print(f"| {eps_label(e)} | {g} | " + " | ".join(cells) + " |")
     print("\nCorrelation across seeds of the barycenter − mean differences (normalized return, train; EPIC):")
-    for metric in ["normalized_return", "epic_to_true"]:
-        d = {e: comparison(runs[e], env, "train", metric, "barycenter", "mean")["diffs"] for e in EPSILONS[1:]}
+    for metric in ["normalized_return", "epic"]:
+        d = {e: comparison(runs[e], env, "train", metric if metric != "epic" else epic_metric(runs[e]), "barycenter", "mean")["diffs"] for e in EPSILONS[1:]}
         out = []
         for i, a in enumerate(EPSILONS[1:]):
             for b in EPSILONS[i + 2:]:
