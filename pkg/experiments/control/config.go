@@ -122,7 +122,9 @@ type WeakClientsConfig struct {
 // `fedirl client --dp-*`): θ_i is clipped to env.<id>.dp_clip and Gaussian
 // noise calibrated to (Epsilon, Delta) for one release is added, from the
 // client's own seeded stream, so the mean, barycentric and debiased fusions
-// of a seed receive the same noisy θ_i. Epsilon 0 is no privacy.
+// of a seed receive the same noisy θ_i; the stream is one per (seed,
+// environment, ε, client), so two ε draw independent noise. Epsilon 0 is
+// no privacy.
 //
 // PilotSeeds, when set, chooses each environment's clipping norm on pilot
 // data the study does not otherwise use: C is the median ‖θ_i‖₂ of the

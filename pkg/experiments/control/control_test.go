@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/longtest"
 	"github.com/fedirl/fedirl/pkg/privacy"
@@ -393,6 +397,85 @@ func TestShardsPartitionUnits(t *testing.T) {
 			}
 			if math.Abs(sum-p.Total) > 1e-9*p.Total {
 				t.Errorf("%s, %d shards: shard costs add up to %g, the total is %g", name, n, sum, p.Total)
+			}
+		}
+	}
+}
+
+// TestPrivacyNoiseIndependentAcrossEpsilon runs the private study at three
+// ε into one folder (the same experts and local fits) and recovers each ε's
+// noise from the mean fusion: fused − mean_i clip(θ_i) is the mean of the
+// clients' noise, N(0, (σ_ε·2C)²/K · I) for σ_ε from the analytic Gaussian
+// mechanism, so z_ε = (fused − mean clip)·√K/(σ_ε·2C) is a standard normal
+// vector. Each z_ε must be one (n·mean z² inside the χ²_n interval of
+// probability 1 − 2·10⁻⁶), and the three must be independent draws: a noise
+// stream shared across ε gives z_2 = z_8 = z_32 (correlation 1), independent
+// ones a correlation within 5 standard errors of 0 (Fisher's z).
+func TestPrivacyNoiseIndependentAcrossEpsilon(t *testing.T) {
+	const env, lattice, clip, delta = "CartPole-v1", "paper", 2.0, 1e-5
+	cfg := microConfig()
+	cfg.Envs = []string{env}
+	cfg.Methods = []string{MethodMean}
+	cfg.NormalizationAnchor = AnchorExpert // no true-reward PPO in this study
+	cfg.Env = cloneEnv(cfg.Env)
+	e := cfg.Env[env]
+	e.DPClip = clip
+	cfg.Env[env] = e
+	dir := t.TempDir()
+	k := len(cfg.TrainingClients())
+	var meanClip []float64
+	z := map[float64][]float64{}
+	epsilons := []float64{2, 8, 32}
+	for _, eps := range epsilons {
+		cfg.Privacy = PrivacyConfig{Epsilon: eps, Delta: delta}
+		st := runStudy(t, cfg, dir, 2, Shard{})
+		if meanClip == nil {
+			for _, c := range cfg.TrainingClients() {
+				u, _, err := st.irlUnit(env, lattice, c, cfg.Seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var f IRLFile
+				if err := readJSON(u.path(st.units), &f); err != nil {
+					t.Fatal(err)
+				}
+				cl := privacy.Clip(nil, f.Theta, clip)
+				if meanClip == nil {
+					meanClip = make([]float64, len(cl))
+				}
+				floats.AddScaled(meanClip, 1/float64(k), cl)
+			}
+		}
+		fu, _, _, err := st.fusionUnit(env, lattice, MethodMean, cfg.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f FusionFile
+		if err := readJSON(fu.path(st.units), &f); err != nil {
+			t.Fatal(err)
+		}
+		sigma, err := privacy.AnalyticSigma(eps, delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zs := make([]float64, len(f.Theta))
+		floats.SubTo(zs, f.Theta, meanClip)
+		floats.Scale(math.Sqrt(float64(k))/(sigma*2*clip), zs)
+		z[eps] = zs
+	}
+	n := float64(len(meanClip))
+	chi := distuv.ChiSquared{K: n}
+	lo, hi := chi.Quantile(1e-6), chi.Quantile(1-1e-6)
+	for _, eps := range epsilons {
+		if ss := floats.Dot(z[eps], z[eps]); ss < lo || ss > hi {
+			t.Errorf("ε = %g: the standardized noise has ‖z‖² = %.1f over %v coordinates, outside the χ² interval [%.1f, %.1f]", eps, ss, n, lo, hi)
+		}
+	}
+	bound := math.Tanh(5 / math.Sqrt(n-3))
+	for i, a := range epsilons {
+		for _, b := range epsilons[i+1:] {
+			if r := stat.Correlation(z[a], z[b], nil); math.Abs(r) > bound {
+				t.Errorf("ε = %g and %g: their noise correlates %.3f over %v coordinates (independent draws: |r| ≤ %.3f)", a, b, r, n, bound)
 			}
 		}
 	}
