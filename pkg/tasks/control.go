@@ -146,8 +146,8 @@ type ControlEnv struct {
 	// Note documents deviations from the paper for this environment.
 	Note string
 	// Counted marks a simulator whose full state cannot be set: its lattice
-	// model is counted from the client's own rollouts (discretize.Counter),
-	// and the lattice's state is StateOf(observation).
+	// model is built from the client's own rollouts (discretize.ReplayModel
+	// or discretize.Counter), and the lattice's state is StateOf(observation).
 	Counted bool
 }
 
@@ -469,7 +469,7 @@ func init() {
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
-			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is counted from the client's own ε-greedy expert rollouts",
+			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is built from the client's own ε-greedy expert rollouts (replay clones of their states, or their counted transitions)",
 		Counted: true,
 	})
 }
