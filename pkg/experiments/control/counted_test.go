@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/irl"
@@ -86,5 +88,55 @@ func TestLunarLadderComputed(t *testing.T) {
 	}
 	if len(sum.Validation) != 1 || sum.Validation[0].PlannerTrueNormalized == nil || sum.Validation[0].ProjectedTrueNormalized == nil || sum.Validation[0].ProjectionR2 == nil {
 		t.Fatalf("validation %+v, want rungs (a) and (b) with numbers", sum.Validation)
+	}
+}
+
+// TestRolloutsLeaveSampledKeysAlone: the ladder, local IRL and fidelity
+// specs of the environments whose state can be set carry no rollout
+// settings or expert key (their unit keys, and so the committed results'
+// cached units, do not depend on model_rollouts), while LunarLander's
+// carry both and change with model_rollouts.
+func TestRolloutsLeaveSampledKeysAlone(t *testing.T) {
+	c := DefaultConfig()
+	s := &Study{cfg: c}
+	for _, env := range append(slices.Clone(c.Envs), "LunarLanderContinuous-v3") {
+		counted := env == "LunarLanderContinuous-v3"
+		l := c.Lattices[env][0]
+		lu, lsp, err := s.ladderUnit(env, l, 0, c.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iu, isp, err := s.irlUnit(env, l, 0, c.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fu, fsp, _, err := s.fidelityUnit(env, l, 0, c.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, sp := range map[string]any{"ladder": lsp, "irl": isp, "fidelity": fsp} {
+			b, err := json.Marshal(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(string(b), `"rollouts":`)
+			if name != "irl" {
+				has = has && strings.Contains(string(b), `"expert":`)
+			}
+			if has != counted {
+				t.Errorf("%s %s spec: rollout settings present = %v, want %v: %s", env, name, has, counted, b)
+			}
+		}
+		s2 := &Study{cfg: c}
+		s2.cfg.ModelRollouts.Clones++
+		lu2, _, _ := s2.ladderUnit(env, l, 0, c.Seed)
+		iu2, _, _ := s2.irlUnit(env, l, 0, c.Seed)
+		fu2, _, _, _ := s2.fidelityUnit(env, l, 0, c.Seed)
+		if changed := lu2.key != lu.key && iu2.key != iu.key && fu2.key != fu.key; changed != counted {
+			t.Errorf("%s: unit keys changed with model_rollouts.clones = %v, want %v", env, changed, counted)
+		}
+		if !counted && (lu2.key != lu.key || iu2.key != iu.key || fu2.key != fu.key) {
+			t.Errorf("%s: a unit key depends on model_rollouts", env)
+		}
 	}
 }
