@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -124,6 +125,184 @@ func BenchmarkLunarLocalFit(b *testing.B) {
 		b.ReportMetric(conv, "converged")
 		b.ReportMetric(float64(h), "horizon")
 		b.ReportMetric(float64(st.Cells), "cells")
+		b.ReportMetric(float64(st.Unexpanded), "unexpanded")
+		b.ReportMetric(float64(st.Steps), "sim-steps")
+	}
+}
+
+// holdSim repeats every action for Hold simulator steps (a lattice step of
+// Hold frames), summing their rewards and stopping at termination or
+// truncation; it is deterministic given its reset seed when the simulator
+// is, so it replays as the simulator does.
+type holdSim struct {
+	sim  *lunar.Env
+	Hold int
+}
+
+func (h *holdSim) Reset(seed uint64) []float64 { return h.sim.Reset(seed) }
+
+func (h *holdSim) Step(a []float64) ([]float64, float64, bool, bool) {
+	var obs []float64
+	var sum float64
+	for range h.Hold {
+		o, r, term, trunc := h.sim.Step(a)
+		obs, sum = o, sum+r
+		if term || trunc {
+			return obs, sum, term, trunc
+		}
+	}
+	return obs, sum, false, false
+}
+
+func newHoldSim(hold int) (*holdSim, error) {
+	e, err := lunar.New(lunar.ClientParams(true, 0))
+	if err != nil {
+		return nil, err
+	}
+	return &holdSim{e, hold}, nil
+}
+
+// BenchmarkLunarPlanner measures rung (a) of LunarLander's ladder on the
+// default lattice (paper, 5⁴·1⁴ × 9) for client 0 under variants of the
+// replay model: the true-reward lattice planner's mean return over 10
+// episodes of the real simulator (planner-return), beside Gymnasium's
+// heuristic controller on the same reset seeds (heuristic-return, the
+// stand-in expert whose ε-greedy rollouts, model_rollouts.episodes of them
+// with ε = model_rollouts.epsilon, the model is built from) and a uniform
+// random policy (random-return). Variants: replay (model_rollouts.clones
+// 8), count (the rollouts' own steps pooled with the clones), hold2, hold4
+// and hold8 (a lattice step holds its action for 2, 4 or 8 simulator
+// steps, in the rollouts, the clones, the planner and the two references
+// alike, with γ^hold per lattice step), hold4count (both), expand2
+// (model_rollouts.expand 2) and crash (a cell no rollout visited ends the
+// episode with the crash reward −100 instead of a self-loop of reward 0,
+// the model's default), angle5 and angle5hold4 (the default lattice with 5
+// points on angle and on angular velocity instead of 1, env.bins). A
+// variant takes half a minute to minutes of CPU: -benchtime 1x.
+func BenchmarkLunarPlanner(b *testing.B) {
+	for _, v := range []struct {
+		name         string
+		hold, expand int
+		count, crash bool
+		angle        int
+	}{{"replay", 1, 0, false, false, 1}, {"count", 1, 0, true, false, 1}, {"hold2", 2, 0, false, false, 1},
+		{"hold4", 4, 0, false, false, 1}, {"hold8", 8, 0, false, false, 1}, {"hold4count", 4, 0, true, false, 1},
+		{"expand2", 1, 2, false, false, 1}, {"crash", 1, 0, false, true, 1},
+		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}} {
+		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v.hold, v.expand, v.count, v.crash, v.angle) })
+	}
+}
+
+func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle int) {
+	const env = "LunarLanderContinuous-v3"
+	cfg := DefaultConfig()
+	if angle > 1 {
+		ec := cfg.Env[env]
+		ec.Bins = map[string]int{"ll-angle": angle, "ll-angvel": angle}
+		cfg.Env = map[string]EnvConfig{env: ec}
+	}
+	s := &Study{cfg: cfg}
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.probe(env, cfg.Lattices[env][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, _, err := p.Features()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := s.modelConfig(env, 0, cfg.Seed)
+	rc := cfg.ModelRollouts
+	sim, err := newHoldSim(hold)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var eps []discretize.Episode
+	for k := range rc.Episodes {
+		rec := discretize.Episode{Seed: 1000 + uint64(k)}
+		obs := sim.Reset(rec.Seed)
+		rec.States = append(rec.States, ce.StateOf(make([]float64, 8), obs))
+		for {
+			act := lunar.Heuristic(make([]float64, 2), obs, true)
+			if rng.Float64() < rc.Epsilon {
+				act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
+			}
+			o, r, term, trunc := sim.Step(act)
+			obs = o
+			rec.Actions = append(rec.Actions, act)
+			rec.States = append(rec.States, ce.StateOf(make([]float64, 8), obs))
+			rec.Rewards = append(rec.Rewards, r)
+			if term || trunc {
+				rec.Terminated = term
+				break
+			}
+		}
+		eps = append(eps, rec)
+	}
+	gamma := math.Pow(mc.Gamma, float64(hold))
+	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
+	const episodes = 10
+	play := func(policy func(obs []float64) []float64) float64 {
+		sum := 0.0
+		for e := range episodes {
+			obs := sim.Reset(5000 + uint64(e))
+			for {
+				o, r, term, trunc := sim.Step(policy(obs))
+				obs, sum = o, sum+r
+				if term || trunc {
+					break
+				}
+			}
+		}
+		return sum / episodes
+	}
+	b.ResetTimer()
+	for range b.N {
+		m, r, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, eps,
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Seed: mc.Seed, Gamma: gamma}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cloned := make([]bool, g.NumCells())
+		for _, ep := range eps {
+			for _, x := range ep.States[:len(ep.Actions)] {
+				cloned[g.SnapState(x)] = true
+			}
+		}
+		if crash && expand == 0 { // a cell no rollout visited ends the episode as a crash does
+			A := g.NumActions()
+			for c, ok := range cloned {
+				for a := range A {
+					if k := c*A + a; !ok {
+						m.Next[m.RowPtr[k]], r[k] = int32(g.Terminal()), -100
+					}
+				}
+			}
+		}
+		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20})
+		val := ws.ValueIteration(nil, r)
+		ws.Close()
+		if !val.Converged {
+			b.Fatalf("value iteration did not converge (residual %g)", val.Residual)
+		}
+		pl, err := discretize.NewPlanner(g, val.Q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		act, x := make([]float64, 2), make([]float64, 8)
+		b.ReportMetric(play(func(obs []float64) []float64 { return pl.Act(act, ce.StateOf(x, obs)) }), "planner-return")
+		b.ReportMetric(play(func(obs []float64) []float64 { return lunar.Heuristic(act, obs, true) }), "heuristic-return")
+		prng := rand.New(rand.NewPCG(3, 4))
+		b.ReportMetric(play(func([]float64) []float64 {
+			act[0], act[1] = 2*prng.Float64()-1, 2*prng.Float64()-1
+			return act
+		}), "random-return")
+		b.ReportMetric(float64(st.Cells), "cells")
+		b.ReportMetric(float64(st.Unexpanded), "unexpanded")
 		b.ReportMetric(float64(st.Steps), "sim-steps")
 	}
 }
