@@ -176,8 +176,10 @@ func newHoldSim(hold int) (*holdSim, error) {
 // alike, with γ^hold per lattice step), hold4count (both), expand2
 // (model_rollouts.expand 2) and crash (a cell no rollout visited ends the
 // episode with the crash reward −100 instead of a self-loop of reward 0,
-// the model's default), angle5 and angle5hold4 (the default lattice with 5
-// points on angle and on angular velocity instead of 1, env.bins). A
+// the model's default), angle5 (the default lattice with 5 points on angle
+// and on angular velocity instead of 1, env.bins), angle5hold4 and its
+// crash and expand1 variants, angle9hold4 (9 points on both) and its crash
+// variant, angle5hold8crash. A
 // variant takes half a minute to minutes of CPU: -benchtime 1x.
 func BenchmarkLunarPlanner(b *testing.B) {
 	for _, v := range []struct {
@@ -188,7 +190,9 @@ func BenchmarkLunarPlanner(b *testing.B) {
 	}{{"replay", 1, 0, false, false, 1}, {"count", 1, 0, true, false, 1}, {"hold2", 2, 0, false, false, 1},
 		{"hold4", 4, 0, false, false, 1}, {"hold8", 8, 0, false, false, 1}, {"hold4count", 4, 0, true, false, 1},
 		{"expand2", 1, 2, false, false, 1}, {"crash", 1, 0, false, true, 1},
-		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}} {
+		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}, {"angle5hold4crash", 4, 0, false, true, 5},
+		{"angle5hold4expand1", 4, 1, false, false, 5}, {"angle9hold4", 4, 0, false, false, 9}, {"angle9hold4crash", 4, 0, false, true, 9},
+		{"angle5hold8crash", 8, 0, false, true, 5}} {
 		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v.hold, v.expand, v.count, v.crash, v.angle) })
 	}
 }
