@@ -8,7 +8,8 @@
 // action space; torque or thrust levels for a Box). States are the lattice
 // points plus one absorbing zero-value terminal state, numbered last.
 //
-// Two model sources produce the same mdp.MDP:
+// Three model sources produce the same mdp.MDP, each with the true lattice
+// reward (the mean simulator reward of the steps behind each row):
 //   - SampleModel sets the client's own simulator to K points drawn uniformly
 //     in each state cell (the coordinates that snap to the cell's point), steps
 //     it once with each action level, and credits the successor's nearest
@@ -20,10 +21,15 @@
 //   - Counter counts transitions from the client's own rollouts, for
 //     simulators whose full state cannot be set; pairs never visited stay in
 //     place (a self-loop), which MaxEnt treats as "no information".
+//   - ReplayModel, for simulators whose state cannot be set but that are
+//     deterministic given their reset seed (a Replayer: LunarLander), clones
+//     K of the states the rollouts visited in each cell by replaying their
+//     episode's actions and steps each clone once with every action level.
 //
-// The package knows nothing of features, rewards or learning, and no
-// particular environment: a Simulator is anything that can set its state and
-// step (classic.Stateful is one).
+// The package knows nothing of features or learning, and no particular
+// environment: a Simulator is anything that can set its state and step
+// (classic.Stateful is one), a Replayer anything that resets from a seed
+// and steps.
 package discretize
 
 import (

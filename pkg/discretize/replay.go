@@ -31,6 +31,10 @@ type Episode struct {
 	// States are the lattice coordinates of the len(Actions)+1 observations
 	// (States[t] is the state Actions[t] was taken in).
 	States [][]float64
+	// Rewards are the rewards of the steps and Terminated whether the last
+	// step terminated; only ReplayConfig.Count reads them.
+	Rewards    []float64
+	Terminated bool
 }
 
 // ReplayConfig configures ReplayModel.
@@ -40,6 +44,11 @@ type ReplayConfig struct {
 	// Expand is the number of rounds in which the states that clones reach
 	// in cells no episode visited are cloned in turn [0: none].
 	Expand int `json:"expand" yaml:"expand"`
+	// Count also credits every recorded step (its continuous action snapped
+	// to the nearest level, its reward and termination) to its row beside
+	// the clones, so rare outcomes of the episodes' own actions (the step
+	// on which a landing ends) keep their observed rate.
+	Count bool `json:"count,omitempty" yaml:"count"`
 	// Seed seeds the choice of the K visits of each cell.
 	Seed uint64 `json:"seed" yaml:"seed"`
 	// Gamma is the MDP's discount factor [0.99].
@@ -111,10 +120,11 @@ type cloneOut struct {
 // in-cell points drawn from the states the episodes visited instead of
 // uniformly, for simulators whose state cannot be set. With cfg.Expand > 0
 // the states that clones reach in unvisited cells are cloned in turn, for
-// that many rounds. Cells never cloned keep a self-loop with reward 0 under
-// every action. The result has g.NumStates() states (the last terminal),
-// cfg.Gamma, an infinite horizon and a uniform initial distribution over the
-// cells. stateOf maps an observation to the lattice's state coordinates
+// that many rounds; with cfg.Count the episodes' own steps are counted in
+// their rows beside the clones. Cells never cloned keep a self-loop with
+// reward 0 under every action. The result has g.NumStates() states (the
+// last terminal), cfg.Gamma, an infinite horizon and a uniform initial
+// distribution over the cells. stateOf maps an observation to the lattice's state coordinates
 // (nil: the observation is the state). The same episodes and config give
 // the same model whatever the number of workers (≤ 0: GOMAXPROCS).
 func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), stateOf func(dst, obs []float64) []float64,
@@ -126,9 +136,16 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 	}
 	cells, A := g.NumCells(), g.NumActions()
 	visits := make([][]visit, cells)
+	var recorded [][]cloneOut
+	if cfg.Count {
+		recorded = make([][]cloneOut, cells*A)
+	}
 	for e, ep := range episodes {
 		if len(ep.States) != len(ep.Actions)+1 {
 			return nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d states for %d actions, want actions + 1", e, len(ep.States), len(ep.Actions))
+		}
+		if cfg.Count && len(ep.Rewards) != len(ep.Actions) {
+			return nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d rewards for %d actions; counting the recorded steps needs one per action", e, len(ep.Rewards), len(ep.Actions))
 		}
 		for t := range ep.Actions { // the state after the last action cannot be stepped
 			if len(ep.States[t]) != g.StateDim() || len(ep.Actions[t]) != g.ActionDim() {
@@ -137,6 +154,18 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 			}
 			c := g.SnapState(ep.States[t])
 			visits[c] = append(visits[c], visit{ep: int32(e), t: int32(t)})
+			if cfg.Count {
+				r := ep.Rewards[t]
+				if math.IsNaN(r) || math.IsInf(r, 0) {
+					return nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: reward %v is not finite", e, t, r)
+				}
+				next := int32(g.Terminal())
+				if t < len(ep.Actions)-1 || !ep.Terminated {
+					next = int32(g.SnapState(ep.States[t+1]))
+				}
+				k := c*A + g.SnapAction(ep.Actions[t])
+				recorded[k] = append(recorded[k], cloneOut{next: next, r: r})
+			}
 		}
 	}
 	if workers <= 0 {
@@ -239,6 +268,9 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 	reached := make([]bool, cells)
 	for k := range cells * A {
 		out := rows[k]
+		if cfg.Count {
+			out = append(slices.Clip(out), recorded[k]...)
+		}
 		if len(out) == 0 {
 			m.Next = append(m.Next, int32(k/A))
 			m.Prob = append(m.Prob, 1)

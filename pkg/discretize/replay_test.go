@@ -59,8 +59,10 @@ func recordLunar(t testing.TB, n int) ([]discretize.Episode, []step) {
 			steps = append(steps, step{obs, act, next, r, term})
 			ep.Actions = append(ep.Actions, act)
 			ep.States = append(ep.States, next)
+			ep.Rewards = append(ep.Rewards, r)
 			obs = next
 			if term || trunc {
+				ep.Terminated = term
 				break
 			}
 		}
@@ -226,5 +228,81 @@ func TestReplayModelIndependentOfWorkers(t *testing.T) {
 	bad := []discretize.Episode{{Seed: 1, Actions: [][]float64{{0, 0}}, States: [][]float64{make([]float64, 8)}}}
 	if _, _, _, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, bad, cfg, 1); err == nil {
 		t.Fatal("an episode with one state for one action accepted")
+	}
+}
+
+// TestReplayModelCountsRecordedSteps: with Count, every row is the
+// clones' row (ReplayModel without Count) and the counted row of the
+// recorded steps (Counter) pooled by their numbers of samples, in
+// probabilities and in reward.
+func TestReplayModelCountsRecordedSteps(t *testing.T) {
+	g, err := discretize.New(lunarGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, steps := recordLunar(t, 3)
+	cfg := discretize.ReplayConfig{Clones: 100000, Gamma: 0.99}
+	ma, ra, _, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Count = true
+	mb, rb, _, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := discretize.NewCounter(g)
+	visits := map[int]int{}
+	for _, s := range steps {
+		if err := c.AddState(s.obs, s.act, s.next, s.term, s.r); err != nil {
+			t.Fatal(err)
+		}
+		visits[g.SnapState(s.obs)]++
+	}
+	mc, err := c.Model(0.99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := c.Reward()
+	A := g.NumActions()
+	pooled := 0
+	for cell, nClone := range visits {
+		for a := range A {
+			k := cell*A + a
+			nRec := c.Visits[k]
+			n := float64(nClone + nRec)
+			want := map[int32]float64{}
+			next, prob := ma.Successors(cell, a)
+			for i, s := range next {
+				want[s] += float64(nClone) * prob[i] / n
+			}
+			if nRec > 0 {
+				pooled++
+				next, prob = mc.Successors(cell, a)
+				for i, s := range next {
+					want[s] += float64(nRec) * prob[i] / n
+				}
+			}
+			next, prob = mb.Successors(cell, a)
+			if len(next) != len(want) {
+				t.Fatalf("cell %d action %d: successors %v, pooled %v", cell, a, next, want)
+			}
+			for i, s := range next {
+				if math.Abs(prob[i]-want[s]) > 1e-12 {
+					t.Fatalf("cell %d action %d: P(%d) = %v, pooled %v", cell, a, s, prob[i], want[s])
+				}
+			}
+			wr := (float64(nClone)*ra[k] + float64(nRec)*rc[k]) / n
+			if math.Abs(rb[k]-wr) > 1e-9*max(1, math.Abs(wr)) {
+				t.Fatalf("cell %d action %d: reward %v, pooled %v", cell, a, rb[k], wr)
+			}
+		}
+	}
+	if pooled < 10 {
+		t.Fatalf("only %d rows with recorded steps", pooled)
+	}
+	eps[0].Rewards = eps[0].Rewards[1:]
+	if _, _, _, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, cfg, 1); err == nil {
+		t.Fatal("counting an episode with a missing reward was accepted")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
@@ -61,52 +62,92 @@ const (
 	ExtraSquare = "square"
 	ExtraCos    = "cos"
 	ExtraSin    = "sin"
+	// ExtraAbs is |u|.
+	ExtraAbs = "abs"
+	// ExtraLinear is u itself.
+	ExtraLinear = "linear"
+	// ExtraNorm is the Euclidean norm ‖(u, v)‖ of coordinate Axis and
+	// coordinate With, both scaled by Scale (LunarLander's distance to the
+	// pad and speed).
+	ExtraNorm = "norm"
 )
+
+// extraKinds lists the kinds of ExtraFeature.
+var extraKinds = []string{ExtraSquare, ExtraCos, ExtraSin, ExtraAbs, ExtraLinear, ExtraNorm}
 
 // ExtraFeature is one analytic feature of coordinate Axis of the point:
 // with u = Scale·w(x), where w wraps x into [−Period/2, Period/2) when
-// Period > 0, the feature is u² (Kind "square"), cos u ("cos") or sin u
-// ("sin").
+// Period > 0, the feature is u² (Kind "square"), cos u ("cos"), sin u
+// ("sin"), |u| ("abs"), u ("linear"), or ‖(u, v)‖ ("norm", v = Scale·w of
+// coordinate With).
 type ExtraFeature struct {
-	// Kind is "square", "cos" or "sin".
+	// Kind is "square", "cos", "sin", "abs", "linear" or "norm".
 	Kind string `json:"kind"`
 	// Axis is the index of the coordinate in the point (state axes, then action axes).
 	Axis int `json:"axis"`
+	// With is the second coordinate of a "norm" (> Axis); unused otherwise.
+	With int `json:"with,omitempty"`
 	// Scale multiplies the (wrapped) coordinate; 0 means 1.
 	Scale float64 `json:"scale,omitempty"`
 	// Period, when > 0, wraps the coordinate first (angles: 2π).
 	Period float64 `json:"period,omitempty"`
 }
 
-// value returns the feature at coordinate x and its derivative.
-func (e *ExtraFeature) value(x float64) (v, dv float64) {
-	if e.Period > 0 {
-		x -= e.Period * math.Round(x/e.Period)
-	}
+// value returns the feature at point x and its derivatives along Axis and
+// (for a norm) With; |u| and ‖(u, v)‖ take the derivative 0 where they
+// have none.
+func (e *ExtraFeature) value(x []float64) (v, dv, dw float64) {
 	sc := e.Scale
 	if sc == 0 {
 		sc = 1
 	}
-	u := sc * x
+	wrap := func(c float64) float64 {
+		if e.Period > 0 {
+			c -= e.Period * math.Round(c/e.Period)
+		}
+		return sc * c
+	}
+	u := wrap(x[e.Axis])
 	switch e.Kind {
 	case ExtraSquare:
-		return u * u, 2 * u * sc
+		return u * u, 2 * u * sc, 0
 	case ExtraCos:
-		return math.Cos(u), -sc * math.Sin(u)
+		return math.Cos(u), -sc * math.Sin(u), 0
+	case ExtraAbs:
+		d := 0.0
+		if u != 0 {
+			d = math.Copysign(sc, u)
+		}
+		return math.Abs(u), d, 0
+	case ExtraLinear:
+		return u, sc, 0
+	case ExtraNorm:
+		w := wrap(x[e.With])
+		n := math.Hypot(u, w)
+		if n == 0 {
+			return 0, 0, 0
+		}
+		return n, sc * u / n, sc * w / n
 	default:
-		return math.Sin(u), sc * math.Cos(u)
+		return math.Sin(u), sc * math.Cos(u), 0
 	}
 }
 
 func (e *ExtraFeature) name(axes []RBFAxis) string {
-	n := fmt.Sprintf("x%d", e.Axis)
-	if e.Axis >= 0 && e.Axis < len(axes) && axes[e.Axis].Name != "" {
-		n = axes[e.Axis].Name
+	coord := func(k int) string {
+		n := fmt.Sprintf("x%d", k)
+		if k >= 0 && k < len(axes) && axes[k].Name != "" {
+			n = axes[k].Name
+		}
+		if e.Scale != 0 && e.Scale != 1 {
+			n = fmt.Sprintf("%g*%s", e.Scale, n)
+		}
+		return n
 	}
-	if e.Scale != 0 && e.Scale != 1 {
-		n = fmt.Sprintf("%g*%s", e.Scale, n)
+	if e.Kind == ExtraNorm {
+		return e.Kind + "(" + coord(e.Axis) + ", " + coord(e.With) + ")"
 	}
-	return e.Kind + "(" + n + ")"
+	return e.Kind + "(" + coord(e.Axis) + ")"
 }
 
 // ErrRBFSpec is wrapped by every error about an invalid RBF spec.
@@ -171,10 +212,14 @@ func (s *RBFSpec) Validate() error {
 	for i, e := range s.Extra {
 		where := fmt.Sprintf("extra[%d]", i)
 		switch {
-		case e.Kind != ExtraSquare && e.Kind != ExtraCos && e.Kind != ExtraSin:
-			return fmt.Errorf("%w: %s: kind %q, want %q, %q or %q", ErrRBFSpec, where, e.Kind, ExtraSquare, ExtraCos, ExtraSin)
+		case !slices.Contains(extraKinds, e.Kind):
+			return fmt.Errorf("%w: %s: kind %q, want one of %s", ErrRBFSpec, where, e.Kind, strings.Join(extraKinds, ", "))
 		case e.Axis < 0 || e.Axis >= len(s.Axes):
 			return fmt.Errorf("%w: %s: axis %d out of range [0, %d)", ErrRBFSpec, where, e.Axis, len(s.Axes))
+		case e.Kind == ExtraNorm && (e.With <= e.Axis || e.With >= len(s.Axes)):
+			return fmt.Errorf("%w: %s: a norm's second axis (with) %d must be in (%d, %d)", ErrRBFSpec, where, e.With, e.Axis, len(s.Axes))
+		case e.Kind != ExtraNorm && e.With != 0:
+			return fmt.Errorf("%w: %s: with = %d applies only to kind %q", ErrRBFSpec, where, e.With, ExtraNorm)
 		case math.IsNaN(e.Scale) || math.IsInf(e.Scale, 0) || e.Scale < 0:
 			return fmt.Errorf("%w: %s: scale %v must be a non-negative finite number", ErrRBFSpec, where, e.Scale)
 		case math.IsNaN(e.Period) || math.IsInf(e.Period, 0) || e.Period < 0:
@@ -366,7 +411,7 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 	s.product(dst, nil, buf[:o], nil, -1)
 	n := s.NumCentres()
 	for i := range s.Extra {
-		dst[n+i], _ = s.Extra[i].value(x[s.Extra[i].Axis])
+		dst[n+i], _, _ = s.Extra[i].value(x)
 	}
 	if s.Bias {
 		dst[n+len(s.Extra)] = 1
@@ -392,7 +437,7 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 	r := s.product(nil, theta, buf[:o], nil, -1)
 	n := s.NumCentres()
 	for i := range s.Extra {
-		v, _ := s.Extra[i].value(x[s.Extra[i].Axis])
+		v, _, _ := s.Extra[i].value(x)
 		r += theta[n+i] * v
 	}
 	if s.Bias {
@@ -432,9 +477,13 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 	}
 	nc := s.NumCentres()
 	for i := range s.Extra {
-		if e := &s.Extra[i]; !s.Axes[e.Axis].Categorical {
-			_, dv := e.value(x[e.Axis])
+		e := &s.Extra[i]
+		_, dv, dw := e.value(x)
+		if !s.Axes[e.Axis].Categorical {
 			dst[e.Axis] += theta[nc+i] * dv
+		}
+		if e.Kind == ExtraNorm && !s.Axes[e.With].Categorical {
+			dst[e.With] += theta[nc+i] * dw
 		}
 	}
 	return dst

@@ -27,6 +27,9 @@ func testRBF() *RBFSpec {
 		{Kind: ExtraCos, Axis: 0},
 		{Kind: ExtraSin, Axis: 1, Scale: 0.5},
 		{Kind: ExtraSquare, Axis: 2},
+		{Kind: ExtraAbs, Axis: 1, Scale: 0.5},
+		{Kind: ExtraLinear, Axis: 1},
+		{Kind: ExtraNorm, Axis: 0, With: 1, Scale: 0.25, Period: 2 * math.Pi},
 	}, Bias: true}
 }
 
@@ -39,13 +42,25 @@ func bruteRBF(s *RBFSpec, j int, x []float64) float64 {
 	if n := s.NumCentres(); j >= n {
 		e := s.Extra[j-n]
 		u := x[e.Axis]
+		w := 0.0
+		if e.Kind == ExtraNorm {
+			w = x[e.With]
+		}
 		if e.Period > 0 {
 			u = math.Remainder(u, e.Period) // into [−P/2, P/2]
+			w = math.Remainder(w, e.Period)
 		}
 		if e.Scale != 0 {
 			u *= e.Scale
+			w *= e.Scale
 		}
 		switch e.Kind {
+		case ExtraAbs:
+			return math.Abs(u)
+		case ExtraLinear:
+			return u
+		case ExtraNorm:
+			return math.Sqrt(u*u + w*w)
 		case ExtraSquare:
 			return u * u
 		case ExtraCos:
@@ -89,7 +104,7 @@ func TestRBFEvalMatchesDefinition(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if s.Dim() != 4*3*2+5+1 || len(s.Names()) != s.Dim() || s.Names()[1] != "rbf[0,0,1]" || s.Names()[s.Dim()-1] != "bias" || s.Names()[24] != "square(theta)" {
+	if s.Dim() != 4*3*2+8+1 || len(s.Names()) != s.Dim() || s.Names()[1] != "rbf[0,0,1]" || s.Names()[s.Dim()-1] != "bias" || s.Names()[24] != "square(theta)" {
 		t.Fatalf("Dim %d, names %v", s.Dim(), s.Names())
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -231,6 +246,9 @@ func TestRBFSpecErrors(t *testing.T) {
 		{"periodic categorical", `{"axes": [{"centres": [0, 1], "categorical": true, "period": 2}]}`, "cannot be periodic"},
 		{"duplicate category", `{"axes": [{"centres": [0, 1, 1], "categorical": true}]}`, "centres[1] and centres[2]"},
 		{"unknown key", `{"axes": [{"centres": [0], "bandwidth": 1, "sigma": 2}]}`, "unknown field \"sigma\""},
+		{"unknown extra", `{"axes": [{"centres": [0], "bandwidth": 1}], "extra": [{"kind": "cube", "axis": 0}]}`, "extra[0]: kind \"cube\""},
+		{"norm without with", `{"axes": [{"centres": [0], "bandwidth": 1}, {"centres": [0], "bandwidth": 1}], "extra": [{"kind": "norm", "axis": 0}]}`, "second axis (with) 0"},
+		{"with on abs", `{"axes": [{"centres": [0], "bandwidth": 1}, {"centres": [0], "bandwidth": 1}], "extra": [{"kind": "abs", "axis": 0, "with": 1}]}`, "with = 1 applies only"},
 		{"not json", `{"axes": [`, "spec.json"},
 		{"trailing", `{"axes": [{"centres": [0], "bandwidth": 1}]} {}`, "trailing data"},
 	}

@@ -137,14 +137,17 @@ type ControlEnv struct {
 	// Quadratic, when set, returns the feature set "quadratic": features in
 	// whose span the environment's reward lies (see the environment's Note).
 	Quadratic func() features.RBFSpec
+	// Potential, when set, returns the feature set "potential": features
+	// that span the environment's shaping potential (see its Note).
+	Potential func() features.RBFSpec
 	// StateOf writes the state coordinates of an observation into dst
 	// (angles recovered with atan2 from their cosine and sine).
 	StateOf func(dst, obs []float64) []float64
 	// Note documents deviations from the paper for this environment.
 	Note string
 	// Counted marks a simulator whose full state cannot be set: its lattice
-	// model is counted from the client's own rollouts (discretize.Counter),
-	// and the lattice's state is StateOf(observation).
+	// model is built from the client's own rollouts (discretize.ReplayModel
+	// or discretize.Counter), and the lattice's state is StateOf(observation).
 	Counted bool
 }
 
@@ -220,6 +223,9 @@ const (
 	// FeaturesQuadratic is a set that spans the environment's reward
 	// (ControlEnv.Quadratic), for environments that have one.
 	FeaturesQuadratic = "quadratic"
+	// FeaturesPotential is a set that spans the environment's shaping
+	// potential (ControlEnv.Potential), for environments that have one.
+	FeaturesPotential = "potential"
 )
 
 // Features returns the named feature set of this environment.
@@ -232,8 +238,13 @@ func (e *ControlEnv) Features(set string) (features.RBFSpec, error) {
 			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
 		return e.Quadratic(), nil
+	case FeaturesPotential:
+		if e.Potential == nil {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
+		}
+		return e.Potential(), nil
 	}
-	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s)", set, FeaturesPaper, FeaturesQuadratic)
+	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential)
 }
 
 // Probe returns the probe of a task on this environment with the given grid and the paper's features.
@@ -432,9 +443,33 @@ func init() {
 				features.UniformRBFAxis("lateral", 2, -1, 1, 0),
 			}, Bias: true}
 		},
+		// The reward is Φ(s′) − Φ(s) − 0.30·main − 0.03·side, ±100 on
+		// termination, with Φ = −100‖(x, y)‖ − 100‖(ẋ, ẏ)‖ − 100|angle| +
+		// 10·(leg₁ + leg₂): the set has Φ's five terms, 16 Gaussians on (x,
+		// y, ẋ, ẏ) and a bias, and no action dependence (as Pendulum's
+		// quadratic set).
+		Potential: func() features.RBFSpec {
+			one := func(name string) features.RBFAxis { // a constant factor
+				return features.RBFAxis{Name: name, Centres: []float64{0}, Categorical: true}
+			}
+			return features.RBFSpec{Axes: []features.RBFAxis{
+				features.UniformRBFAxis("ll-x", 2, -1, 1, 0),
+				features.UniformRBFAxis("ll-y", 2, -0.1, 1.5, 0),
+				features.UniformRBFAxis("ll-vx", 2, -1, 1, 0),
+				features.UniformRBFAxis("ll-vy", 2, -1.5, 0.5, 0),
+				one("ll-angle"), one("ll-angvel"), one("ll-leg1"), one("ll-leg2"),
+				one("main"), one("lateral"), // no action dependence
+			}, Extra: []features.ExtraFeature{
+				{Kind: features.ExtraNorm, Axis: 0, With: 1},
+				{Kind: features.ExtraNorm, Axis: 2, With: 3},
+				{Kind: features.ExtraAbs, Axis: 4},
+				{Kind: features.ExtraLinear, Axis: 6},
+				{Kind: features.ExtraLinear, Axis: 7},
+			}, Bias: true}
+		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
-			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is counted from the client's own ε-greedy expert rollouts",
+			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is built from the client's own ε-greedy expert rollouts (replay clones of their states, or their counted transitions)",
 		Counted: true,
 	})
 }

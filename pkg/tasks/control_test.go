@@ -199,3 +199,48 @@ func TestControlProbeErrors(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestLunarPotentialSpansShaping: LunarLander's "potential" feature set
+// holds the shaping potential Φ = −100‖(x, y)‖ − 100‖(ẋ, ẏ)‖ − 100|angle| +
+// 10·(leg₁ + leg₂) exactly (θ with those five weights and zeros elsewhere),
+// through the reward adapter PPO queries, at random observations and
+// actions; and the set has no action dependence.
+func TestLunarPotentialSpansShaping(t *testing.T) {
+	e, err := LookupControl("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := e.Features(FeaturesPotential)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := e.Grid("paper", nil)
+	p := ControlProbe{Env: e.Name, Grid: g, RBF: spec}
+	theta := make([]float64, spec.Dim())
+	n := spec.NumCentres()
+	copy(theta[n:], []float64{-100, -100, -100, 10, 10})
+	r, err := p.RewardFunc(theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		obs := make([]float64, 8)
+		for k := range 6 {
+			obs[k] = 4*rng.Float64() - 2
+		}
+		obs[6], obs[7] = float64(rng.IntN(2)), float64(rng.IntN(2))
+		phi := -100*math.Hypot(obs[0], obs[1]) - 100*math.Hypot(obs[2], obs[3]) - 100*math.Abs(obs[4]) + 10*obs[6] + 10*obs[7]
+		a1 := []float64{2*rng.Float64() - 1, 2*rng.Float64() - 1}
+		a2 := []float64{2*rng.Float64() - 1, 2*rng.Float64() - 1}
+		if got := r(obs, a1); math.Abs(got-phi) > 1e-9*math.Abs(phi) {
+			t.Fatalf("obs %v: θᵀφ = %v, Φ = %v", obs, got, phi)
+		}
+		if r(obs, a1) != r(obs, a2) {
+			t.Fatalf("obs %v: the reward depends on the action (%v at %v, %v at %v)", obs, r(obs, a1), a1, r(obs, a2), a2)
+		}
+	}
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential); err == nil {
+		t.Fatal("a potential set was returned for an environment without one")
+	}
+}

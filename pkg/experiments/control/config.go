@@ -183,7 +183,9 @@ type Config struct {
 	DeterministicExperts bool `yaml:"deterministic_experts"`
 	// Model configures the sampled lattice model (K, successor crediting, γ).
 	Model discretize.ModelConfig `yaml:"model"`
-	// ModelRollouts configures the counted model of environments whose state cannot be set (LunarLander).
+	// ModelRollouts configures the lattice model of environments whose
+	// state cannot be set (LunarLander): replay clones of, or counts from,
+	// the client's expert rollouts (RolloutConfig).
 	ModelRollouts RolloutConfig `yaml:"model_rollouts"`
 	// IRL holds the shared MaxEnt settings.
 	IRL IRLConfig `yaml:"irl"`
@@ -465,12 +467,13 @@ func (c Config) Validate() error {
 	case !(c.Barycenter.Epsilon > 0) || c.Barycenter.SinkhornIterations < 1 || c.Barycenter.BarycenterIterations < 1:
 		return fmt.Errorf("barycenter: epsilon %g > 0, sinkhorn_iterations %d ≥ 1 and barycenter_iterations %d ≥ 1 needed",
 			c.Barycenter.Epsilon, c.Barycenter.SinkhornIterations, c.Barycenter.BarycenterIterations)
-	case c.ModelRollouts.Episodes < 1 || !(c.ModelRollouts.Epsilon >= 0 && c.ModelRollouts.Epsilon <= 1):
-		return fmt.Errorf("model_rollouts: episodes %d ≥ 1 and epsilon %g in [0, 1] needed", c.ModelRollouts.Episodes, c.ModelRollouts.Epsilon)
 	case c.LogEvery < 1:
 		return fmt.Errorf("log_every: %d, want ≥ 1", c.LogEvery)
 	case !(c.MemoryLimitGB > 0):
 		return fmt.Errorf("memory_limit_gb: %g, want > 0", c.MemoryLimitGB)
+	}
+	if err := c.ModelRollouts.Validate(); err != nil {
+		return err
 	}
 	if err := c.Model.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("model: %w", err)

@@ -252,6 +252,10 @@ func TestConfigErrors(t *testing.T) {
 		}, "no lattice axis"},
 		{func(c *Config) { c.Lattices["CartPole-v1"] = []string{"ultra"}; c.MemoryLimitGB = 0.01 }, "GB"},
 		{func(c *Config) { c.Methods = []string{"median"} }, "median"},
+		{func(c *Config) { c.ModelRollouts.Clones = -1 }, "model_rollouts.clones"},
+		{func(c *Config) { c.ModelRollouts.Epsilon = 2 }, "model_rollouts.epsilon"},
+		{func(c *Config) { c.ModelRollouts.Episodes = 0 }, "model_rollouts.episodes"},
+		{func(c *Config) { c.ModelRollouts.Clones, c.ModelRollouts.Count = 0, true }, "count and expand apply"},
 	} {
 		c := QuickConfig()
 		c.Env = cloneEnv(c.Env)

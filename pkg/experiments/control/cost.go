@@ -16,7 +16,8 @@ import (
 //
 //	expert, eval        steps · perStep[kind][env]
 //	irl                 pairs · iterations · perPairIter[env]
-//	ladder, fidelity    pairs · perPair[kind][env]
+//	ladder              pairs · perPair[ladder][env] + modelCost[env]
+//	fidelity            pairs · perPair[fidelity][env]
 //	fusion              pairs · perPair[fusion][env]
 //	baseline, demos     a constant (they are milliseconds)
 //
@@ -47,6 +48,15 @@ var perPair = map[string]map[string]float64{
 	"fidelity": {"Pendulum-v1": 3e-6, "CartPole-v1": 3.4e-6, "Acrobot-v1": 5.3e-6, "LunarLanderContinuous-v3": 1e-6},
 	"fusion":   {"Pendulum-v1": 6e-6, "CartPole-v1": 7.1e-6, "Acrobot-v1": 6.6e-6, "LunarLanderContinuous-v3": 7e-6},
 }
+
+// modelCost is the seconds of building the lattice model of an
+// environment whose state cannot be set (replay clones of 200 rollouts,
+// model_rollouts.clones 8), charged to its ladder unit; the IRL and
+// fidelity units of the same client reuse the model in the same process
+// (sharedWork). LunarLander: the paper-lattice ladder unit took 97 s, the
+// fine one 179 s, in a calibration run on this machine under a load of
+// 15–30 (branch lunar).
+var modelCost = map[string]float64{"LunarLanderContinuous-v3": 100}
 
 // fixedCost is the cost of a baseline or demonstrations unit.
 const fixedCost = 0.05
@@ -86,7 +96,9 @@ func (s *Study) unitCost(t task) (float64, error) {
 		return float64(ec.EvaluationSteps) * perStep["eval"][t.env], nil
 	case "irl":
 		return float64(pairs) * float64(ec.IRLIterations) * perPairIter[t.env], nil
-	case "ladder", "fidelity", "fusion":
+	case "ladder":
+		return float64(pairs)*perPair[t.u.kind][t.env] + modelCost[t.env], nil
+	case "fidelity", "fusion":
 		return float64(pairs) * perPair[t.u.kind][t.env], nil
 	}
 	return fixedCost, nil

@@ -28,14 +28,19 @@ type fidelitySpec struct {
 	Rewards map[string]string `json:"rewards"`
 	// Coverages are the EPIC coverages scored (irl.Coverages); Demos is the
 	// key of the client's demonstrations unit, which the demonstrations
-	// coverage reads ("" for a counted model, which has no EPIC).
+	// coverage reads.
 	Coverages []irl.Coverage `json:"coverages"`
 	Demos     string         `json:"demos,omitempty"`
+	// Rollouts and Expert (the expert unit's key) specify the model of a
+	// simulator whose state cannot be set, built from the expert's
+	// rollouts; absent for the others, whose keys they leave unchanged.
+	Rollouts *RolloutConfig `json:"rollouts,omitempty"`
+	Expert   string         `json:"expert,omitempty"`
 }
 
 // FidelityFile is the content of a fidelity unit: per method, the EPIC
 // distance between its reward and the true lattice reward on one client's
-// lattice model (trueModel), under each of irl.Coverages by name:
+// lattice model (latticeModel), under each of irl.Coverages by name:
 //
 //	"epic_to_true": {"barycenter": {"model": 0.12, "uniform": 0.31, "demonstrations": null}, …}
 //
@@ -49,7 +54,8 @@ type fidelitySpec struct {
 // where an action is taken, with the model's transitions. null means EPIC is
 // undefined under that coverage: the learned reward, or the true one (see
 // TrueConstant), is constant after canonicalization on the coverage's
-// support. A counted model (no true lattice reward) has no entries.
+// support. LunarLander's lattice model and true reward are built from its
+// expert's rollouts (latticeModel), as for its ladder and local IRL.
 type FidelityFile struct {
 	Env     string                  `json:"env"`
 	Lattice string                  `json:"lattice"`
@@ -92,12 +98,13 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 	}
 	sp := fidelitySpec{Kind: "fidelity", Version: unitVersion, Env: env, Client: client, Seed: seed, Probe: p,
 		Model: s.modelConfig(env, client, seed), Rewards: map[string]string{}, Coverages: irl.Coverages()}
-	if ce, _ := tasks.LookupControl(env); !ce.Counted {
-		du, _, _, _, err := s.demosUnit(env, client, seed)
-		if err != nil {
-			return unit{}, fidelitySpec{}, nil, err
-		}
-		sp.Demos = du.key
+	du, _, _, _, err := s.demosUnit(env, client, seed)
+	if err != nil {
+		return unit{}, fidelitySpec{}, nil, err
+	}
+	sp.Demos = du.key
+	if sp.Rollouts, sp.Expert, err = s.rollouts(env, client, seed); err != nil {
+		return unit{}, fidelitySpec{}, nil, err
 	}
 	units := map[string]unit{}
 	for _, m := range s.fidelityMethods(client) {
@@ -112,14 +119,11 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 
 func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattice string, units map[string]unit, workers int) error {
 	f := FidelityFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, EPIC: map[string]CoverageEPIC{}}
-	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
-		return report.WriteJSON(u.path(s.units), f) // no true lattice reward: no EPIC
-	}
 	g, phi, err := sp.Probe.Features()
 	if err != nil {
 		return err
 	}
-	m, rTrue, err := s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers)
+	m, rTrue, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}

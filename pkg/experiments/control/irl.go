@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"gonum.org/v1/gonum/floats"
@@ -145,9 +144,8 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	if s.cfg.weak(client) {
 		sp.Iterations = s.cfg.WeakClients.IRLIterations
 	}
-	if ce, _ := tasks.LookupControl(env); ce.Counted {
-		r := s.cfg.ModelRollouts
-		sp.Rollouts = &r
+	if sp.Rollouts, _, err = s.rollouts(env, client, seed); err != nil { // the demos unit's key holds the expert's
+		return unit{}, irlSpec{}, err
 	}
 	return unit{"irl", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
@@ -171,12 +169,7 @@ func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed
 	if err != nil {
 		return fail(err)
 	}
-	var m *mdp.MDP
-	if sp.Rollouts != nil {
-		m, err = s.countedModel(ctx, g, sp, seed)
-	} else {
-		m, _, err = s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers) // the ladder's and fidelity's model too
-	}
+	m, _, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, seed, sp.Model, sp.Rollouts, workers) // the ladder's and fidelity's model too
 	if err != nil {
 		return fail(fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err))
 	}
@@ -237,61 +230,4 @@ func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, 
 		s.mu.Unlock()
 	}
 	return report.WriteJSON(u.path(s.units), f)
-}
-
-// RolloutConfig configures the counted lattice model of a simulator whose
-// state cannot be set: Episodes episodes of the client's expert, each action
-// replaced with probability Epsilon by a uniform random one.
-type RolloutConfig struct {
-	Episodes int     `json:"episodes" yaml:"episodes"`
-	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
-}
-
-// countedModel counts the client's own ε-greedy expert rollouts on g.
-func (s *Study) countedModel(ctx context.Context, g *discretize.Grid, sp irlSpec, seed uint64) (*mdp.MDP, error) {
-	eu, _, err := s.expertUnit(sp.Env, sp.Client, seed)
-	if err != nil {
-		return nil, err
-	}
-	_, pol, err := s.readExpert(eu)
-	if err != nil {
-		return nil, err
-	}
-	ce, err := tasks.LookupControl(sp.Env)
-	if err != nil {
-		return nil, err
-	}
-	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(seed, "rollout-noise", sp.Client))
-	if err != nil {
-		return nil, err
-	}
-	space := env.ActionSpace()
-	rng := rand.New(rand.NewPCG(seedOf(seed, "rollouts", sp.Client), 0))
-	c := discretize.NewCounter(g)
-	act := make([]float64, space.Dim())
-	x, nx := make([]float64, g.StateDim()), make([]float64, g.StateDim())
-	for ep := range sp.Rollouts.Episodes {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		obs := env.Reset(seedOf(seed, "rollout-reset", sp.Client, ep))
-		for {
-			ce.StateOf(x, obs)
-			if rng.Float64() < sp.Rollouts.Epsilon {
-				space.Sample(act, rng)
-			} else {
-				pol.Act(act, obs, nil)
-			}
-			o, r, term, trunc := env.Step(act)
-			obs = o
-			ce.StateOf(nx, obs)
-			if err := c.AddState(x, act, nx, term, r); err != nil {
-				return nil, err
-			}
-			if term || trunc {
-				break
-			}
-		}
-	}
-	return c.Model(sp.Model.Gamma)
 }

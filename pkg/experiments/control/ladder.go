@@ -41,6 +41,11 @@ type ladderSpec struct {
 	Probe    tasks.ControlProbe     `json:"probe"`
 	Model    discretize.ModelConfig `json:"model"`
 	Episodes int                    `json:"episodes"`
+	// Rollouts and Expert (the expert unit's key) specify the model of a
+	// simulator whose state cannot be set, built from the expert's
+	// rollouts; absent for the others, whose keys they leave unchanged.
+	Rollouts *RolloutConfig `json:"rollouts,omitempty"`
+	Expert   string         `json:"expert,omitempty"`
 }
 
 // LadderFile is the content of a ladder unit: rung (a)'s planner return and
@@ -51,9 +56,10 @@ type LadderFile struct {
 	Client  int    `json:"client"`
 	Seed    uint64 `json:"seed"`
 	Pairs   int    `json:"pairs"`
-	// Available is false for a simulator whose state cannot be set
-	// (LunarLander): its model is counted from rollouts and has no true
-	// lattice reward, so rungs (a) and (b) cannot be computed.
+	// Available reports that rungs (a) and (b) were computed: every
+	// environment has a true lattice reward, sampled in cells or, for
+	// LunarLander, from replay clones of its expert's rollouts. (Ladder
+	// files written before LunarLander's were computed hold false.)
 	Available bool `json:"available"`
 	// PlannerReturn is the mean true return of the true-reward lattice
 	// planner (discretize.Planner on infinite-horizon value iteration) over
@@ -89,7 +95,11 @@ func (s *Study) ladderUnit(env, lattice string, client int, seed uint64) (unit, 
 	if err != nil {
 		return unit{}, ladderSpec{}, err
 	}
-	sp := ladderSpec{"ladder", unitVersion, env, client, seed, p, s.modelConfig(env, client, seed), s.cfg.Ladder.Episodes}
+	sp := ladderSpec{Kind: "ladder", Version: unitVersion, Env: env, Client: client, Seed: seed, Probe: p,
+		Model: s.modelConfig(env, client, seed), Episodes: s.cfg.Ladder.Episodes}
+	if sp.Rollouts, sp.Expert, err = s.rollouts(env, client, seed); err != nil {
+		return unit{}, ladderSpec{}, err
+	}
 	return unit{"ladder", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
 
@@ -109,12 +119,12 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return err
 	}
-	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes}
-	if ce, _ := tasks.LookupControl(sp.Env); ce.Counted {
-		return report.WriteJSON(u.path(s.units), f)
+	f := LadderFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, Pairs: g.NumPairs(), Episodes: sp.Episodes, Available: true}
+	ce, err := tasks.LookupControl(sp.Env)
+	if err != nil {
+		return err
 	}
-	f.Available = true
-	m, r, err := s.model(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Model, workers)
+	m, r, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}
@@ -133,14 +143,21 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return err
 	}
-	st, ok := env.(interface{ State([]float64) []float64 })
-	if !ok {
-		return fmt.Errorf("%s: the simulator's state cannot be read for the planner", sp.Env)
-	}
+	// The planner acts on the lattice's state: the simulator's full state
+	// where the model was sampled on it, the observation's coordinates
+	// where it was built from rollouts of observations.
 	state := make([]float64, g.StateDim())
+	stateOf := func(obs []float64) []float64 { return ce.StateOf(state, obs) }
+	if sp.Rollouts == nil {
+		st, ok := env.(interface{ State([]float64) []float64 })
+		if !ok {
+			return fmt.Errorf("%s: the simulator's state cannot be read for the planner", sp.Env)
+		}
+		stateOf = func([]float64) []float64 { return st.State(state) }
+	}
 	act := make([]float64, g.ActionDim())
 	ret, err := episodeReturns(ctx, env, sp.Episodes, seedOf(sp.Seed, "ladder-reset", sp.Client),
-		func([]float64) []float64 { return pl.Act(act, st.State(state)) })
+		func(obs []float64) []float64 { return pl.Act(act, stateOf(obs)) })
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/progress"
-	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // Shard selects the work of one job of a job array: the (environment, seed)
@@ -85,9 +84,6 @@ func (s *Study) evalJobs() []evalJob {
 		for si := range c.NumberOfSeeds {
 			seed := c.Seed + uint64(si)
 			for _, m := range c.Methods {
-				if ce, _ := tasks.LookupControl(env); m == MethodProjected && ce.Counted {
-					continue // no true lattice reward to project
-				}
 				lattices := c.Lattices[env]
 				if m == MethodTrue {
 					lattices = []string{"-"}

@@ -18,7 +18,8 @@ import (
 // seed of a lattice shares, and each client's sampled lattice model with
 // its true reward, which its local IRL, ladder and fidelity units of one
 // seed share (the model's sampling seed depends on the client and the study
-// seed, see modelConfig). Units stay files keyed by their own inputs, so a resumed or
+// seed, see modelConfig; LunarLander's is built from the client's expert
+// rollouts, see rolloutModel). Units stay files keyed by their own inputs, so a resumed or
 // sharded run recomputes an entry once in each process and writes the same
 // bytes. Models are kept up to sharedModelBytes, the oldest dropped first.
 type sharedWork struct {
@@ -45,12 +46,18 @@ type modelEntry struct {
 // shallow copy of the MDP, so they may set its Horizon or Init, and must
 // not modify its slices.
 func (s *Study) model(ctx context.Context, probeKey string, g *discretize.Grid, env string, client int, cfg discretize.ModelConfig, workers int) (*mdp.MDP, []float64, error) {
-	w := &s.shared
 	k := key(struct {
 		Probe  string
 		Client int
 		Model  discretize.ModelConfig
 	}{probeKey, client, cfg})
+	return s.shared.cachedModel(k, func() (*mdp.MDP, []float64, error) { return trueModel(ctx, g, env, client, cfg, workers) })
+}
+
+// cachedModel returns the model and true reward kept under k, built by
+// build on first use (and again after a failed build or once dropped for
+// memory), as a shallow copy of the MDP.
+func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, error)) (*mdp.MDP, []float64, error) {
 	w.mu.Lock()
 	if w.models == nil {
 		w.models = map[string]*modelEntry{}
@@ -62,7 +69,7 @@ func (s *Study) model(ctx context.Context, probeKey string, g *discretize.Grid, 
 	}
 	w.mu.Unlock()
 	e.once.Do(func() {
-		e.m, e.r, e.err = trueModel(ctx, g, env, client, cfg, workers)
+		e.m, e.r, e.err = build()
 		if e.err != nil {
 			return
 		}

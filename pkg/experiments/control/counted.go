@@ -1,0 +1,163 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// RolloutConfig configures the lattice model of a simulator whose state
+// cannot be set (LunarLander): Episodes episodes of the client's expert,
+// each action replaced with probability Epsilon by a uniform random one.
+// With Clones = K ≥ 1 the model is discretize.ReplayModel: for every cell
+// the rollouts visit, K of the visited states are cloned by replaying their
+// episode's actions (the simulator is deterministic given its reset seed)
+// and stepped once with every action level, for Expand rounds also in the
+// cells those clones reach; with Clones 0 the rollouts' own transitions are
+// counted (discretize.Counter); with Clones ≥ 1 and Count both are pooled
+// (discretize.ReplayConfig.Count). Either way the true lattice reward is
+// the mean simulator reward of the steps behind each row.
+type RolloutConfig struct {
+	Episodes int     `json:"episodes" yaml:"episodes"`
+	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
+	Clones   int     `json:"clones" yaml:"clones"`
+	Expand   int     `json:"expand,omitempty" yaml:"expand"`
+	Count    bool    `json:"count,omitempty" yaml:"count"`
+}
+
+// Validate returns an error naming the first bad field.
+func (r RolloutConfig) Validate() error {
+	switch {
+	case r.Episodes < 1:
+		return fmt.Errorf("model_rollouts.episodes: %d, want ≥ 1", r.Episodes)
+	case !(r.Epsilon >= 0 && r.Epsilon <= 1):
+		return fmt.Errorf("model_rollouts.epsilon: %g, want in [0, 1]", r.Epsilon)
+	case r.Clones < 0:
+		return fmt.Errorf("model_rollouts.clones: %d, want ≥ 0 (0 counts the rollouts' own transitions)", r.Clones)
+	case r.Expand < 0:
+		return fmt.Errorf("model_rollouts.expand: %d, want ≥ 0", r.Expand)
+	case r.Clones == 0 && (r.Count || r.Expand > 0):
+		return fmt.Errorf("model_rollouts: count and expand apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	}
+	return nil
+}
+
+// rollouts returns the model_rollouts settings of a counted environment
+// (whose lattice model is built from its expert's rollouts) and the key of
+// the client's expert unit they roll out; nil and "" for a simulator whose
+// state can be set, so that the unit keys of those environments do not
+// change.
+func (s *Study) rollouts(env string, client int, seed uint64) (*RolloutConfig, string, error) {
+	if ce, _ := tasks.LookupControl(env); ce == nil || !ce.Counted {
+		return nil, "", nil
+	}
+	eu, _, err := s.expertUnit(env, client, seed)
+	if err != nil {
+		return nil, "", err
+	}
+	r := s.cfg.ModelRollouts
+	return &r, eu.key, nil
+}
+
+// latticeModel returns a client's lattice model (infinite horizon) and its
+// true lattice reward, built once per process for the client's ladder,
+// local IRL and fidelity units (sharedWork): sampled in cells (s.model)
+// when rc is nil, built from the client's expert rollouts (rolloutModel)
+// otherwise. The MDP is a shallow copy whose slices must not be written.
+func (s *Study) latticeModel(ctx context.Context, probeKey string, g *discretize.Grid, env string, client int, seed uint64,
+	mc discretize.ModelConfig, rc *RolloutConfig, workers int) (*mdp.MDP, []float64, error) {
+	if rc == nil {
+		return s.model(ctx, probeKey, g, env, client, mc, workers)
+	}
+	eu, _, err := s.expertUnit(env, client, seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	k := key(struct {
+		Probe    string
+		Client   int
+		Seed     uint64
+		Model    discretize.ModelConfig
+		Rollouts RolloutConfig
+		Expert   string
+	}{probeKey, client, seed, mc, *rc, eu.key})
+	return s.shared.cachedModel(k, func() (*mdp.MDP, []float64, error) {
+		return s.rolloutModel(ctx, g, env, client, seed, eu, mc, *rc, workers)
+	})
+}
+
+// rolloutModel runs the client's ε-greedy expert rollouts and builds the
+// replay (or counted) model from them.
+func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string, client int, seed uint64, eu unit,
+	mc discretize.ModelConfig, rc RolloutConfig, workers int) (*mdp.MDP, []float64, error) {
+	_, pol, err := s.readExpert(eu)
+	if err != nil {
+		return nil, nil, err
+	}
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+	if err != nil {
+		return nil, nil, err
+	}
+	space := e.ActionSpace()
+	rng := rand.New(rand.NewPCG(seedOf(seed, "rollouts", client), 0))
+	c := discretize.NewCounter(g)
+	var eps []discretize.Episode
+	act := make([]float64, space.Dim())
+	x, nx := make([]float64, g.StateDim()), make([]float64, g.StateDim())
+	for ep := range rc.Episodes {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		rec := discretize.Episode{Seed: seedOf(seed, "rollout-reset", client, ep)}
+		obs := e.Reset(rec.Seed)
+		ce.StateOf(x, obs)
+		rec.States = append(rec.States, slices.Clone(x))
+		for {
+			if rng.Float64() < rc.Epsilon {
+				space.Sample(act, rng)
+			} else {
+				pol.Act(act, obs, nil)
+			}
+			o, r, term, trunc := e.Step(act)
+			obs = o
+			ce.StateOf(nx, obs)
+			if rc.Clones == 0 {
+				if err := c.AddState(x, act, nx, term, r); err != nil {
+					return nil, nil, err
+				}
+			}
+			rec.Actions = append(rec.Actions, slices.Clone(act))
+			rec.States = append(rec.States, slices.Clone(nx))
+			rec.Rewards = append(rec.Rewards, r)
+			x, nx = nx, x
+			if term || trunc {
+				rec.Terminated = term
+				break
+			}
+		}
+		eps = append(eps, rec)
+	}
+	if rc.Clones == 0 {
+		m, err := c.Model(mc.Gamma)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, c.Reward(), nil
+	}
+	newSim := func() (discretize.Replayer, error) {
+		return registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+	}
+	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
+		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
+	return m, r, err
+}

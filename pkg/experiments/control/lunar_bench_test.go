@@ -1,0 +1,312 @@
+package control
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs/lunar"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// heuristicEpisodes plays n episodes of Gymnasium's heuristic controller on
+// LunarLanderContinuous client 0 (seeds base, base+1, …), each action
+// replaced with probability eps by a uniform random one, and returns them
+// as replay episodes and as demonstrations.
+func heuristicEpisodes(n int, base uint64, eps float64, rng *rand.Rand, stateOf func(dst, obs []float64) []float64) ([]discretize.Episode, *Demos) {
+	e, err := lunar.New(lunar.ClientParams(true, 0))
+	if err != nil {
+		panic(err)
+	}
+	var out []discretize.Episode
+	d := &Demos{}
+	for k := range n {
+		rec := discretize.Episode{Seed: base + uint64(k)}
+		obs := e.Reset(rec.Seed)
+		rec.States = append(rec.States, stateOf(make([]float64, 8), obs))
+		term := false
+		for {
+			act := lunar.Heuristic(make([]float64, 2), obs, true)
+			if rng.Float64() < eps {
+				act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
+			}
+			o, r, tm, trunc := e.Step(act)
+			obs, term = o, tm
+			rec.Actions = append(rec.Actions, act)
+			rec.States = append(rec.States, stateOf(make([]float64, 8), obs))
+			rec.Rewards = append(rec.Rewards, r)
+			d.Rews = append(d.Rews, r)
+			if term || trunc {
+				rec.Terminated = term
+				break
+			}
+		}
+		out = append(out, rec)
+		d.States = append(d.States, rec.States...)
+		d.Acts = append(d.Acts, rec.Actions...)
+		d.Terminal = append(d.Terminal, term)
+		d.Lengths = append(d.Lengths, len(rec.Actions))
+	}
+	return out, d
+}
+
+// BenchmarkLunarLocalFit times one client's local IRL on LunarLander's
+// default lattice and feature set as the default study runs it: the replay
+// model (model_rollouts: 200 ε-greedy rollouts, K clones per visited cell
+// and action) and MaxEnt under the well-posed protocol (L-BFGS to irl.grad_tol
+// or irl_iterations, the horizon irl.horizon gives, the absorbing state).
+// Gymnasium's heuristic controller stands in for the PPO expert (rollouts
+// and 20 deterministic demonstrations), so the benchmark needs no training.
+// Reported: model-s and fit-s (wall), iterations, grad-norm, converged (1
+// when ‖∇‖ ≤ irl.grad_tol), horizon, and the model's cloned cells and
+// simulator steps.
+func BenchmarkLunarLocalFit(b *testing.B) {
+	const env = "LunarLanderContinuous-v3"
+	cfg := DefaultConfig()
+	s := &Study{cfg: cfg}
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.probe(env, cfg.Lattices[env][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, phi, err := p.Features()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := s.modelConfig(env, 0, cfg.Seed)
+	h, err := s.horizon(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := cfg.ModelRollouts
+	rng := rand.New(rand.NewPCG(1, 2))
+	rollouts, _ := heuristicEpisodes(rc.Episodes, 1000, rc.Epsilon, rng, ce.StateOf)
+	_, demos := heuristicEpisodes(cfg.EpisodesPerClient, 5000, 0, rng, ce.StateOf)
+	trajs, err := demos.Trajectories(g)
+	if err != nil {
+		b.Fatal(err)
+	}
+	newSim := func() (discretize.Replayer, error) { return lunar.New(lunar.ClientParams(true, 0)) }
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		m, _, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts),
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		modelS := time.Since(start).Seconds()
+		m.Horizon = h
+		start = time.Now()
+		ic := cfg.IRL
+		res, err := irl.MaxEnt(context.Background(), m, phi, trajs, irl.Config{LearningRate: ic.LearningRate, Temperature: ic.Temperature,
+			L2: ic.L2, MaxIter: cfg.Env[env].IRLIterations, Optimizer: ic.Optimizer, GradTol: ic.GradTol, Absorbing: ic.Absorbing,
+			Solver: mdp.Options{Tol: ic.SolverTol, Anderson: ic.Anderson, Newton: ic.Solver == "newton"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(modelS, "model-s")
+		b.ReportMetric(time.Since(start).Seconds(), "fit-s")
+		b.ReportMetric(float64(res.Iterations), "iterations")
+		b.ReportMetric(res.GradNorm[len(res.GradNorm)-1], "grad-norm")
+		conv := 0.0
+		if res.Converged {
+			conv = 1
+		}
+		b.ReportMetric(conv, "converged")
+		b.ReportMetric(float64(h), "horizon")
+		b.ReportMetric(float64(st.Cells), "cells")
+		b.ReportMetric(float64(st.Unexpanded), "unexpanded")
+		b.ReportMetric(float64(st.Steps), "sim-steps")
+	}
+}
+
+// holdSim repeats every action for Hold simulator steps (a lattice step of
+// Hold frames), summing their rewards and stopping at termination or
+// truncation; it is deterministic given its reset seed when the simulator
+// is, so it replays as the simulator does.
+type holdSim struct {
+	sim  *lunar.Env
+	Hold int
+}
+
+func (h *holdSim) Reset(seed uint64) []float64 { return h.sim.Reset(seed) }
+
+func (h *holdSim) Step(a []float64) ([]float64, float64, bool, bool) {
+	var obs []float64
+	var sum float64
+	for range h.Hold {
+		o, r, term, trunc := h.sim.Step(a)
+		obs, sum = o, sum+r
+		if term || trunc {
+			return obs, sum, term, trunc
+		}
+	}
+	return obs, sum, false, false
+}
+
+func newHoldSim(hold int) (*holdSim, error) {
+	e, err := lunar.New(lunar.ClientParams(true, 0))
+	if err != nil {
+		return nil, err
+	}
+	return &holdSim{e, hold}, nil
+}
+
+// BenchmarkLunarPlanner measures rung (a) of LunarLander's ladder on the
+// default lattice (paper, 5⁴·1⁴ × 9) for client 0 under variants of the
+// replay model: the true-reward lattice planner's mean return over 10
+// episodes of the real simulator (planner-return), beside Gymnasium's
+// heuristic controller on the same reset seeds (heuristic-return, the
+// stand-in expert whose ε-greedy rollouts, model_rollouts.episodes of them
+// with ε = model_rollouts.epsilon, the model is built from) and a uniform
+// random policy (random-return). Variants: replay (model_rollouts.clones
+// 8), count (the rollouts' own steps pooled with the clones), hold2, hold4
+// and hold8 (a lattice step holds its action for 2, 4 or 8 simulator
+// steps, in the rollouts, the clones, the planner and the two references
+// alike, with γ^hold per lattice step), hold4count (both), expand2
+// (model_rollouts.expand 2) and crash (a cell no rollout visited ends the
+// episode with the crash reward −100 instead of a self-loop of reward 0,
+// the model's default), angle5 (the default lattice with 5 points on angle
+// and on angular velocity instead of 1, env.bins), angle5hold4 and its
+// crash and expand1 variants, angle9hold4 (9 points on both) and its crash
+// variant, angle5hold8crash. A
+// variant takes half a minute to minutes of CPU: -benchtime 1x.
+func BenchmarkLunarPlanner(b *testing.B) {
+	for _, v := range []struct {
+		name         string
+		hold, expand int
+		count, crash bool
+		angle        int
+	}{{"replay", 1, 0, false, false, 1}, {"count", 1, 0, true, false, 1}, {"hold2", 2, 0, false, false, 1},
+		{"hold4", 4, 0, false, false, 1}, {"hold8", 8, 0, false, false, 1}, {"hold4count", 4, 0, true, false, 1},
+		{"expand2", 1, 2, false, false, 1}, {"crash", 1, 0, false, true, 1},
+		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}, {"angle5hold4crash", 4, 0, false, true, 5},
+		{"angle5hold4expand1", 4, 1, false, false, 5}, {"angle9hold4", 4, 0, false, false, 9}, {"angle9hold4crash", 4, 0, false, true, 9},
+		{"angle5hold8crash", 8, 0, false, true, 5}} {
+		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v.hold, v.expand, v.count, v.crash, v.angle) })
+	}
+}
+
+func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle int) {
+	const env = "LunarLanderContinuous-v3"
+	cfg := DefaultConfig()
+	if angle > 1 {
+		ec := cfg.Env[env]
+		ec.Bins = map[string]int{"ll-angle": angle, "ll-angvel": angle}
+		cfg.Env = map[string]EnvConfig{env: ec}
+	}
+	s := &Study{cfg: cfg}
+	ce, err := tasks.LookupControl(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.probe(env, cfg.Lattices[env][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, _, err := p.Features()
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := s.modelConfig(env, 0, cfg.Seed)
+	rc := cfg.ModelRollouts
+	sim, err := newHoldSim(hold)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var eps []discretize.Episode
+	for k := range rc.Episodes {
+		rec := discretize.Episode{Seed: 1000 + uint64(k)}
+		obs := sim.Reset(rec.Seed)
+		rec.States = append(rec.States, ce.StateOf(make([]float64, 8), obs))
+		for {
+			act := lunar.Heuristic(make([]float64, 2), obs, true)
+			if rng.Float64() < rc.Epsilon {
+				act[0], act[1] = 2*rng.Float64()-1, 2*rng.Float64()-1
+			}
+			o, r, term, trunc := sim.Step(act)
+			obs = o
+			rec.Actions = append(rec.Actions, act)
+			rec.States = append(rec.States, ce.StateOf(make([]float64, 8), obs))
+			rec.Rewards = append(rec.Rewards, r)
+			if term || trunc {
+				rec.Terminated = term
+				break
+			}
+		}
+		eps = append(eps, rec)
+	}
+	gamma := math.Pow(mc.Gamma, float64(hold))
+	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
+	const episodes = 10
+	play := func(policy func(obs []float64) []float64) float64 {
+		sum := 0.0
+		for e := range episodes {
+			obs := sim.Reset(5000 + uint64(e))
+			for {
+				o, r, term, trunc := sim.Step(policy(obs))
+				obs, sum = o, sum+r
+				if term || trunc {
+					break
+				}
+			}
+		}
+		return sum / episodes
+	}
+	b.ResetTimer()
+	for range b.N {
+		m, r, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, eps,
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Seed: mc.Seed, Gamma: gamma}, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cloned := make([]bool, g.NumCells())
+		for _, ep := range eps {
+			for _, x := range ep.States[:len(ep.Actions)] {
+				cloned[g.SnapState(x)] = true
+			}
+		}
+		if crash && expand == 0 { // a cell no rollout visited ends the episode as a crash does
+			A := g.NumActions()
+			for c, ok := range cloned {
+				for a := range A {
+					if k := c*A + a; !ok {
+						m.Next[m.RowPtr[k]], r[k] = int32(g.Terminal()), -100
+					}
+				}
+			}
+		}
+		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20})
+		val := ws.ValueIteration(nil, r)
+		ws.Close()
+		if !val.Converged {
+			b.Fatalf("value iteration did not converge (residual %g)", val.Residual)
+		}
+		pl, err := discretize.NewPlanner(g, val.Q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		act, x := make([]float64, 2), make([]float64, 8)
+		b.ReportMetric(play(func(obs []float64) []float64 { return pl.Act(act, ce.StateOf(x, obs)) }), "planner-return")
+		b.ReportMetric(play(func(obs []float64) []float64 { return lunar.Heuristic(act, obs, true) }), "heuristic-return")
+		prng := rand.New(rand.NewPCG(3, 4))
+		b.ReportMetric(play(func([]float64) []float64 {
+			act[0], act[1] = 2*prng.Float64()-1, 2*prng.Float64()-1
+			return act
+		}), "random-return")
+		b.ReportMetric(float64(st.Cells), "cells")
+		b.ReportMetric(float64(st.Unexpanded), "unexpanded")
+		b.ReportMetric(float64(st.Steps), "sim-steps")
+	}
+}
