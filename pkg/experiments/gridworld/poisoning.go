@@ -9,14 +9,18 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/plot/vg/draw"
 	"gopkg.in/yaml.v3"
 
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 )
 
@@ -35,7 +39,22 @@ const (
 	// AttackFlipMean: each attacker sends −factor · (mean of the honest
 	// clients' θ), an omniscient sign-flip attack.
 	AttackFlipMean = "flip-mean"
+	// AttackSpike: each attacker learns its own θ honestly, then puts
+	// factor times that reward's total mass Σ_x |Φθ(x)| on the probe on one
+	// cell (the probe cell farthest from the probe's goal, spread evenly
+	// over the cell's actions) and sends the θ whose reward best fits that
+	// spike: the least-squares solution on the probe's Φ (spikeTheta). The
+	// grid world's features are two distances, not one-hot, so what reaches
+	// the fusion is the spike's projection onto span(Φ), not the spike.
+	AttackSpike = "spike"
+	// AttackGaussian: each attacker sends θ ~ N(0, I), drawn from its own
+	// seeded stream, scaled to factor times the norm of the honest clients'
+	// mean θ (gaussianTheta).
+	AttackGaussian = "gaussian"
 )
+
+// attackKinds lists the attack kinds in the order errors name them.
+var attackKinds = []string{AttackScale, AttackFlipMean, AttackSpike, AttackGaussian}
 
 // Attack is one declared poisoning regime: Clients attackers join the K
 // honest clients of every cell and send what Kind and Factor say.
@@ -94,10 +113,12 @@ func LoadPoisoning(data []byte, src string, base Config) (Poisoning, error) {
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].name = %q: want a unique lower-case name", src, i, a.Name)
 		case strings.TrimSpace(a.Rationale) == "":
 			return Poisoning{}, fmt.Errorf("poisoning %s: attack %q has no rationale", src, a.Name)
-		case a.Kind != AttackScale && a.Kind != AttackFlipMean:
-			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].kind = %q, want %q or %q", src, i, a.Kind, AttackScale, AttackFlipMean)
+		case !slices.Contains(attackKinds, a.Kind):
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].kind = %q, want one of %s", src, i, a.Kind, strings.Join(attackKinds, ", "))
 		case a.Factor == 0 || math.IsNaN(a.Factor) || math.IsInf(a.Factor, 0):
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v, want a finite non-zero number", src, i, a.Factor)
+		case (a.Kind == AttackSpike || a.Kind == AttackGaussian) && a.Factor < 0:
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v: a %s attack's factor is a multiple of a mass or norm, want > 0", src, i, a.Factor, a.Kind)
 		case a.Clients < 1:
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].clients = %d, want ≥ 1", src, i, a.Clients)
 		}
@@ -244,24 +265,7 @@ func (c Config) attacked(ctx context.Context, a Attack, e EnvConfig, seed uint64
 		d, n := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, k+j), pol, c.Expert.EpisodesPerClient)
 		all.clients, all.demos, all.demoSteps = append(all.clients, env), append(all.demos, d), append(all.demoSteps, n)
 		cl := &studyClient{env: env, demos: d, cfg: c.IRL, budget: c.IRL.IRLIterations, demoSteps: n}
-		switch a.Kind {
-		case AttackScale:
-			cl.send = func(th []float64) []float64 {
-				out := make([]float64, len(th))
-				for i, v := range th {
-					out[i] = a.Factor * v
-				}
-				return out
-			}
-		case AttackFlipMean:
-			cl.send = func([]float64) []float64 {
-				out := make([]float64, len(meanTheta))
-				for i, v := range meanTheta {
-					out[i] = -a.Factor * v
-				}
-				return out
-			}
-		}
+		cl.send = attackSend(a, meanTheta, st.probe.Phi, spikeCell(st.probeSpec), stream(seed, e.GridSize, purposeAttack, k+j))
 		clients = append(clients, cl)
 	}
 	f := &Fit{GridSize: e.GridSize, Seed: seed}
@@ -271,6 +275,94 @@ func (c Config) attacked(ctx context.Context, a Attack, e EnvConfig, seed uint64
 	f.Local = f.Local[:k] // evaluate the honest clients only
 	c.evaluate(f, st, c.methods())
 	return f, nil
+}
+
+// attackSend returns what an attacker of a sends in place of its learned θ:
+// factor·θ (scale), −factor·meanTheta (flip-mean), the least-squares spike
+// of factor times its own reward's mass on cell of the probe with features
+// phi (spike), or a draw of rng scaled to factor·‖meanTheta‖ (gaussian). The
+// draw is made once, when the attacker sends.
+func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *rand.Rand) func([]float64) []float64 {
+	switch a.Kind {
+	case AttackScale:
+		return func(th []float64) []float64 {
+			out := make([]float64, len(th))
+			for i, v := range th {
+				out[i] = a.Factor * v
+			}
+			return out
+		}
+	case AttackFlipMean:
+		return func([]float64) []float64 {
+			out := make([]float64, len(meanTheta))
+			for i, v := range meanTheta {
+				out[i] = -a.Factor * v
+			}
+			return out
+		}
+	case AttackSpike:
+		return func(th []float64) []float64 {
+			r := mat.NewVecDense(phi.RawMatrix().Rows, nil)
+			r.MulVec(phi, mat.NewVecDense(len(th), slices.Clone(th)))
+			mass := 0.0
+			for _, v := range r.RawVector().Data {
+				mass += math.Abs(v)
+			}
+			return spikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+		}
+	case AttackGaussian:
+		return func([]float64) []float64 {
+			return gaussianTheta(rng, len(meanTheta), a.Factor*floats.Norm(meanTheta, 2))
+		}
+	}
+	panic(fmt.Sprintf("gridworld: attack kind %q not validated", a.Kind))
+}
+
+// spikeCell returns the cell of the probe farthest from its goal (the
+// lowest index among equally far ones): a spike there pulls a greedy
+// policy away from the goal in every layout, whose features are distances
+// to the layout's own goal and obstacles.
+func spikeCell(spec gw.Spec) int {
+	best, far := 0, -1.0
+	n := spec.Size
+	for c := range n * n {
+		if d := math.Hypot(float64(c/n-spec.Goal/n), float64(c%n-spec.Goal%n)); d > far {
+			best, far = c, d
+		}
+	}
+	return best
+}
+
+// spikeTheta returns the θ minimizing ‖Φθ − s‖₂ for the spike s that puts
+// mass on the numActions state–action rows of cell (rows cell·numActions …
+// cell·numActions+numActions−1 of phi, mass/numActions each) and 0
+// elsewhere: the θ-submission that best carries a reward concentrated on one
+// cell. phi must have full column rank. With one-hot features (phi the
+// identity) it is the spike itself.
+func spikeTheta(phi *mat.Dense, cell, numActions int, mass float64) []float64 {
+	n, d := phi.Dims()
+	s := mat.NewVecDense(n, nil)
+	for a := range numActions {
+		s.SetVec(cell*numActions+a, mass/float64(numActions))
+	}
+	var th mat.VecDense
+	if err := th.SolveVec(phi, s); err != nil {
+		panic(fmt.Sprintf("gridworld: spike least squares on a %d×%d Φ: %v", n, d, err))
+	}
+	return slices.Clone(th.RawVector().Data)
+}
+
+// gaussianTheta returns a draw of N(0, I_d) from rng scaled to norm (the
+// zero vector for norm 0).
+func gaussianTheta(rng *rand.Rand, d int, norm float64) []float64 {
+	out := make([]float64, d)
+	for i := range out {
+		out[i] = rng.NormFloat64()
+	}
+	if nz := floats.Norm(out, 2); nz > 0 {
+		floats.Scale(norm/nz, out)
+	}
+	return out
 }
 
 // PoisoningMarkdown is poisoning.md: one table per attack.
