@@ -246,7 +246,7 @@ func TestConfigErrors(t *testing.T) {
 			c.Env["Pendulum-v1"] = e
 		}, "no lattice axis"},
 		{func(c *Config) { c.Lattices["CartPole-v1"] = []string{"ultra"}; c.MemoryLimitGB = 0.01 }, "GB"},
-		{func(c *Config) { c.Methods = []string{"median"} }, "median"},
+		{func(c *Config) { c.Methods = []string{"medain", "true"} }, `methods: "medain" unknown`},
 	} {
 		c := QuickConfig()
 		c.Env = cloneEnv(c.Env)
