@@ -42,7 +42,7 @@ func TestAttackConfigValidation(t *testing.T) {
 			kinds = append(kinds, c.Attack.Kind)
 		}
 	}
-	if strings.Join(kinds, ",") != "scale,sign-flip,spike,gaussian" {
+	if strings.Join(kinds, ",") != "spike,scale,sign-flip,gaussian" {
 		t.Errorf("attacks %v", kinds)
 	}
 	for _, tc := range []struct {
