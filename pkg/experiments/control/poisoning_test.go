@@ -1,10 +1,12 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +15,10 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/approx"
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // TestAttackConfigValidation: the committed poisoning regimes load over the
@@ -219,5 +223,66 @@ func TestPoisoningRows(t *testing.T) {
 	}
 	if rows, err := poisoningRows([]SweepResult{{Regime: "honest", Config: base, summary: honest}}); rows != nil || err != nil {
 		t.Errorf("no attack: rows %v, error %v", rows, err)
+	}
+}
+
+// TestPoisoningSweep runs a micro sweep with an honest regime and a scale
+// attack: the attacked mean fusion is the mean of the honest fits with the
+// attacker's (client 1 of 0–1) scaled by 100, read back from the unit
+// files; the honest regime's fusion is the plain mean; poisoning.md holds
+// the attack's rows.
+func TestPoisoningSweep(t *testing.T) {
+	base := microConfig()
+	base.Envs = []string{"CartPole-v1"}
+	base.NumberOfSeeds = 2
+	base.Methods = []string{MethodMean, fusion.MethodMedian, MethodTrue}
+	regimes, err := report.LoadRegimes([]byte(`regimes:
+  - {name: honest, rationale: r}
+  - {name: scale, rationale: r, overrides: {attack: {clients: 1, kind: scale, scale: 100}}}
+`), "test", func(r report.Regime) error { _, err := ApplyRegime(r, base); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Sweep(context.Background(), base, regimes, dir, SweepOptions{Jobs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "poisoning.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## scale (1 attacker, scale, scale 100)", "| CartPole-v1 paper | train | mean | 2 |", "| CartPole-v1 paper | held-out | median | 2 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("poisoning.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, regime := range []string{"honest", "scale"} {
+		c, _ := ApplyRegime(regimes[slices.IndexFunc(regimes, func(r report.Regime) bool { return r.Name == regime })], base)
+		st, err := New(c, filepath.Join(dir, "x"), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.UseUnits(filepath.Join(dir, "units"))
+		u, _, locals, err := st.fusionUnit("CartPole-v1", "paper", MethodMean, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fused FusionFile
+		if err := readJSON(u.path(st.units), &fused); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, len(fused.Theta))
+		for i, lu := range locals {
+			var f IRLFile
+			if err := readJSON(lu.path(st.units), &f); err != nil {
+				t.Fatal(err)
+			}
+			w := 0.5
+			if i == 1 && regime == "scale" {
+				w = 50
+			}
+			floats.AddScaled(want, w, f.Theta)
+		}
+		approx.Slices(t, regime+": fused mean", fused.Theta, want, 1e-12, 1e-12)
 	}
 }

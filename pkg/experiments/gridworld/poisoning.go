@@ -22,6 +22,7 @@ import (
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // DefaultPoisoning is the pre-declared poisoning benchmark of `fedirl sweep
@@ -252,6 +253,12 @@ func (c Config) attacked(ctx context.Context, a Attack, e EnvConfig, seed uint64
 			meanTheta[j] += v / float64(len(honestTheta))
 		}
 	}
+	if a.Kind == AttackSpike {
+		n, _ := st.probe.Phi.Dims()
+		if _, err := fusion.BackProject(st.probe.Phi, make([]float64, n)); err != nil {
+			return nil, fmt.Errorf("spike attack on the probe's features: %w", err)
+		}
+	}
 	for j := range a.Clients {
 		spec, err := fam.Client(seed, k+j)
 		if err != nil {
@@ -308,7 +315,11 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 			for _, v := range r.RawVector().Data {
 				mass += math.Abs(v)
 			}
-			return spikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+			th, err := spikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+			if err != nil { // attacked checked phi's rank before
+				panic(fmt.Sprintf("gridworld: spike attack: %v", err))
+			}
+			return th
 		}
 	case AttackGaussian:
 		return func([]float64) []float64 {
@@ -333,23 +344,20 @@ func spikeCell(spec gw.Spec) int {
 	return best
 }
 
-// spikeTheta returns the θ minimizing ‖Φθ − s‖₂ for the spike s that puts
-// mass on the numActions state–action rows of cell (rows cell·numActions …
+// spikeTheta returns the θ minimizing ‖Φθ − s‖₂ (fusion.BackProject, the
+// fusion's own back-projection) for the spike s that puts mass on the
+// numActions state–action rows of cell (rows cell·numActions …
 // cell·numActions+numActions−1 of phi, mass/numActions each) and 0
 // elsewhere: the θ-submission that best carries a reward concentrated on one
-// cell. phi must have full column rank. With one-hot features (phi the
-// identity) it is the spike itself.
-func spikeTheta(phi *mat.Dense, cell, numActions int, mass float64) []float64 {
-	n, d := phi.Dims()
-	s := mat.NewVecDense(n, nil)
+// cell. With one-hot features (phi the identity) it is the spike itself. It
+// errors when phi is rank deficient.
+func spikeTheta(phi *mat.Dense, cell, numActions int, mass float64) ([]float64, error) {
+	n, _ := phi.Dims()
+	s := make([]float64, n)
 	for a := range numActions {
-		s.SetVec(cell*numActions+a, mass/float64(numActions))
+		s[cell*numActions+a] = mass / float64(numActions)
 	}
-	var th mat.VecDense
-	if err := th.SolveVec(phi, s); err != nil {
-		panic(fmt.Sprintf("gridworld: spike least squares on a %d×%d Φ: %v", n, d, err))
-	}
-	return slices.Clone(th.RawVector().Data)
+	return fusion.BackProject(phi, s)
 }
 
 // gaussianTheta returns a draw of N(0, I_d) from rng scaled to norm (the

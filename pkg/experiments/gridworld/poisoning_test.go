@@ -227,7 +227,14 @@ func TestAttackConstructions(t *testing.T) {
 	for i := range 8 {
 		eye.Set(i, i, 1)
 	}
-	approx.Slices(t, "one-hot spike", spikeTheta(eye, 1, 4, 6), []float64{0, 0, 0, 0, 1.5, 1.5, 1.5, 1.5}, 1e-12, 0)
+	oneHot, err := spikeTheta(eye, 1, 4, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "one-hot spike", oneHot, []float64{0, 0, 0, 0, 1.5, 1.5, 1.5, 1.5}, 1e-12, 0)
+	if _, err := spikeTheta(mat.NewDense(8, 2, nil), 1, 4, 6); err == nil || !strings.Contains(err.Error(), "rank deficient") {
+		t.Errorf("spike on a zero Φ: error %v, want rank deficient", err)
+	}
 
 	// Gaussian: norm of the honest mean, same stream same draw, another differs.
 	g1 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, rng())(own)
