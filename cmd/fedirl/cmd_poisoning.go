@@ -24,7 +24,8 @@ func newSweepPoisoningCmd() *cobra.Command {
 		Long: `Runs the pre-declared poisoning benchmark (issue 33): per seed, K honest
 grid-world clients learn once; the honest-only federation and, per declared
 attack, the federation with f attacking clients appended (scaled θ, sign-flipped
-θ, the sign-flipped honest mean) fuse with every listed fusion method; each
+θ, the sign-flipped honest mean, a least-squares spike reward, Gaussian noise of
+the honest norm) fuse with every listed fusion method; each
 fused θ is evaluated exactly on the honest clients' environments and the
 held-out ones and compared with the same method's honest-only fusion, paired
 over seeds. Writes into --out:

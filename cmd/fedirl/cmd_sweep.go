@@ -177,6 +177,12 @@ clients, partly trained experts, wider physics, privacy noise) and writes, into 
                           demonstrations), with 95 % t-intervals over seeds and
                           Bonferroni flags (level 1 − 0.05/m per metric)
   forest.png              forest plot of those intervals (training clients)
+  poisoning.md, .csv,     only when some regime sets attack (a poisoning run,
+  poisoning.json          e.g. configs/control-poisoning.yaml): per attacked
+                          regime, environment, group and fusion method, attacked
+                          − honest-only (the regime with the same config
+                          without attack) in normalized return and EPIC, paired
+                          over seeds with 95 % t-intervals
   regimes/<name>/         each regime's full run folder (summary, figures)
   units/                  the unit files, shared by the regimes
 

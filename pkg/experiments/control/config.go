@@ -201,6 +201,10 @@ type Config struct {
 	Ladder LadderConfig `yaml:"ladder"`
 	// Privacy adds client-level differential privacy to the θ_i sent for fusion.
 	Privacy PrivacyConfig `yaml:"privacy,omitempty"`
+	// Attack, when set, makes the last attack.clients training clients
+	// poison what they send to every fusion (poisoning.go); nil is an
+	// honest federation.
+	Attack *AttackConfig `yaml:"attack,omitempty"`
 	// LogEvery is the PPO evaluation curve's spacing in environment steps.
 	LogEvery int `yaml:"log_every"`
 	// MemoryLimitGB refuses a lattice whose model would need more.
@@ -482,9 +486,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("methods: empty (known: %s)", strings.Join(AllMethods, ", "))
 	}
 	for _, m := range c.Methods {
-		if !slices.Contains(AllMethods, m) {
-			return fmt.Errorf("methods: %q unknown (known: %s)", m, strings.Join(AllMethods, ", "))
+		if !slices.Contains(AllMethods, m) && !slices.Contains(fusion.Methods(), m) {
+			return fmt.Errorf("methods: %q unknown (known: %s and the fusion methods %s)", m, strings.Join(AllMethods, ", "), strings.Join(fusion.Methods(), ", "))
 		}
+	}
+	if err := c.Attack.validate(c.NumberOfClients); err != nil {
+		return err
 	}
 	switch c.NormalizationAnchor {
 	case AnchorExpert:

@@ -251,7 +251,7 @@ func TestConfigErrors(t *testing.T) {
 			c.Env["Pendulum-v1"] = e
 		}, "no lattice axis"},
 		{func(c *Config) { c.Lattices["CartPole-v1"] = []string{"ultra"}; c.MemoryLimitGB = 0.01 }, "GB"},
-		{func(c *Config) { c.Methods = []string{"median"} }, "median"},
+		{func(c *Config) { c.Methods = []string{"medain", "true"} }, `methods: "medain" unknown`},
 		{func(c *Config) { c.ModelRollouts.Clones = -1 }, "model_rollouts.clones"},
 		{func(c *Config) { c.ModelRollouts.Epsilon = 2 }, "model_rollouts.epsilon"},
 		{func(c *Config) { c.ModelRollouts.Episodes = 0 }, "model_rollouts.episodes"},

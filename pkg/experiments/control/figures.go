@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // methodColors are distinct for every method (the tab10 palette).
@@ -30,6 +31,14 @@ var methodColors = map[string]color.RGBA{
 	MethodLocal:          {148, 103, 189, 255},
 	MethodProjected:      {255, 127, 14, 255},
 	MethodTrue:           {80, 80, 80, 255},
+	// the robust aggregators of the fusion registry (tab10's rest, tab20's shades)
+	fusion.MethodMedian:            {227, 119, 194, 255},
+	fusion.MethodTrimmedMean:       {188, 189, 34, 255},
+	fusion.MethodGeometricMedian:   {23, 190, 207, 255},
+	fusion.MethodKrum:              {57, 59, 121, 255},
+	fusion.MethodMultiKrum:         {156, 158, 222, 255},
+	fusion.MethodRewardMedian:      {140, 109, 49, 255},
+	fusion.MethodRewardTrimmedMean: {231, 186, 82, 255},
 }
 
 // methodGlyphs tell methods apart without colour as well.
@@ -41,6 +50,14 @@ var methodGlyphs = map[string]draw.GlyphDrawer{
 	MethodLocal:          draw.CrossGlyph{},
 	MethodProjected:      draw.PlusGlyph{},
 	MethodTrue:           draw.RingGlyph{},
+	// robust aggregators: θ-space ones boxes, reward-space ones rings
+	fusion.MethodMedian:            draw.BoxGlyph{},
+	fusion.MethodTrimmedMean:       draw.BoxGlyph{},
+	fusion.MethodGeometricMedian:   draw.BoxGlyph{},
+	fusion.MethodKrum:              draw.CrossGlyph{},
+	fusion.MethodMultiKrum:         draw.CrossGlyph{},
+	fusion.MethodRewardMedian:      draw.RingGlyph{},
+	fusion.MethodRewardTrimmedMean: draw.RingGlyph{},
 }
 
 // dodge returns the offset of method i of n, in units of the spacing

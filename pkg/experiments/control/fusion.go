@@ -28,6 +28,9 @@ type fusionSpec struct {
 	// Pilot lists the pilot fits (keys of local IRL units on
 	// privacy.pilot_seeds) whose median ‖θ‖₂ is the clipping norm.
 	Pilot []string `json:"pilot,omitempty"`
+	// Attack, when set, is the poisoning of the last attack.clients
+	// clients' θ (absent for an honest fusion, whose key it leaves as it was).
+	Attack *AttackConfig `json:"attack,omitempty"`
 }
 
 // FusionFile is the content of a fusion unit.
@@ -44,11 +47,21 @@ type FusionFile struct {
 }
 
 // fusionOptions returns the fusion of a study method: the study's method
-// names are the fusion registry's, and every reward-space method shares the
-// barycenter block's σ mode and solver settings.
+// names are the fusion registry's; every reward-space method shares the
+// barycenter block's σ mode, and the transport-free ones besides the
+// normalized mean (reward-median, reward-trimmed-mean) take only that; the
+// robust θ methods take the registry's defaults (trimmed-mean's β 0.2,
+// krum's largest f).
 func (s *Study) fusionOptions(method string) fusion.Options {
-	if method == MethodMean {
+	switch method {
+	case MethodMean:
 		return fusion.Options{Method: fusion.MethodMean}
+	case MethodNormalizedMean, MethodBarycenter, MethodDebiased:
+	default:
+		if m, err := fusion.Lookup(method); err == nil && m.Space() == fusion.RewardSpace {
+			return fusion.Options{Method: method, SigmaMode: s.cfg.Barycenter.SigmaMode}
+		}
+		return fusion.Options{Method: method}
 	}
 	return fusion.Options{Method: method, Solver: ot.IBP, Eps: s.cfg.Barycenter.Epsilon,
 		MaxIter: s.cfg.Barycenter.BarycenterIterations, InnerIter: s.cfg.Barycenter.SinkhornIterations,
@@ -71,7 +84,7 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 	if err != nil {
 		return unit{}, fusionSpec{}, nil, err
 	}
-	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil, nil}
+	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil, nil, s.cfg.Attack}
 	if s.cfg.Privacy.Epsilon != 0 {
 		sp.Privacy = &privacy.Params{Epsilon: s.cfg.Privacy.Epsilon, Delta: s.cfg.Privacy.Delta, Clip: s.cfg.Env[env].DPClip,
 			Rounds: 1, Conversion: privacy.ConversionAnalytic}
@@ -106,6 +119,11 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 			return err
 		}
 		clients = append(clients, federation.LocalClient{ID: fmt.Sprintf("client-%06d", i), Learner: fixedLearner{f}})
+	}
+	if sp.Attack != nil {
+		if err := s.poison(clients, sp, env, seed); err != nil {
+			return fmt.Errorf("fusion %s: %w", u.name, err)
+		}
 	}
 	probe, err := json.Marshal(sp.Probe)
 	if err != nil {

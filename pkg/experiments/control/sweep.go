@@ -123,6 +123,7 @@ type SweepResult struct {
 	Overrides string     `json:"overrides"`
 	Config    Config     `json:"config"`
 	Rows      []SweepRow `json:"rows"`
+	summary   *Summary   // the regime's summary, for WritePoisoning
 }
 
 // SweepOptions configures Sweep.
@@ -167,9 +168,12 @@ func Sweep(ctx context.Context, base Config, regimes []report.Regime, dir string
 			return nil, fmt.Errorf("regime %q: %w", r.Name, err)
 		}
 		out = append(out, SweepResult{Regime: r.Name, Rationale: r.Rationale, Overrides: r.OverridesYAML(), Config: c,
-			Rows: sweepRows(r.Name, sum)})
+			Rows: sweepRows(r.Name, sum), summary: sum})
 	}
 	if err := bonferroni(out); err != nil {
+		return nil, err
+	}
+	if err := WritePoisoning(dir, out); err != nil { // regimes with an attack against their honest twin
 		return nil, err
 	}
 	return out, WriteSweep(dir, out)

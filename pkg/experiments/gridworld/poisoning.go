@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // DefaultPoisoning is the pre-declared poisoning benchmark of `fedirl sweep
@@ -35,7 +36,22 @@ const (
 	// AttackFlipMean: each attacker sends −factor · (mean of the honest
 	// clients' θ), an omniscient sign-flip attack.
 	AttackFlipMean = "flip-mean"
+	// AttackSpike: each attacker learns its own θ honestly, then puts
+	// factor times that reward's total mass Σ_x |Φθ(x)| on the probe on one
+	// cell (the probe cell farthest from the probe's goal, spread evenly
+	// over the cell's actions) and sends the θ whose reward best fits that
+	// spike: the least-squares solution on the probe's Φ (spikeTheta). The
+	// grid world's features are two distances, not one-hot, so what reaches
+	// the fusion is the spike's projection onto span(Φ), not the spike.
+	AttackSpike = "spike"
+	// AttackGaussian: each attacker sends θ ~ N(0, I), drawn from its own
+	// seeded stream, scaled to factor times the norm of the honest clients'
+	// mean θ (gaussianTheta).
+	AttackGaussian = "gaussian"
 )
+
+// attackKinds lists the attack kinds in the order errors name them.
+var attackKinds = []string{AttackScale, AttackFlipMean, AttackSpike, AttackGaussian}
 
 // Attack is one declared poisoning regime: Clients attackers join the K
 // honest clients of every cell and send what Kind and Factor say.
@@ -94,10 +110,12 @@ func LoadPoisoning(data []byte, src string, base Config) (Poisoning, error) {
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].name = %q: want a unique lower-case name", src, i, a.Name)
 		case strings.TrimSpace(a.Rationale) == "":
 			return Poisoning{}, fmt.Errorf("poisoning %s: attack %q has no rationale", src, a.Name)
-		case a.Kind != AttackScale && a.Kind != AttackFlipMean:
-			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].kind = %q, want %q or %q", src, i, a.Kind, AttackScale, AttackFlipMean)
+		case !slices.Contains(attackKinds, a.Kind):
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].kind = %q, want one of %s", src, i, a.Kind, strings.Join(attackKinds, ", "))
 		case a.Factor == 0 || math.IsNaN(a.Factor) || math.IsInf(a.Factor, 0):
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v, want a finite non-zero number", src, i, a.Factor)
+		case (a.Kind == AttackSpike || a.Kind == AttackGaussian) && a.Factor < 0:
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v: a %s attack's factor is a multiple of a mass or norm, want > 0", src, i, a.Factor, a.Kind)
 		case a.Clients < 1:
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].clients = %d, want ≥ 1", src, i, a.Clients)
 		}
@@ -231,6 +249,12 @@ func (c Config) attacked(ctx context.Context, a Attack, e EnvConfig, seed uint64
 			meanTheta[j] += v / float64(len(honestTheta))
 		}
 	}
+	if a.Kind == AttackSpike {
+		n, _ := st.probe.Phi.Dims()
+		if _, err := fusion.BackProject(st.probe.Phi, make([]float64, n)); err != nil {
+			return nil, fmt.Errorf("spike attack on the probe's features: %w", err)
+		}
+	}
 	for j := range a.Clients {
 		spec, err := fam.Client(seed, k+j)
 		if err != nil {
@@ -244,24 +268,7 @@ func (c Config) attacked(ctx context.Context, a Attack, e EnvConfig, seed uint64
 		d, n := env.Demonstrations(stream(seed, e.GridSize, purposeDemo, k+j), pol, c.Expert.EpisodesPerClient)
 		all.clients, all.demos, all.demoSteps = append(all.clients, env), append(all.demos, d), append(all.demoSteps, n)
 		cl := &studyClient{env: env, demos: d, cfg: c.IRL, budget: c.IRL.IRLIterations, demoSteps: n}
-		switch a.Kind {
-		case AttackScale:
-			cl.send = func(th []float64) []float64 {
-				out := make([]float64, len(th))
-				for i, v := range th {
-					out[i] = a.Factor * v
-				}
-				return out
-			}
-		case AttackFlipMean:
-			cl.send = func([]float64) []float64 {
-				out := make([]float64, len(meanTheta))
-				for i, v := range meanTheta {
-					out[i] = -a.Factor * v
-				}
-				return out
-			}
-		}
+		cl.send = attackSend(a, meanTheta, st.probe.Phi, spikeCell(st.probeSpec), stream(seed, e.GridSize, purposeAttack, k+j))
 		clients = append(clients, cl)
 	}
 	f := &Fit{GridSize: e.GridSize, Seed: seed}

@@ -3,13 +3,19 @@ package gridworld
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/fedirl/fedirl/pkg/approx"
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // TestDefaultPoisoningParses: the committed benchmark loads, with the
@@ -35,6 +41,8 @@ func TestDefaultPoisoningParses(t *testing.T) {
 		{"tolerance: 0\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "tolerance"},
 		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: boost, factor: 2, clients: 1}]\n", "kind"},
 		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 0, clients: 1}]\n", "factor"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: spike, factor: -1, clients: 1}]\n", "attacks[0].factor = -1: a spike attack"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: gaussian, factor: -2, clients: 1}]\n", "attacks[0].factor = -2: a gaussian attack"},
 		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 0}]\n", "clients"},
 		{"tolerance: 2\nattacks: [{name: a, rationale: '', kind: scale, factor: 2, clients: 1}]\n", "rationale"},
 		{"tolerance: 2\nstudy: {fusion_methods: [mean]}\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "fusion_methods"},
@@ -156,4 +164,86 @@ attacks:
 	if _, err := PoisoningForestPNG(res); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAttackConstructions checks each attack's θ against its definition:
+// scale and flip-mean exactly; the spike's reward by the least-squares
+// optimality condition Φᵀ(Φθ − s) = 0 on the grid probe, with s of the
+// attacker's own mass on one cell, and exactly the spike on one-hot
+// features; the Gaussian draw's norm equal to the honest mean's,
+// deterministic from its stream.
+func TestAttackConstructions(t *testing.T) {
+	spec, err := gw.DefaultFamily(5).Probe(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := tasks.GridProbe(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phi := probe.Phi
+	own := []float64{-0.8, 0.3}
+	meanTheta := []float64{-1.2, 0.7}
+	cell := spikeCell(spec)
+	rng := func() *rand.Rand { return stream(3, 5, purposeAttack, 10) }
+
+	approx.Slices(t, "scale", attackSend(Attack{Kind: AttackScale, Factor: 100}, meanTheta, phi, cell, rng())(own), []float64{-80, 30}, 0, 0)
+	approx.Slices(t, "sign flip", attackSend(Attack{Kind: AttackScale, Factor: -1}, meanTheta, phi, cell, rng())(own), []float64{0.8, -0.3}, 0, 0)
+	f := 11.0 // a variable: constant arithmetic would round once, at the end
+	approx.Slices(t, "flip-mean", attackSend(Attack{Kind: AttackFlipMean, Factor: 11}, meanTheta, phi, cell, rng())(own), []float64{-f * meanTheta[0], -f * meanTheta[1]}, 0, 0)
+
+	// Spike: the cell is the farthest from the goal (brute force over cells).
+	gr, gc := spec.Goal/5, spec.Goal%5
+	for c := range 25 {
+		if d, dc := math.Hypot(float64(c/5-gr), float64(c%5-gc)), math.Hypot(float64(cell/5-gr), float64(cell%5-gc)); d > dc || (d == dc && c < cell) {
+			t.Fatalf("spike cell %d (distance %v), but cell %d is at %v", cell, dc, c, d)
+		}
+	}
+	n, d := phi.Dims()
+	mass := 0.0
+	for x := range n {
+		mass += math.Abs(mat.Dot(phi.RowView(x), mat.NewVecDense(2, slices.Clone(own))))
+	}
+	th := attackSend(Attack{Kind: AttackSpike, Factor: 2}, meanTheta, phi, cell, rng())(own)
+	s := make([]float64, n)
+	for a := range 4 {
+		s[cell*4+a] = 2 * mass / 4
+	}
+	if floats.Sum(s) != 2*mass || mass <= 0 {
+		t.Fatalf("spike mass %v, want 2·%v", floats.Sum(s), mass)
+	}
+	// Optimality: every column of Φ is orthogonal to the residual Φθ − s.
+	for j := range d {
+		g := 0.0
+		for x := range n {
+			g += phi.At(x, j) * (phi.At(x, 0)*th[0] + phi.At(x, 1)*th[1] - s[x])
+		}
+		if math.Abs(g) > 1e-9*2*mass {
+			t.Errorf("spike θ = %v: Φᵀ(Φθ − s)[%d] = %v, want 0", th, j, g)
+		}
+	}
+	// One-hot features: the fit is the spike itself, all mass on the cell.
+	eye := mat.NewDense(8, 8, nil)
+	for i := range 8 {
+		eye.Set(i, i, 1)
+	}
+	oneHot, err := spikeTheta(eye, 1, 4, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx.Slices(t, "one-hot spike", oneHot, []float64{0, 0, 0, 0, 1.5, 1.5, 1.5, 1.5}, 1e-12, 0)
+	if _, err := spikeTheta(mat.NewDense(8, 2, nil), 1, 4, 6); err == nil || !strings.Contains(err.Error(), "rank deficient") {
+		t.Errorf("spike on a zero Φ: error %v, want rank deficient", err)
+	}
+
+	// Gaussian: norm of the honest mean, same stream same draw, another differs.
+	g1 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, rng())(own)
+	g2 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, rng())(own)
+	g3 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, stream(3, 5, purposeAttack, 11))(own)
+	approx.Equal(t, "gaussian norm", floats.Norm(g1, 2), floats.Norm(meanTheta, 2), 0, 1e-14)
+	approx.Slices(t, "gaussian determinism", g2, g1, 0, 0)
+	if slices.Equal(g1, g3) {
+		t.Errorf("attackers 10 and 11 drew the same θ %v", g1)
+	}
+	approx.Equal(t, "gaussian ×3 norm", floats.Norm(gaussianTheta(rng(), 2, 3), 2), 3, 0, 1e-14)
 }

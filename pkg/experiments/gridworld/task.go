@@ -29,6 +29,9 @@ const (
 	// weak fraction p).
 	purposePrivacy         = 8
 	purposePrivacyAblation = 9
+	// purposeAttack keys a poisoning attacker's own draws (the Gaussian
+	// attack's θ), by the attacker's client index.
+	purposeAttack = 10
 )
 
 func stream(seed uint64, size, purpose, index int) *rand.Rand {

@@ -1,0 +1,106 @@
+package gridworld
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
+	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/fusion"
+)
+
+// The poisoning benchmark's attacks (Attack.Kind): what an attacking client
+// sends in place of its honestly learned θ.
+
+// attackSend returns what an attacker of a sends in place of its learned θ:
+// factor·θ (scale), −factor·meanTheta (flip-mean), the least-squares spike
+// of factor times its own reward's mass on cell of the probe with features
+// phi (spike), or a draw of rng scaled to factor·‖meanTheta‖ (gaussian). The
+// draw is made once, when the attacker sends.
+func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *rand.Rand) func([]float64) []float64 {
+	switch a.Kind {
+	case AttackScale:
+		return func(th []float64) []float64 {
+			out := make([]float64, len(th))
+			for i, v := range th {
+				out[i] = a.Factor * v
+			}
+			return out
+		}
+	case AttackFlipMean:
+		return func([]float64) []float64 {
+			out := make([]float64, len(meanTheta))
+			for i, v := range meanTheta {
+				out[i] = -a.Factor * v
+			}
+			return out
+		}
+	case AttackSpike:
+		return func(th []float64) []float64 {
+			r := mat.NewVecDense(phi.RawMatrix().Rows, nil)
+			r.MulVec(phi, mat.NewVecDense(len(th), slices.Clone(th)))
+			mass := 0.0
+			for _, v := range r.RawVector().Data {
+				mass += math.Abs(v)
+			}
+			th, err := spikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+			if err != nil { // attacked checked phi's rank before
+				panic(fmt.Sprintf("gridworld: spike attack: %v", err))
+			}
+			return th
+		}
+	case AttackGaussian:
+		return func([]float64) []float64 {
+			return gaussianTheta(rng, len(meanTheta), a.Factor*floats.Norm(meanTheta, 2))
+		}
+	}
+	panic(fmt.Sprintf("gridworld: attack kind %q not validated", a.Kind))
+}
+
+// spikeCell returns the cell of the probe farthest from its goal (the
+// lowest index among equally far ones): a spike there pulls a greedy
+// policy away from the goal in every layout, whose features are distances
+// to the layout's own goal and obstacles.
+func spikeCell(spec gw.Spec) int {
+	best, far := 0, -1.0
+	n := spec.Size
+	for c := range n * n {
+		if d := math.Hypot(float64(c/n-spec.Goal/n), float64(c%n-spec.Goal%n)); d > far {
+			best, far = c, d
+		}
+	}
+	return best
+}
+
+// spikeTheta returns the θ minimizing ‖Φθ − s‖₂ (fusion.BackProject, the
+// fusion's own back-projection) for the spike s that puts mass on the
+// numActions state–action rows of cell (rows cell·numActions …
+// cell·numActions+numActions−1 of phi, mass/numActions each) and 0
+// elsewhere: the θ-submission that best carries a reward concentrated on one
+// cell. With one-hot features (phi the identity) it is the spike itself. It
+// errors when phi is rank deficient.
+func spikeTheta(phi *mat.Dense, cell, numActions int, mass float64) ([]float64, error) {
+	n, _ := phi.Dims()
+	s := make([]float64, n)
+	for a := range numActions {
+		s[cell*numActions+a] = mass / float64(numActions)
+	}
+	return fusion.BackProject(phi, s)
+}
+
+// gaussianTheta returns a draw of N(0, I_d) from rng scaled to norm (the
+// zero vector for norm 0).
+func gaussianTheta(rng *rand.Rand, d int, norm float64) []float64 {
+	out := make([]float64, d)
+	for i := range out {
+		out[i] = rng.NormFloat64()
+	}
+	if nz := floats.Norm(out, 2); nz > 0 {
+		floats.Scale(norm/nz, out)
+	}
+	return out
+}
