@@ -1,0 +1,167 @@
+package federation
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestListenerRefusalPath: 200 connections opened at once from 127.0.0.21
+// with a burst of 1 (and a refill of one a thousand seconds) have one
+// admitted and 199 reset by the listener (SO_LINGER 0: the client reads
+// ECONNRESET, not EOF), all counted (Counts), never handed to the gRPC
+// server, and recorded within the audit log's rate: 5 records, the rest
+// summed by class and peer in the next summary. On Linux they are refused
+// on the raw path, before any net.Conn; screening and counting a refused
+// connection allocates nothing once the audit's rate is spent.
+func TestListenerRefusalPath(t *testing.T) {
+	logs := &lockedBuffer{}
+	audit := NewAuditLog(slogTo(logs), 1e-3, 5)
+	_, _, cl, _ := siegeServer(t, ConnLimits{ConnectRate: 1e-3, ConnectBurst: 1}, GRPCServerConfig{Audit: audit})
+	if runtime.GOOS == "linux" && cl.raw == nil {
+		t.Fatal("a TCP listener on Linux is not served on the raw refusal path")
+	}
+	addr := cl.Addr().String()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.21")}, Timeout: 2 * time.Second}
+	var held []net.Conn
+	resets := 0
+	for range 200 {
+		c, err := d.Dial("tcp", addr)
+		if errors.Is(err, syscall.ECONNRESET) {
+			resets++
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, c)
+	}
+	for _, c := range held {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		buf := make([]byte, 1024)
+		for {
+			_, err := c.Read(buf)
+			if errors.Is(err, syscall.ECONNRESET) {
+				resets++
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	counts := cl.Counts()
+	t.Logf("200 connections at once, burst 1: %d reset; counts %+v", resets, counts)
+	if resets != 199 || counts.RefusedRate != 199 || counts.Admitted != 1 {
+		t.Fatalf("%d connections reset, %d refused and %d admitted; want 199, 199 and 1", resets, counts.RefusedRate, counts.Admitted)
+	}
+	audit.Flush()
+	records := strings.Count(logs.String(), "class="+AuditConnRate+" peer=127.0.0.21:")
+	dropped := 0
+	for _, m := range regexp.MustCompile(`by_class="`+AuditConnRate+`=(\d+)" top_peers="127\.0\.0\.21=(\d+)"`).FindAllStringSubmatch(logs.String(), -1) {
+		n, _ := strconv.Atoi(m[1])
+		if m[2] != m[1] {
+			t.Errorf("summary counts %s records by class but %s by peer", m[1], m[2])
+		}
+		dropped += n
+	}
+	if records != 5 || records+dropped != 199 {
+		t.Fatalf("audit log: %d records and %d dropped ones counted, want 5 and 194:\n%s", records, dropped, logs.String())
+	}
+
+	id, from := peerFromIP(netip.MustParseAddr("127.0.0.21")), netip.MustParseAddrPort("127.0.0.21:4000")
+	if allocs := testing.AllocsPerRun(1000, func() {
+		if ev := cl.screen(id, time.Now()); ev != connRefusedRate {
+			t.Fatalf("screened as %d, want a rate refusal", ev)
+		} else {
+			cl.refused(ev, id, from, "")
+		}
+	}); allocs != 0 {
+		t.Fatalf("screening and counting a refused connection allocates %v times, want 0", allocs)
+	}
+}
+
+// TestVictimSampling: with more peers than victimSample, a newcomer's
+// victim is drawn from a sample, and still one of the oldest: 1,000
+// unauthenticated connections from 1,000 peers, then 900 newcomers from
+// fresh peers, each displacing one. Every victim is older than half of the
+// connections left (the oldest of 32 draws is younger than the median with
+// probability 2⁻³²), and the first newcomer, which needs 999 evictions to
+// become the oldest, is never displaced by the 900 that follow it.
+func TestVictimSampling(t *testing.T) {
+	t0 := time.Unix(1e9, 0)
+	l := NewConnLimiter(nil, ConnLimits{Max: 1000, ConnectRate: 1, ConnectBurst: 4}, nil)
+	conn := func(a, b, i int) *limitedConn {
+		ip := netip.AddrFrom4([4]byte{10, byte(a), byte(i / 250), byte(i%250 + 1)})
+		return &limitedConn{peer: peerFromIP(ip), addr: ip.String() + ":1"}
+	}
+	for i := range 1000 {
+		if v, class, _ := l.admit(conn(1, 0, i), t0.Add(time.Duration(i)*time.Millisecond)); v != nil || class != "" {
+			t.Fatalf("holder %d: displaced %v, refused %q", i, v, class)
+		}
+	}
+	first := conn(2, 0, 0)
+	for k := range 901 {
+		c := first
+		if k > 0 {
+			c = conn(2, 0, k)
+		}
+		v, class, reason := l.admit(c, t0.Add(10*time.Second+time.Duration(k)*time.Millisecond))
+		if v == nil || class != "" {
+			t.Fatalf("newcomer %d: displaced nothing, refused %q %s", k, class, reason)
+		}
+		if v == first {
+			t.Fatalf("newcomer %d displaced the first newcomer, younger than %d of the connections held", k, 1000-k)
+		}
+		older := 0
+		for _, c := range l.byAddr {
+			if c.since.Before(v.since) {
+				older++
+			}
+		}
+		if older >= 500 {
+			t.Fatalf("newcomer %d displaced a connection younger than %d of the 999 others", k, older)
+		}
+	}
+}
+
+// BenchmarkConnAdmit measures a ConnLimiter's admission of a newcomer
+// into a full server, as under the 16,000-over-4,096 siege: 2,048 places
+// held by unauthenticated connections, newcomers from 4,096 peers in turn
+// at 4,096 a second (each peer at its connection rate), each displacing
+// a victim. Before victims were sampled (victimSample), choosing one
+// scanned every peer.
+func BenchmarkConnAdmit(b *testing.B) {
+	const peers = 4096
+	l := NewConnLimiter(nil, ConnLimits{Max: 2048}, nil)
+	now := time.Unix(1e9, 0)
+	conns := make([]*limitedConn, peers)
+	for i := range conns {
+		ip := siegeAddr(i).String()
+		conns[i] = &limitedConn{peer: peerOf(&net.TCPAddr{IP: siegeAddr(i)}), addr: ip + ":1"}
+	}
+	evicted, cpu0 := 0, processCPU()
+	for i := 0; b.Loop(); i++ {
+		now = now.Add(time.Second / peers)
+		c := conns[i%peers]
+		l.release(c) // its last connection, if still held
+		c.trusted.Store(false)
+		v, class, _ := l.admit(c, now)
+		if class != "" {
+			b.Fatalf("admission %d refused: %s", i, class)
+		}
+		if v != nil {
+			evicted++
+		}
+	}
+	b.ReportMetric(float64(evicted)/float64(b.N), "evictions/op")
+	if cpu0 >= 0 {
+		b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	}
+}
