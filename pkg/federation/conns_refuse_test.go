@@ -11,13 +11,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestListenerRefusalPath: 200 connections opened at once from 127.0.0.21
 // with a burst of 1 (and a refill of one a thousand seconds) have one
 // admitted and 199 reset by the listener (SO_LINGER 0: the client reads
-// ECONNRESET, not EOF), all counted (Counts), never handed to the gRPC
-// server, and recorded within the audit log's rate: 5 records, the rest
+// ECONNRESET, not EOF), all counted (Counts, and the Prometheus counter
+// fedirl_listener_connections_total), never handed to the gRPC server, and
+// recorded within the audit log's rate: 5 records, the rest
 // summed by class and peer in the next summary. On Linux they are refused
 // on the raw path, before any net.Conn; screening and counting a refused
 // connection allocates nothing once the audit's rate is spent.
@@ -60,6 +63,26 @@ func TestListenerRefusalPath(t *testing.T) {
 	t.Logf("200 connections at once, burst 1: %d reset; counts %+v", resets, counts)
 	if resets != 199 || counts.RefusedRate != 199 || counts.Admitted != 1 {
 		t.Fatalf("%d connections reset, %d refused and %d admitted; want 199, 199 and 1", resets, counts.RefusedRate, counts.Admitted)
+	}
+	m, reg := NewMetrics(), prometheus.NewRegistry()
+	m.CountConnections(cl)
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "fedirl_listener_connections_total" {
+			for _, x := range mf.GetMetric() {
+				got[x.GetLabel()[0].GetValue()] = x.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["refused_rate"] != 199 || got["admitted"] != 1 {
+		t.Fatalf("fedirl_listener_connections_total %v, want refused_rate 199 and admitted 1", got)
 	}
 	audit.Flush()
 	records := strings.Count(logs.String(), "class="+AuditConnRate+" peer=127.0.0.21:")
