@@ -2,12 +2,14 @@ package federation
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -19,94 +21,117 @@ import (
 // with a burst of 1 (and a refill of one a thousand seconds) have one
 // admitted and 199 reset by the listener (SO_LINGER 0: the client reads
 // ECONNRESET, not EOF), all counted (Counts, and the Prometheus counter
-// fedirl_listener_connections_total), never handed to the gRPC server, and
-// recorded within the audit log's rate: 5 records, the rest
-// summed by class and peer in the next summary. On Linux they are refused
-// on the raw path, before any net.Conn; screening and counting a refused
-// connection allocates nothing once the audit's rate is spent.
+// fedirl_listener_connections_total), never returned by Accept, and
+// recorded within the audit log's rate: 5 records, the rest summed by
+// class and peer in the next summary. Both paths: a TCP listener's on
+// Linux, where connections are refused as bare descriptors before any
+// net.Conn, and that of any other listener (here a TCP listener behind a
+// wrapper), which screens the net.Conns of its Accept. Screening and
+// counting a refused connection allocates nothing once the audit's rate
+// is spent.
 func TestListenerRefusalPath(t *testing.T) {
-	logs := &lockedBuffer{}
-	audit := NewAuditLog(slogTo(logs), 1e-3, 5)
-	_, _, cl, _ := siegeServer(t, ConnLimits{ConnectRate: 1e-3, ConnectBurst: 1}, GRPCServerConfig{Audit: audit})
-	if runtime.GOOS == "linux" && cl.raw == nil {
-		t.Fatal("a TCP listener on Linux is not served on the raw refusal path")
-	}
-	addr := cl.Addr().String()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.21")}, Timeout: 2 * time.Second}
-	var held []net.Conn
-	resets := 0
-	for range 200 {
-		c, err := d.Dial("tcp", addr)
-		if errors.Is(err, syscall.ECONNRESET) {
-			resets++
-			continue
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		held = append(held, c)
-	}
-	for _, c := range held {
-		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-		buf := make([]byte, 1024)
-		for {
-			_, err := c.Read(buf)
-			if errors.Is(err, syscall.ECONNRESET) {
-				resets++
+	for _, raw := range []bool{true, false} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) {
+			if raw && runtime.GOOS != "linux" {
+				t.Skip("the raw refusal path is Linux's")
 			}
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
-				break
+				t.Fatal(err)
 			}
-		}
-	}
-	counts := cl.Counts()
-	t.Logf("200 connections at once, burst 1: %d reset; counts %+v", resets, counts)
-	if resets != 199 || counts.RefusedRate != 199 || counts.Admitted != 1 {
-		t.Fatalf("%d connections reset, %d refused and %d admitted; want 199, 199 and 1", resets, counts.RefusedRate, counts.Admitted)
-	}
-	m, reg := NewMetrics(), prometheus.NewRegistry()
-	m.CountConnections(cl)
-	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "fedirl_listener_connections_total" {
-			for _, x := range mf.GetMetric() {
-				got[x.GetLabel()[0].GetValue()] = x.GetCounter().GetValue()
+			if !raw {
+				lis = struct{ net.Listener }{lis} // not a *net.TCPListener
 			}
-		}
-	}
-	if got["refused_rate"] != 199 || got["admitted"] != 1 {
-		t.Fatalf("fedirl_listener_connections_total %v, want refused_rate 199 and admitted 1", got)
-	}
-	audit.Flush()
-	records := strings.Count(logs.String(), "class="+AuditConnRate+" peer=127.0.0.21:")
-	dropped := 0
-	for _, m := range regexp.MustCompile(`by_class="`+AuditConnRate+`=(\d+)" top_peers="127\.0\.0\.21=(\d+)"`).FindAllStringSubmatch(logs.String(), -1) {
-		n, _ := strconv.Atoi(m[1])
-		if m[2] != m[1] {
-			t.Errorf("summary counts %s records by class but %s by peer", m[1], m[2])
-		}
-		dropped += n
-	}
-	if records != 5 || records+dropped != 199 {
-		t.Fatalf("audit log: %d records and %d dropped ones counted, want 5 and 194:\n%s", records, dropped, logs.String())
-	}
+			logs := &lockedBuffer{}
+			audit := NewAuditLog(slogTo(logs), 1e-3, 5)
+			cl := NewConnLimiter(lis, ConnLimits{ConnectRate: 1e-3, ConnectBurst: 1}, audit)
+			defer cl.Close()
+			if (cl.raw != nil) != raw {
+				t.Fatalf("raw path %v, want %v", cl.raw != nil, raw)
+			}
+			var accepted atomic.Int64
+			go func() {
+				for {
+					c, err := cl.Accept()
+					if err != nil {
+						return
+					}
+					accepted.Add(1)
+					defer c.Close()
+				}
+			}()
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.21")}, Timeout: 2 * time.Second}
+			var held []net.Conn
+			resets := 0
+			for range 200 {
+				c, err := d.Dial("tcp", cl.Addr().String())
+				if errors.Is(err, syscall.ECONNRESET) {
+					resets++
+					continue
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				held = append(held, c)
+			}
+			for _, c := range held {
+				c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+				if _, err := c.Read(make([]byte, 1)); errors.Is(err, syscall.ECONNRESET) {
+					resets++
+				}
+			}
+			counts := cl.Counts()
+			t.Logf("200 connections at once, burst 1: %d reset, %d accepted; counts %+v", resets, accepted.Load(), counts)
+			if resets != 199 || counts.RefusedRate != 199 || counts.Admitted != 1 || accepted.Load() != 1 {
+				t.Fatalf("%d connections reset, %d refused, %d admitted and %d accepted; want 199, 199, 1 and 1", resets, counts.RefusedRate, counts.Admitted, accepted.Load())
+			}
 
-	id, from := peerFromIP(netip.MustParseAddr("127.0.0.21")), netip.MustParseAddrPort("127.0.0.21:4000")
-	if allocs := testing.AllocsPerRun(1000, func() {
-		if ev := cl.screen(id, time.Now()); ev != connRefusedRate {
-			t.Fatalf("screened as %d, want a rate refusal", ev)
-		} else {
-			cl.refused(ev, id, from, "")
-		}
-	}); allocs != 0 {
-		t.Fatalf("screening and counting a refused connection allocates %v times, want 0", allocs)
+			m, reg := NewMetrics(), prometheus.NewRegistry()
+			m.CountConnections(cl)
+			if err := m.Register(reg); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == "fedirl_listener_connections_total" {
+					for _, x := range mf.GetMetric() {
+						got[x.GetLabel()[0].GetValue()] = x.GetCounter().GetValue()
+					}
+				}
+			}
+			if got["refused_rate"] != 199 || got["admitted"] != 1 {
+				t.Fatalf("fedirl_listener_connections_total %v, want refused_rate 199 and admitted 1", got)
+			}
+
+			audit.Flush()
+			records := strings.Count(logs.String(), "class="+AuditConnRate+" peer=127.0.0.21:")
+			dropped := 0
+			for _, m := range regexp.MustCompile(`by_class="`+AuditConnRate+`=(\d+)" top_peers="127\.0\.0\.21=(\d+)"`).FindAllStringSubmatch(logs.String(), -1) {
+				n, _ := strconv.Atoi(m[1])
+				if m[2] != m[1] {
+					t.Errorf("summary counts %s records by class but %s by peer", m[1], m[2])
+				}
+				dropped += n
+			}
+			if records != 5 || records+dropped != 199 {
+				t.Fatalf("audit log: %d records and %d dropped ones counted, want 5 and 194:\n%s", records, dropped, logs.String())
+			}
+
+			id, from := peerFromIP(netip.MustParseAddr("127.0.0.21")), netip.MustParseAddrPort("127.0.0.21:4000")
+			if allocs := testing.AllocsPerRun(1000, func() {
+				if ev := cl.screen(id, time.Now()); ev != connRefusedRate {
+					t.Fatalf("screened as %d, want a rate refusal", ev)
+				} else {
+					cl.refused(ev, id, from, "")
+				}
+			}); allocs != 0 {
+				t.Fatalf("screening and counting a refused connection allocates %v times, want 0", allocs)
+			}
+		})
 	}
 }
 
