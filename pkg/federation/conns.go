@@ -138,7 +138,7 @@ type ConnLimiter struct {
 	peers     map[peerID]*peerConns
 	byAddr    map[string]*limitedConn // by remote address
 	open      int
-	rates     map[peerID]bucket // by peer; pruned once refilled
+	rates     map[peerID]*bucket // by peer; pruned once refilled and holding no connection
 	lastPrune time.Time
 	cands     []*peerConns // peers holding unauthenticated connections, each at its idx
 	rng       *rand.Rand   // samples cands when there are more than victimSample
@@ -196,6 +196,7 @@ func (l *ConnLimiter) Counts() ConnCounts {
 // peerConns is what a ConnLimiter holds of one peer.
 type peerConns struct {
 	id              peerID
+	rate            *bucket        // the peer's connection rate (ConnLimiter.rates[id])
 	conns           []*limitedConn // oldest first
 	unauthenticated int
 	idx             int // position in ConnLimiter.cands while unauthenticated > 0
@@ -207,7 +208,7 @@ type peerConns struct {
 // ConnLimiter); any other listener is served through its Accept.
 func NewConnLimiter(lis net.Listener, lim ConnLimits, audit *AuditLog) *ConnLimiter {
 	return &ConnLimiter{Listener: lis, lim: lim.WithDefaults(), audit: audit, raw: newRawAcceptor(lis), peers: map[peerID]*peerConns{},
-		byAddr: map[string]*limitedConn{}, rates: map[peerID]bucket{}, rng: rand.New(rand.NewPCG(victimSeed, victimSeed))}
+		byAddr: map[string]*limitedConn{}, rates: map[peerID]*bucket{}, rng: rand.New(rand.NewPCG(victimSeed, victimSeed))}
 }
 
 // limitedConn is a connection accounted by a ConnLimiter.
@@ -407,7 +408,11 @@ func (l *ConnLimiter) placeLocked(c *limitedConn, now time.Time) (victim *limite
 		l.removeLocked(victim)
 	}
 	if p = l.peers[c.peer]; p == nil {
-		p = &peerConns{id: c.peer, idx: -1}
+		p = &peerConns{id: c.peer, rate: l.rates[c.peer], idx: -1}
+		if p.rate == nil { // screened without a bucket: only by a caller that skipped screen
+			p.rate = &bucket{tokens: float64(l.lim.ConnectBurst), last: now}
+			l.rates[c.peer] = p.rate
+		}
 		l.peers[c.peer] = p
 	}
 	p.conns = append(p.conns, c)
@@ -493,7 +498,8 @@ func (l *ConnLimiter) victimLocked(now time.Time) *limitedConn {
 		// what the peer spent on connections it no longer holds. A peer
 		// holding its connections scores its full burst, as a newcomer
 		// does; one that keeps reconnecting scores less.
-		c, tok := p.oldestUnauthenticated(), min(l.lim.ConnectBurst, int(l.tokensLocked(p.id, now))+p.unauthenticated)
+		l.refill(p.rate, now)
+		c, tok := p.oldestUnauthenticated(), min(l.lim.ConnectBurst, int(p.rate.tokens)+p.unauthenticated)
 		switch {
 		case best == nil, tok < bestTokens,
 			tok == bestTokens && p.unauthenticated > bestUnauth,

@@ -61,9 +61,10 @@ func (p peerID) String() string {
 func peerKey(a net.Addr) string { return peerOf(a).String() }
 
 // bucket is a token bucket: tokens at time last, refilled at the
-// limiter's ConnectRate up to ConnectBurst. The limiter keeps buckets by
-// value in a map keyed by peerID, so charging a connection allocates
-// nothing but the map's occasional growth.
+// limiter's ConnectRate up to ConnectBurst. The limiter keeps one per peer
+// of the last few seconds, allocated when the peer first connects (not
+// per connection), and a peer holding connections points to its own, so
+// that scoring victims needs no map lookups.
 type bucket struct {
 	tokens float64
 	last   time.Time
@@ -79,45 +80,44 @@ func (l *ConnLimiter) refill(b *bucket, now time.Time) {
 
 // tokensLocked returns the tokens left in peer's connection-rate bucket.
 func (l *ConnLimiter) tokensLocked(peer peerID, now time.Time) float64 {
-	b, ok := l.rates[peer]
-	if !ok {
+	b := l.rates[peer]
+	if b == nil {
 		return float64(l.lim.ConnectBurst)
 	}
-	l.refill(&b, now)
+	l.refill(b, now)
 	return b.tokens
 }
 
 // allowLocked takes one token from peer's connection-rate bucket, pruning
-// refilled buckets at most once a second so the map holds only the peers
-// of the last few seconds.
+// refilled buckets of peers that hold no connection at most once a second,
+// so the map holds only the peers of the last few seconds and those
+// holding connections.
 func (l *ConnLimiter) allowLocked(peer peerID, now time.Time) bool {
 	if now.Sub(l.lastPrune) >= time.Second {
 		for k, b := range l.rates {
-			if l.refill(&b, now); b.tokens >= float64(l.lim.ConnectBurst) {
+			if l.refill(b, now); b.tokens >= float64(l.lim.ConnectBurst) && l.peers[k] == nil {
 				delete(l.rates, k)
 			}
 		}
 		l.lastPrune = now
 	}
-	b, ok := l.rates[peer]
-	if !ok {
-		b = bucket{tokens: float64(l.lim.ConnectBurst), last: now}
-	}
-	l.refill(&b, now)
-	if b.tokens < 1 {
+	b := l.rates[peer]
+	if b == nil {
+		b = &bucket{tokens: float64(l.lim.ConnectBurst), last: now}
 		l.rates[peer] = b
+	}
+	l.refill(b, now)
+	if b.tokens < 1 {
 		return false
 	}
 	b.tokens--
-	l.rates[peer] = b
 	return true
 }
 
 // refundLocked gives peer's token back (its connection authenticated, or
 // was refused after the token was taken).
 func (l *ConnLimiter) refundLocked(peer peerID) {
-	if b, ok := l.rates[peer]; ok {
+	if b := l.rates[peer]; b != nil {
 		b.tokens = min(float64(l.lim.ConnectBurst), b.tokens+1)
-		l.rates[peer] = b
 	}
 }
