@@ -316,7 +316,8 @@ func (l *ConnLimiter) acceptRaw() (net.Conn, error) {
 		l.mu.Unlock()
 		return nil, nil
 	}
-	c := &limitedConn{Conn: conn, l: l, peer: id, addr: from.String()}
+	// The address as gRPC's peer.Addr names it, which markTrusted looks up.
+	c := &limitedConn{Conn: conn, l: l, peer: id, addr: conn.RemoteAddr().String()}
 	if l.place(c, now) {
 		return c, nil
 	}

@@ -86,7 +86,8 @@ func (r *rawAcceptor) accept() (int, netip.AddrPort, error) {
 		case *unix.SockaddrInet4:
 			return fd, netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port)), nil
 		case *unix.SockaddrInet6:
-			return fd, netip.AddrPortFrom(netip.AddrFrom16(sa.Addr), uint16(sa.Port)), nil
+			// Unmapped: a dual-stack listener's IPv4 peers are IPv4.
+			return fd, netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), uint16(sa.Port)), nil
 		}
 		unix.Close(fd) // not an IP connection: cannot come from a TCP listener
 	}

@@ -135,6 +135,41 @@ func TestListenerRefusalPath(t *testing.T) {
 	}
 }
 
+// TestDualStackPeers: on a dual-stack listener ([::]), an IPv4 client's
+// connection is accounted under its IPv4 address and under the remote
+// address gRPC will name (its RemoteAddr), by which a call's
+// authentication finds it (markTrusted).
+func TestDualStackPeers(t *testing.T) {
+	lis, err := net.Listen("tcp", "[::]:0")
+	if err != nil {
+		t.Skipf("no dual-stack listener here: %v", err)
+	}
+	cl := NewConnLimiter(lis, ConnLimits{}, nil)
+	defer cl.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := cl.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	c, err := net.Dial("tcp4", "127.0.0.1:"+port)
+	if err != nil {
+		t.Skipf("cannot reach the dual-stack listener over IPv4: %v", err)
+	}
+	defer c.Close()
+	sc := <-accepted
+	defer sc.Close()
+	lc := sc.(*limitedConn)
+	if got := lc.peer.String(); got != "127.0.0.1" {
+		t.Fatalf("peer %q, want 127.0.0.1", got)
+	}
+	cl.markTrusted(sc.RemoteAddr().String())
+	if !lc.trusted.Load() || cl.Unauthenticated() != 0 {
+		t.Fatalf("markTrusted(%q) did not find the connection accounted as %q", sc.RemoteAddr(), lc.addr)
+	}
+}
+
 // TestVictimSampling: with more peers than victimSample, a newcomer's
 // victim is drawn from a sample, and still one of the oldest: 1,000
 // unauthenticated connections from 1,000 peers, then 900 newcomers from
