@@ -524,7 +524,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		defer msrv.Close()
 	}
 	if f.pprof != "" {
-		if err := servePprof(f.pprof, logger); err != nil {
+		if _, err := servePprof(f.pprof, logger); err != nil {
 			return err
 		}
 	}
