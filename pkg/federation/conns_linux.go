@@ -68,7 +68,10 @@ func (r *rawAcceptor) accept() (int, netip.AddrPort, error) {
 			for {
 				fd, sa, aerr = unix.Accept4(int(lfd), unix.SOCK_CLOEXEC)
 				switch aerr {
-				case unix.EINTR, unix.ECONNABORTED:
+				case unix.EINTR, unix.ECONNABORTED, unix.EAFNOSUPPORT:
+					// Interrupted, or a connection gone before it was
+					// accepted, or one whose address unix.Accept4 cannot
+					// read (it closed the descriptor): the next one.
 					continue
 				case unix.EAGAIN:
 					return false // wait until the listener is readable
