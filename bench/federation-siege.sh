@@ -72,7 +72,10 @@ for p in "${patterns[@]}"; do
 	# shellcheck disable=SC2086
 	"$work/fedirl" server --listen 127.0.0.1:0 --store "$work/fed.db" --addr-file "$work/addr" "${sec[@]}" "${prof[@]}" ${SERVER_FLAGS:-} 2>"$work/server.log" &
 	srv=$!
-	while [ ! -s "$work/addr" ]; do sleep 0.1; done
+	while [ ! -s "$work/addr" ]; do
+		kill -0 $srv 2>/dev/null || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+		sleep 0.1
+	done
 	sleep 1
 	rss0=$(rss $srv) cpu0=$(cpu $srv) t0=$(date +%s.%N)
 	env "${env[@]}" FEDIRL_SIEGE_ADDR="$(cat "$work/addr")" FEDIRL_SIEGE_TOKEN="$token" FEDIRL_SIEGE_PATTERN="$pattern" \
