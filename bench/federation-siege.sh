@@ -21,6 +21,9 @@
 # 15 MiB of CONTINUATION frames of padding headers), watch (connections
 # from one address, 16 token-less health Watch streams each).
 # Extra server flags: SERVER_FLAGS="--max-connections 4096" ...
+# PROFILE=DIR also takes a 10 s CPU profile of the server 5 s into each
+# attack (fedirl server --pprof on 127.0.0.1:${PPROF_PORT:-6061}) and
+# writes it to DIR/PATTERN-CONNS-ADDRS.cpu.pprof (go tool pprof -top FILE).
 set -euo pipefail
 HOLD=${HOLD:-30s} RECONNECT=${RECONNECT:-10ms}
 patterns=("$@")
@@ -64,16 +67,25 @@ for p in "${patterns[@]}"; do
 		pattern=tls-stall ;;
 	esac
 	rm -f "$work/addr"
+	prof=()
+	[ -z "${PROFILE:-}" ] || prof=(--pprof "127.0.0.1:${PPROF_PORT:-6061}")
 	# shellcheck disable=SC2086
-	"$work/fedirl" server --listen 127.0.0.1:0 --store "$work/fed.db" --addr-file "$work/addr" "${sec[@]}" ${SERVER_FLAGS:-} 2>"$work/server.log" &
+	"$work/fedirl" server --listen 127.0.0.1:0 --store "$work/fed.db" --addr-file "$work/addr" "${sec[@]}" "${prof[@]}" ${SERVER_FLAGS:-} 2>"$work/server.log" &
 	srv=$!
-	while [ ! -s "$work/addr" ]; do sleep 0.1; done
+	while [ ! -s "$work/addr" ]; do
+		kill -0 $srv 2>/dev/null || { echo "the server did not start:" >&2; cat "$work/server.log" >&2; exit 1; }
+		sleep 0.1
+	done
 	sleep 1
 	rss0=$(rss $srv) cpu0=$(cpu $srv) t0=$(date +%s.%N)
 	env "${env[@]}" FEDIRL_SIEGE_ADDR="$(cat "$work/addr")" FEDIRL_SIEGE_TOKEN="$token" FEDIRL_SIEGE_PATTERN="$pattern" \
 		FEDIRL_SIEGE_CONNS="$conns" FEDIRL_SIEGE_ADDRS="$addrs" FEDIRL_SIEGE_HOLD="$HOLD" FEDIRL_SIEGE_RECONNECT="$RECONNECT" \
 		"$work/federation.test" -test.run '^TestSiegeExternal$' -test.v -test.timeout 20m >"$work/attack.log" 2>&1 &
 	atk=$!
+	if [ -n "${PROFILE:-}" ]; then
+		mkdir -p "$PROFILE"
+		(sleep 5 && curl -sS -o "$PROFILE/$pattern-$conns-$addrs.cpu.pprof" "http://127.0.0.1:${PPROF_PORT:-6061}/debug/pprof/profile?seconds=10") &
+	fi
 	peak=$rss0
 	while kill -0 $atk 2>/dev/null; do
 		r=$(rss $srv)

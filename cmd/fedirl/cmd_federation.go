@@ -47,6 +47,7 @@ type serverOptions struct {
 	watchLifetime                        time.Duration
 	metricsListen, metricsTokenFile      string
 	metricsTLS                           bool
+	pprof                                string
 	limits                               federation.Limits
 }
 
@@ -152,6 +153,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
 	sf.StringVar(&f.metricsTokenFile, "metrics-token-file", "", "file holding a bearer token that metrics requests must carry")
 	sf.BoolVar(&f.metricsTLS, "metrics-tls", false, "serve metrics over HTTPS with --tls-cert and --tls-key")
+	sf.StringVar(&f.pprof, "pprof", "", "serve Go's runtime profiles (/debug/pprof/) at this loopback address (e.g. 127.0.0.1:6060); empty: none")
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
 	registerLimits(cmd, &f.limits)
@@ -533,6 +535,11 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 			return err
 		}
 		defer msrv.Close()
+	}
+	if f.pprof != "" {
+		if _, err := servePprof(f.pprof, logger); err != nil {
+			return err
+		}
 	}
 	addr := lis.Addr().String()
 	if f.addrFile != "" {

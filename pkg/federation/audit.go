@@ -51,7 +51,8 @@ type AuditLog struct {
 	tokens   float64
 	last     time.Time
 	dropped  map[string]int
-	byPeer   map[string]int // dropped records by peer host (at most maxDroppedPeers)
+	byPeer   map[string]int // dropped records by peer host (with byID, at most maxDroppedPeers)
+	byID     map[peerID]int // dropped records of the listener's refusals, by peer
 	peerMore int            // dropped records of peers beyond maxDroppedPeers
 }
 
@@ -76,7 +77,7 @@ func NewAuditLog(log *slog.Logger, rate float64, burst int) *AuditLog {
 		burst = DefaultAuditBurst
 	}
 	return &AuditLog{log: log, rate: rate, burst: float64(burst), tokens: float64(burst), now: time.Now,
-		dropped: map[string]int{}, byPeer: map[string]int{}}
+		dropped: map[string]int{}, byPeer: map[string]int{}, byID: map[peerID]int{}}
 }
 
 // Refused records one refusal of class by peer (address) on method ("" for
@@ -85,28 +86,64 @@ func (a *AuditLog) Refused(class, peerAddr, method, reason string) {
 	if a == nil {
 		return
 	}
+	host := peerAddr
+	if h, _, err := net.SplitHostPort(peerAddr); err == nil {
+		host = h
+	}
+	if a.take(class, peerID{}, host) {
+		a.write(class, peerAddr, method, reason)
+	}
+}
+
+// allow reports whether a record of class by peer may be written now,
+// taking its place in the rate limit (the caller must then write it), or
+// counts it as dropped. Callers on the listener's refusal path use it to
+// build a record's text only when it will be written; it allocates
+// nothing.
+func (a *AuditLog) allow(class string, peer peerID) bool {
+	if a == nil {
+		return false
+	}
+	return a.take(class, peer, "")
+}
+
+// take is allow for a peer given as a peerID or, when that is the zero
+// peerID, as the host string.
+func (a *AuditLog) take(class string, peer peerID, host string) bool {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	now := a.now()
 	if !a.last.IsZero() {
 		a.tokens = min(a.burst, a.tokens+now.Sub(a.last).Seconds()*a.rate)
 	}
 	a.last = now
-	if a.tokens < 1 {
-		a.dropped[class]++
-		host := peerAddr
-		if h, _, err := net.SplitHostPort(peerAddr); err == nil {
-			host = h
+	if a.tokens >= 1 {
+		a.tokens--
+		return true
+	}
+	a.dropped[class]++
+	switch {
+	case peer != (peerID{}):
+		if _, ok := a.byID[peer]; ok || len(a.byPeer)+len(a.byID) < maxDroppedPeers {
+			a.byID[peer]++
+		} else {
+			a.peerMore++
 		}
-		if _, ok := a.byPeer[host]; ok || len(a.byPeer) < maxDroppedPeers {
+	default:
+		if _, ok := a.byPeer[host]; ok || len(a.byPeer)+len(a.byID) < maxDroppedPeers {
 			a.byPeer[host]++
 		} else {
 			a.peerMore++
 		}
-		a.mu.Unlock()
+	}
+	return false
+}
+
+// write writes one record (its place in the rate limit taken by take).
+func (a *AuditLog) write(class, peerAddr, method, reason string) {
+	if a == nil {
 		return
 	}
-	a.tokens--
-	a.mu.Unlock()
 	a.log.Warn("refused", "class", class, "peer", peerAddr, "method", method, "reason", truncateReason(reason))
 }
 
@@ -119,9 +156,12 @@ func (a *AuditLog) Flush() int {
 		return 0
 	}
 	a.mu.Lock()
-	d, bp, more := a.dropped, a.byPeer, a.peerMore
-	a.dropped, a.byPeer, a.peerMore = map[string]int{}, map[string]int{}, 0
+	d, bp, byID, more := a.dropped, a.byPeer, a.byID, a.peerMore
+	a.dropped, a.byPeer, a.byID, a.peerMore = map[string]int{}, map[string]int{}, map[peerID]int{}, 0
 	a.mu.Unlock()
+	for id, n := range byID {
+		bp[id.String()] += n
+	}
 	total := 0
 	var parts []string
 	for class, n := range d {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -182,7 +183,7 @@ func TestEvictionOrder(t *testing.T) {
 		return NewConnLimiter(nil, ConnLimits{Max: 3, ConnectRate: 1, ConnectBurst: 4}, nil)
 	}
 	conn := func(peer string, port int) *limitedConn {
-		return &limitedConn{peer: peer, addr: peer + ":" + strconv.Itoa(port)}
+		return &limitedConn{peer: peerFromIP(netip.MustParseAddr(peer)), addr: peer + ":" + strconv.Itoa(port)}
 	}
 	admit := func(t *testing.T, l *ConnLimiter, c *limitedConn, now time.Time, wantVictim *limitedConn) {
 		t.Helper()

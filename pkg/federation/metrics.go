@@ -26,6 +26,7 @@ type Metrics struct {
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
 	coord       atomic.Pointer[Coordinator]
+	limiter     atomic.Pointer[ConnLimiter]
 }
 
 // NewMetrics returns unregistered metrics.
@@ -58,7 +59,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every metric on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.outlier, m.conns, taskStates{m}} {
+	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.outlier, m.conns, taskStates{m}, listenerEvents{m}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -137,8 +138,40 @@ func (t taskStates) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// CountConnections wraps lis so that m counts its open connections.
+// listenerEvents is the fedirl_listener_connections_total counter, read
+// from the ConnLimiter that CountConnections wraps (ConnLimiter.Counts) at
+// scrape time: what the listener did with every connection, refusals
+// included, which the audit log only samples.
+type listenerEvents struct{ m *Metrics }
+
+var listenerEventsDesc = prometheus.NewDesc("fedirl_listener_connections_total",
+	"Connections by what the listener did with them (ConnLimiter): admitted; refused_rate (the peer connects too fast), refused_peer_limit (the peer holds its share), refused_full (every place authenticated), all three reset at accept; evicted (unauthenticated, closed to admit a newcomer), expired (not authenticated in time), too_many_bytes (sent too much unauthenticated).",
+	[]string{"event"}, nil)
+
+func (e listenerEvents) Describe(ch chan<- *prometheus.Desc) { ch <- listenerEventsDesc }
+
+func (e listenerEvents) Collect(ch chan<- prometheus.Metric) {
+	l := e.m.limiter.Load()
+	if l == nil {
+		return
+	}
+	c := l.Counts()
+	for _, v := range []struct {
+		event string
+		n     uint64
+	}{{"admitted", c.Admitted}, {"refused_rate", c.RefusedRate}, {"refused_peer_limit", c.RefusedPeerLimit}, {"refused_full", c.RefusedFull},
+		{"evicted", c.Evicted}, {"expired", c.Expired}, {"too_many_bytes", c.TooManyBytes}} {
+		ch <- prometheus.MustNewConstMetric(listenerEventsDesc, prometheus.CounterValue, float64(v.n), v.event)
+	}
+}
+
+// CountConnections wraps lis so that m counts its open connections; when
+// lis is a *ConnLimiter, m also exports its counts
+// (fedirl_listener_connections_total).
 func (m *Metrics) CountConnections(lis net.Listener) net.Listener {
+	if l, ok := lis.(*ConnLimiter); ok {
+		m.limiter.Store(l)
+	}
 	return &countingListener{Listener: lis, m: m}
 }
 
