@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/experiments/attack"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
@@ -146,19 +147,9 @@ func attackTheta(a AttackConfig, own, honestMean []float64, probe fusion.Probe, 
 				cell, low = c, m
 			}
 		}
-		spike := make([]float64, len(r))
-		for j := range actions {
-			spike[cell*actions+j] = a.Scale * mass / float64(actions)
-		}
-		return fusion.BackProject(probe.Phi, spike)
+		return attack.SpikeTheta(probe.Phi, cell, actions, a.Scale*mass)
 	case AttackGaussian:
-		for i := range out {
-			out[i] = rng.NormFloat64()
-		}
-		if n := floats.Norm(out, 2); n > 0 {
-			floats.Scale(a.Scale*floats.Norm(honestMean, 2)/n, out)
-		}
-		return out, nil
+		return attack.GaussianTheta(rng, len(own), a.Scale*floats.Norm(honestMean, 2)), nil
 	}
 	return nil, fmt.Errorf("attack.kind %q", a.Kind)
 }

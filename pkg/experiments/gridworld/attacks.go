@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
-	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/experiments/attack"
 )
 
 // The poisoning benchmark's attacks (Attack.Kind): what an attacking client
@@ -47,7 +47,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 			for _, v := range r.RawVector().Data {
 				mass += math.Abs(v)
 			}
-			th, err := spikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+			th, err := attack.SpikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
 			if err != nil { // attacked checked phi's rank before
 				panic(fmt.Sprintf("gridworld: spike attack: %v", err))
 			}
@@ -55,7 +55,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 		}
 	case AttackGaussian:
 		return func([]float64) []float64 {
-			return gaussianTheta(rng, len(meanTheta), a.Factor*floats.Norm(meanTheta, 2))
+			return attack.GaussianTheta(rng, len(meanTheta), a.Factor*floats.Norm(meanTheta, 2))
 		}
 	}
 	panic(fmt.Sprintf("gridworld: attack kind %q not validated", a.Kind))
@@ -74,33 +74,4 @@ func spikeCell(spec gw.Spec) int {
 		}
 	}
 	return best
-}
-
-// spikeTheta returns the θ minimizing ‖Φθ − s‖₂ (fusion.BackProject, the
-// fusion's own back-projection) for the spike s that puts mass on the
-// numActions state–action rows of cell (rows cell·numActions …
-// cell·numActions+numActions−1 of phi, mass/numActions each) and 0
-// elsewhere: the θ-submission that best carries a reward concentrated on one
-// cell. With one-hot features (phi the identity) it is the spike itself. It
-// errors when phi is rank deficient.
-func spikeTheta(phi *mat.Dense, cell, numActions int, mass float64) ([]float64, error) {
-	n, _ := phi.Dims()
-	s := make([]float64, n)
-	for a := range numActions {
-		s[cell*numActions+a] = mass / float64(numActions)
-	}
-	return fusion.BackProject(phi, s)
-}
-
-// gaussianTheta returns a draw of N(0, I_d) from rng scaled to norm (the
-// zero vector for norm 0).
-func gaussianTheta(rng *rand.Rand, d int, norm float64) []float64 {
-	out := make([]float64, d)
-	for i := range out {
-		out[i] = rng.NormFloat64()
-	}
-	if nz := floats.Norm(out, 2); nz > 0 {
-		floats.Scale(norm/nz, out)
-	}
-	return out
 }

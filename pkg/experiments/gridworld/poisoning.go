@@ -40,13 +40,13 @@ const (
 	// factor times that reward's total mass Σ_x |Φθ(x)| on the probe on one
 	// cell (the probe cell farthest from the probe's goal, spread evenly
 	// over the cell's actions) and sends the θ whose reward best fits that
-	// spike: the least-squares solution on the probe's Φ (spikeTheta). The
+	// spike: the least-squares solution on the probe's Φ (attack.SpikeTheta). The
 	// grid world's features are two distances, not one-hot, so what reaches
 	// the fusion is the spike's projection onto span(Φ), not the spike.
 	AttackSpike = "spike"
 	// AttackGaussian: each attacker sends θ ~ N(0, I), drawn from its own
 	// seeded stream, scaled to factor times the norm of the honest clients'
-	// mean θ (gaussianTheta).
+	// mean θ (attack.GaussianTheta).
 	AttackGaussian = "gaussian"
 )
 
