@@ -21,7 +21,7 @@ study:
   barycenter: {barycenter_iterations: 3}
   fusion_methods: [mean, barycenter, median]
 attacks:
-  - {name: scale, rationale: r, kind: scale, factor: 1000, clients: 1}
+  - {name: scale, rationale: r, kind: scale, scale: 1000, clients: 1}
 `), 0o644)
 	out := filepath.Join(dir, "out")
 	cmd := newSweepPoisoningCmd()
@@ -40,7 +40,7 @@ attacks:
 	if !strings.Contains(stdout.String(), "K = 3 honest clients, 1 seeds") || !strings.Contains(stdout.String(), "| median |") {
 		t.Errorf("printed table:\n%s", stdout.String())
 	}
-	os.WriteFile(file, []byte("tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 0}]\n"), 0o644)
+	os.WriteFile(file, []byte("tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, scale: 2, clients: 0}]\n"), 0o644)
 	cmd = newSweepPoisoningCmd()
 	cmd.SetOut(new(strings.Builder))
 	cmd.SetErr(new(strings.Builder))

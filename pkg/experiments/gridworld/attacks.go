@@ -17,9 +17,9 @@ import (
 // sends in place of its honestly learned θ.
 
 // attackSend returns what an attacker of a sends in place of its learned θ:
-// factor·θ (scale), −factor·meanTheta (flip-mean), the least-squares spike
-// of factor times its own reward's mass on cell of the probe with features
-// phi (spike), or a draw of rng scaled to factor·‖meanTheta‖ (gaussian). The
+// scale·θ (scale), −scale·meanTheta (flip-mean), the least-squares spike
+// of scale times its own reward's mass on cell of the probe with features
+// phi (spike), or a draw of rng scaled to scale·‖meanTheta‖ (gaussian). The
 // draw is made once, when the attacker sends.
 func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *rand.Rand) func([]float64) []float64 {
 	switch a.Kind {
@@ -27,7 +27,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 		return func(th []float64) []float64 {
 			out := make([]float64, len(th))
 			for i, v := range th {
-				out[i] = a.Factor * v
+				out[i] = a.Scale * v
 			}
 			return out
 		}
@@ -35,7 +35,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 		return func([]float64) []float64 {
 			out := make([]float64, len(meanTheta))
 			for i, v := range meanTheta {
-				out[i] = -a.Factor * v
+				out[i] = -a.Scale * v
 			}
 			return out
 		}
@@ -47,7 +47,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 			for _, v := range r.RawVector().Data {
 				mass += math.Abs(v)
 			}
-			th, err := attack.SpikeTheta(phi, cell, gw.NumActions, a.Factor*mass)
+			th, err := attack.SpikeTheta(phi, cell, gw.NumActions, a.Scale*mass)
 			if err != nil { // attacked checked phi's rank before
 				panic(fmt.Sprintf("gridworld: spike attack: %v", err))
 			}
@@ -55,7 +55,7 @@ func attackSend(a Attack, meanTheta []float64, phi *mat.Dense, cell int, rng *ra
 		}
 	case AttackGaussian:
 		return func([]float64) []float64 {
-			return attack.GaussianTheta(rng, len(meanTheta), a.Factor*floats.Norm(meanTheta, 2))
+			return attack.GaussianTheta(rng, len(meanTheta), a.Scale*floats.Norm(meanTheta, 2))
 		}
 	}
 	panic(fmt.Sprintf("gridworld: attack kind %q not validated", a.Kind))

@@ -31,13 +31,13 @@ var DefaultPoisoning []byte
 // Attack kinds (Attack.Kind).
 const (
 	// AttackScale: each attacker learns its own θ honestly on its own
-	// environment and sends factor·θ (a negative factor flips the sign).
+	// environment and sends scale·θ (a negative scale flips the sign).
 	AttackScale = "scale"
-	// AttackFlipMean: each attacker sends −factor · (mean of the honest
+	// AttackFlipMean: each attacker sends −scale · (mean of the honest
 	// clients' θ), an omniscient sign-flip attack.
 	AttackFlipMean = "flip-mean"
 	// AttackSpike: each attacker learns its own θ honestly, then puts
-	// factor times that reward's total mass Σ_x |Φθ(x)| on the probe on one
+	// scale times that reward's total mass Σ_x |Φθ(x)| on the probe on one
 	// cell (the probe cell farthest from the probe's goal, spread evenly
 	// over the cell's actions) and sends the θ whose reward best fits that
 	// spike: the least-squares solution on the probe's Φ (attack.SpikeTheta). The
@@ -45,7 +45,7 @@ const (
 	// the fusion is the spike's projection onto span(Φ), not the spike.
 	AttackSpike = "spike"
 	// AttackGaussian: each attacker sends θ ~ N(0, I), drawn from its own
-	// seeded stream, scaled to factor times the norm of the honest clients'
+	// seeded stream, scaled to scale times the norm of the honest clients'
 	// mean θ (attack.GaussianTheta).
 	AttackGaussian = "gaussian"
 )
@@ -54,12 +54,12 @@ const (
 var attackKinds = []string{AttackScale, AttackFlipMean, AttackSpike, AttackGaussian}
 
 // Attack is one declared poisoning regime: Clients attackers join the K
-// honest clients of every cell and send what Kind and Factor say.
+// honest clients of every cell and send what Kind and Scale say.
 type Attack struct {
 	Name      string  `yaml:"name" json:"name"`
 	Rationale string  `yaml:"rationale" json:"rationale"`
 	Kind      string  `yaml:"kind" json:"kind"`
-	Factor    float64 `yaml:"factor" json:"factor"`
+	Scale     float64 `yaml:"scale" json:"scale"`
 	Clients   int     `yaml:"clients" json:"clients"`
 }
 
@@ -112,10 +112,10 @@ func LoadPoisoning(data []byte, src string, base Config) (Poisoning, error) {
 			return Poisoning{}, fmt.Errorf("poisoning %s: attack %q has no rationale", src, a.Name)
 		case !slices.Contains(attackKinds, a.Kind):
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].kind = %q, want one of %s", src, i, a.Kind, strings.Join(attackKinds, ", "))
-		case a.Factor == 0 || math.IsNaN(a.Factor) || math.IsInf(a.Factor, 0):
-			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v, want a finite non-zero number", src, i, a.Factor)
-		case (a.Kind == AttackSpike || a.Kind == AttackGaussian) && a.Factor < 0:
-			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].factor = %v: a %s attack's factor is a multiple of a mass or norm, want > 0", src, i, a.Factor, a.Kind)
+		case a.Scale == 0 || math.IsNaN(a.Scale) || math.IsInf(a.Scale, 0):
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].scale = %v, want a finite non-zero number", src, i, a.Scale)
+		case (a.Kind == AttackSpike || a.Kind == AttackGaussian) && a.Scale < 0:
+			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].scale = %v: a %s attack's scale is a multiple of a mass or norm, want > 0", src, i, a.Scale, a.Kind)
 		case a.Clients < 1:
 			return Poisoning{}, fmt.Errorf("poisoning %s: attacks[%d].clients = %d, want ≥ 1", src, i, a.Clients)
 		}
@@ -290,7 +290,7 @@ func PoisoningMarkdown(r *PoisoningResult) []byte {
 	fmt.Fprintf(&b, "attacked − honest-only: the same method with and without the attackers, paired over seeds, mean [95 %% t-interval] (* = excludes 0). ")
 	fmt.Fprintf(&b, "Holds: both mean differences within ±%g points (declared before the run). Flagged: fraction of seeds in which the attackers have the largest outlier scores (RMS reward distance to the fused reward on the probe).\n", p.Tolerance)
 	for _, a := range p.Attacks {
-		fmt.Fprintf(&b, "\n## %s (%d attacker%s, %s, factor %g)\n\n%s\n\n", a.Name, a.Clients, map[bool]string{true: "s", false: ""}[a.Clients > 1], a.Kind, a.Factor, a.Rationale)
+		fmt.Fprintf(&b, "\n## %s (%d attacker%s, kind %s, scale %g)\n\n%s\n\n", a.Name, a.Clients, map[bool]string{true: "s", false: ""}[a.Clients > 1], a.Kind, a.Scale, a.Rationale)
 		b.WriteString("| Method | In: honest-only | In: attacked | In: attacked − honest-only | Held-out: honest-only | Held-out: attacked | Held-out: attacked − honest-only | Holds | Flagged |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, row := range r.Rows {
 			if row.Attack != a.Name {
@@ -317,16 +317,16 @@ func PoisoningMarkdown(r *PoisoningResult) []byte {
 const BreakdownTolerance = 5.0
 
 // breakdownMarkdown is the breakdown table of r: per attack family (kind and
-// factor) declared with several f, and per method, the largest f survived.
+// scale) declared with several f, and per method, the largest f survived.
 func breakdownMarkdown(r *PoisoningResult) string {
 	type family struct {
-		kind   string
-		factor float64
+		kind  string
+		scale float64
 	}
 	var fams []family
 	fs := map[family][]Attack{}
 	for _, a := range r.Poisoning.Attacks {
-		k := family{a.Kind, a.Factor}
+		k := family{a.Kind, a.Scale}
 		if _, ok := fs[k]; !ok {
 			fams = append(fams, k)
 		}
@@ -343,7 +343,7 @@ func breakdownMarkdown(r *PoisoningResult) string {
 		for _, a := range fs[k] {
 			ns = append(ns, fmt.Sprint(a.Clients))
 		}
-		fmt.Fprintf(&b, " %s ×%g (f = %s) |", k.kind, k.factor, strings.Join(ns, ", "))
+		fmt.Fprintf(&b, " %s ×%g (f = %s) |", k.kind, k.scale, strings.Join(ns, ", "))
 	}
 	b.WriteString("\n" + strings.Repeat("|---", 1+len(fams)) + "|\n")
 	for _, m := range r.Poisoning.Study.methods() {

@@ -25,7 +25,7 @@ func TestDefaultPoisoningParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Tolerance != 2 || p.Study.NumberOfSeeds != 10 || p.Study.Environments[0].NumberOfClients != 10 || p.Attacks[0].Factor != 1000 {
+	if p.Tolerance != 2 || p.Study.NumberOfSeeds != 10 || p.Study.Environments[0].NumberOfClients != 10 || p.Attacks[0].Scale != 1000 {
 		t.Fatalf("benchmark %+v", p)
 	}
 	for _, m := range []string{"median", "trimmed-mean", "geometric-median", "mean", "normalized-mean", "normalized-mean/per-client", "barycenter"} {
@@ -38,14 +38,14 @@ func TestDefaultPoisoningParses(t *testing.T) {
 		}
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"tolerance: 0\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "tolerance"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: boost, factor: 2, clients: 1}]\n", "kind"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 0, clients: 1}]\n", "factor"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: spike, factor: -1, clients: 1}]\n", "attacks[0].factor = -1: a spike attack"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: gaussian, factor: -2, clients: 1}]\n", "attacks[0].factor = -2: a gaussian attack"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 0}]\n", "clients"},
-		{"tolerance: 2\nattacks: [{name: a, rationale: '', kind: scale, factor: 2, clients: 1}]\n", "rationale"},
-		{"tolerance: 2\nstudy: {fusion_methods: [mean]}\nattacks: [{name: a, rationale: r, kind: scale, factor: 2, clients: 1}]\n", "fusion_methods"},
+		{"tolerance: 0\nattacks: [{name: a, rationale: r, kind: scale, scale: 2, clients: 1}]\n", "tolerance"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: boost, scale: 2, clients: 1}]\n", "kind"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, scale: 0, clients: 1}]\n", "scale"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: spike, scale: -1, clients: 1}]\n", "attacks[0].scale = -1: a spike attack"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: gaussian, scale: -2, clients: 1}]\n", "attacks[0].scale = -2: a gaussian attack"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: r, kind: scale, scale: 2, clients: 0}]\n", "clients"},
+		{"tolerance: 2\nattacks: [{name: a, rationale: '', kind: scale, scale: 2, clients: 1}]\n", "rationale"},
+		{"tolerance: 2\nstudy: {fusion_methods: [mean]}\nattacks: [{name: a, rationale: r, kind: scale, scale: 2, clients: 1}]\n", "fusion_methods"},
 		{"tolerance: 2\n", "no attacks"},
 	} {
 		if _, err := LoadPoisoning([]byte(bad.yaml), "bad.yaml", DefaultConfig()); err == nil || !strings.Contains(err.Error(), bad.want) {
@@ -67,8 +67,8 @@ study:
   barycenter: {barycenter_iterations: 5}
   fusion_methods: [mean, barycenter, median, geometric-median]
 attacks:
-  - {name: scale-1000, rationale: r, kind: scale, factor: 1000, clients: 1}
-  - {name: flip-mean, rationale: r, kind: flip-mean, factor: 5, clients: 1}
+  - {name: scale-1000, rationale: r, kind: scale, scale: 1000, clients: 1}
+  - {name: flip-mean, rationale: r, kind: flip-mean, scale: 5, clients: 1}
 `)
 	p, err := LoadPoisoning(data, "test", DefaultConfig())
 	if err != nil {
@@ -137,7 +137,7 @@ attacks:
 		t.Error("breakdown table without a family of several f")
 	}
 	two := *res
-	two.Poisoning.Attacks = append(slices.Clone(res.Poisoning.Attacks), Attack{Name: "scale-1000-f2", Kind: AttackScale, Factor: 1000, Clients: 2})
+	two.Poisoning.Attacks = append(slices.Clone(res.Poisoning.Attacks), Attack{Name: "scale-1000-f2", Kind: AttackScale, Scale: 1000, Clients: 2})
 	two.Rows = slices.Clone(res.Rows)
 	for _, m := range c.FusionMethods {
 		d := 0.0
@@ -187,10 +187,10 @@ func TestAttackConstructions(t *testing.T) {
 	cell := spikeCell(spec)
 	rng := func() *rand.Rand { return stream(3, 5, purposeAttack, 10) }
 
-	approx.Slices(t, "scale", attackSend(Attack{Kind: AttackScale, Factor: 100}, meanTheta, phi, cell, rng())(own), []float64{-80, 30}, 0, 0)
-	approx.Slices(t, "sign flip", attackSend(Attack{Kind: AttackScale, Factor: -1}, meanTheta, phi, cell, rng())(own), []float64{0.8, -0.3}, 0, 0)
+	approx.Slices(t, "scale", attackSend(Attack{Kind: AttackScale, Scale: 100}, meanTheta, phi, cell, rng())(own), []float64{-80, 30}, 0, 0)
+	approx.Slices(t, "sign flip", attackSend(Attack{Kind: AttackScale, Scale: -1}, meanTheta, phi, cell, rng())(own), []float64{0.8, -0.3}, 0, 0)
 	f := 11.0 // a variable: constant arithmetic would round once, at the end
-	approx.Slices(t, "flip-mean", attackSend(Attack{Kind: AttackFlipMean, Factor: 11}, meanTheta, phi, cell, rng())(own), []float64{-f * meanTheta[0], -f * meanTheta[1]}, 0, 0)
+	approx.Slices(t, "flip-mean", attackSend(Attack{Kind: AttackFlipMean, Scale: 11}, meanTheta, phi, cell, rng())(own), []float64{-f * meanTheta[0], -f * meanTheta[1]}, 0, 0)
 
 	// Spike: the cell is the farthest from the goal (brute force over cells).
 	gr, gc := spec.Goal/5, spec.Goal%5
@@ -204,7 +204,7 @@ func TestAttackConstructions(t *testing.T) {
 	for x := range n {
 		mass += math.Abs(mat.Dot(phi.RowView(x), mat.NewVecDense(2, slices.Clone(own))))
 	}
-	th := attackSend(Attack{Kind: AttackSpike, Factor: 2}, meanTheta, phi, cell, rng())(own)
+	th := attackSend(Attack{Kind: AttackSpike, Scale: 2}, meanTheta, phi, cell, rng())(own)
 	s := make([]float64, n)
 	for a := range 4 {
 		s[cell*4+a] = 2 * mass / 4
@@ -223,13 +223,13 @@ func TestAttackConstructions(t *testing.T) {
 		}
 	}
 	// Gaussian: norm of the honest mean, same stream same draw, another differs.
-	g1 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, rng())(own)
-	g2 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, rng())(own)
-	g3 := attackSend(Attack{Kind: AttackGaussian, Factor: 1}, meanTheta, phi, cell, stream(3, 5, purposeAttack, 11))(own)
+	g1 := attackSend(Attack{Kind: AttackGaussian, Scale: 1}, meanTheta, phi, cell, rng())(own)
+	g2 := attackSend(Attack{Kind: AttackGaussian, Scale: 1}, meanTheta, phi, cell, rng())(own)
+	g3 := attackSend(Attack{Kind: AttackGaussian, Scale: 1}, meanTheta, phi, cell, stream(3, 5, purposeAttack, 11))(own)
 	approx.Equal(t, "gaussian norm", floats.Norm(g1, 2), floats.Norm(meanTheta, 2), 0, 1e-14)
 	approx.Slices(t, "gaussian determinism", g2, g1, 0, 0)
 	if slices.Equal(g1, g3) {
 		t.Errorf("attackers 10 and 11 drew the same θ %v", g1)
 	}
-	approx.Equal(t, "gaussian ×3 norm", floats.Norm(attackSend(Attack{Kind: AttackGaussian, Factor: 3}, meanTheta, phi, cell, rng())(own), 2), 3*floats.Norm(meanTheta, 2), 0, 1e-14)
+	approx.Equal(t, "gaussian ×3 norm", floats.Norm(attackSend(Attack{Kind: AttackGaussian, Scale: 3}, meanTheta, phi, cell, rng())(own), 2), 3*floats.Norm(meanTheta, 2), 0, 1e-14)
 }
