@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/lunar"
 	"github.com/fedirl/fedirl/pkg/irl"
@@ -56,6 +58,30 @@ func heuristicEpisodes(n int, base uint64, eps float64, rng *rand.Rand, stateOf 
 	return out, d
 }
 
+// lunarBenchEnv is the environment of the LunarLander benchmarks.
+const lunarBenchEnv = "LunarLanderContinuous-v3"
+
+// lunarBenchSetup returns what both LunarLander benchmarks start from: a
+// study of cfg, the environment's control task, its first lattice preset's
+// grid and features, and client 0's lattice-model settings at cfg's seed.
+func lunarBenchSetup(b *testing.B, cfg Config) (*Study, *tasks.ControlEnv, *discretize.Grid, *mat.Dense, discretize.ModelConfig) {
+	b.Helper()
+	s := &Study{cfg: cfg}
+	ce, err := tasks.LookupControl(lunarBenchEnv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := s.probe(lunarBenchEnv, cfg.Lattices[lunarBenchEnv][0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, phi, err := p.Features()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, ce, g, phi, s.modelConfig(lunarBenchEnv, 0, cfg.Seed)
+}
+
 // BenchmarkLunarLocalFit times one client's local IRL on LunarLander's
 // default lattice and feature set as the default study runs it: the replay
 // model (model_rollouts: 200 ε-greedy rollouts, K clones per visited cell
@@ -67,22 +93,9 @@ func heuristicEpisodes(n int, base uint64, eps float64, rng *rand.Rand, stateOf 
 // when ‖∇‖ ≤ irl.grad_tol), horizon, and the model's cloned cells and
 // simulator steps.
 func BenchmarkLunarLocalFit(b *testing.B) {
-	const env = "LunarLanderContinuous-v3"
+	const env = lunarBenchEnv
 	cfg := DefaultConfig()
-	s := &Study{cfg: cfg}
-	ce, err := tasks.LookupControl(env)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := s.probe(env, cfg.Lattices[env][0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, phi, err := p.Features()
-	if err != nil {
-		b.Fatal(err)
-	}
-	mc := s.modelConfig(env, 0, cfg.Seed)
+	s, ce, g, phi, mc := lunarBenchSetup(b, cfg)
 	h, err := s.horizon(env)
 	if err != nil {
 		b.Fatal(err)
@@ -198,27 +211,14 @@ func BenchmarkLunarPlanner(b *testing.B) {
 }
 
 func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle int) {
-	const env = "LunarLanderContinuous-v3"
+	const env = lunarBenchEnv
 	cfg := DefaultConfig()
 	if angle > 1 {
 		ec := cfg.Env[env]
 		ec.Bins = map[string]int{"ll-angle": angle, "ll-angvel": angle}
 		cfg.Env = map[string]EnvConfig{env: ec}
 	}
-	s := &Study{cfg: cfg}
-	ce, err := tasks.LookupControl(env)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := s.probe(env, cfg.Lattices[env][0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, _, err := p.Features()
-	if err != nil {
-		b.Fatal(err)
-	}
-	mc := s.modelConfig(env, 0, cfg.Seed)
+	_, ce, g, _, mc := lunarBenchSetup(b, cfg)
 	rc := cfg.ModelRollouts
 	sim, err := newHoldSim(hold)
 	if err != nil {
