@@ -52,6 +52,26 @@ func floats(b []byte) []float64 {
 	return out
 }
 
+// submitOrRefuse submits s with cred. A refusal must carry a classified
+// code and leave the store's submission count as it was; it returns the
+// result, the counts before and after, and whether s was accepted.
+func submitOrRefuse(ctx context.Context, t *testing.T, c *Coordinator, store *Store, cred Credentials, s Submission) (res SubmitResult, before, after int, accepted bool) {
+	t.Helper()
+	before = totalSubs(t, store)
+	res, err := c.Submit(ctx, cred, s)
+	after = totalSubs(t, store)
+	if err != nil {
+		if CodeOf(err) == CodeUnknown || CodeOf(err) == CodeInternal {
+			t.Fatalf("unclassified error %v", err)
+		}
+		if after != before {
+			t.Fatalf("refused submission changed the store: %d -> %d", before, after)
+		}
+		return res, before, after, false
+	}
+	return res, before, after, true
+}
+
 func totalSubs(t *testing.T, s *Store) int {
 	sts, err := s.Statuses()
 	if err != nil {
@@ -80,17 +100,9 @@ func FuzzSubmit(f *testing.F) {
 		if useToken {
 			cred.Token = tok[client]
 		}
-		before := totalSubs(t, store)
 		s := Submission{TaskID: task, ClientID: client, Round: round, Theta: floats(theta), DemoCount: demos, GradNorm: grad}
-		res, err := c.Submit(ctx, cred, s)
-		after := totalSubs(t, store)
-		if err != nil {
-			if CodeOf(err) == CodeUnknown || CodeOf(err) == CodeInternal {
-				t.Fatalf("unclassified error %v", err)
-			}
-			if after != before {
-				t.Fatalf("refused submission changed the store: %d -> %d", before, after)
-			}
+		res, before, after, accepted := submitOrRefuse(ctx, t, c, store, cred, s)
+		if !accepted {
 			return
 		}
 		got, ok, err := func() (Submission, bool, error) {
