@@ -108,27 +108,8 @@ func TestGRPCCentralPrivacyFusedMeanPlusNoise(t *testing.T) {
 	if leaks := centralLeaks(stored); len(leaks) > 0 {
 		t.Errorf("a centrally private fused result carries %v, which the noise does not cover", leaks)
 	}
-	n := float64(len(res))
-	maxZ := func(s2 float64) float64 {
-		worst := 0.0
-		for a := range dim {
-			for b := a; b < dim; b++ {
-				var c float64
-				for _, r := range res {
-					c += r[a] * r[b]
-				}
-				c /= n * s2
-				z := c / math.Sqrt(1/n)
-				if a == b {
-					z = (c - 1) / math.Sqrt(2/n)
-				}
-				worst = max(worst, math.Abs(z))
-			}
-		}
-		return worst
-	}
 	local := sigma * 2 * central.Clip / math.Sqrt(K)
-	zCentral, zLocal := maxZ(std*std), maxZ(local*local)
+	zCentral, zLocal := covarianceMaxZ(res, dim, std*std), covarianceMaxZ(res, dim, local*local)
 	t.Logf("%d fused results: max |z| of the sample covariance against (σ·2C/K)²I %.2f, against (σ·2C)²/K·I %.1f", R, zCentral, zLocal)
 	if zCentral > 4.5 {
 		t.Errorf("sample covariance of fused − clipped mean is off (σ·2C/K)²I by %.2f standard errors (limit 4.5)", zCentral)

@@ -123,26 +123,7 @@ func TestGRPCPrivateClientsSendClippedThetaPlusNoise(t *testing.T) {
 			}
 		}
 	}
-	n := float64(len(res))
-	maxZ := func(s2 float64) float64 {
-		worst := 0.0
-		for a := range dim {
-			for b := a; b < dim; b++ {
-				var c float64
-				for _, r := range res {
-					c += r[a] * r[b]
-				}
-				c /= n * s2
-				z := c / math.Sqrt(1/n)
-				if a == b {
-					z = (c - 1) / math.Sqrt(2/n)
-				}
-				worst = max(worst, math.Abs(z))
-			}
-		}
-		return worst
-	}
-	zDelta, zClip := maxZ(std*std), maxZ(decl.Sigma*decl.Sigma*params.Clip*params.Clip)
+	zDelta, zClip := covarianceMaxZ(res, dim, std*std), covarianceMaxZ(res, dim, decl.Sigma*decl.Sigma*params.Clip*params.Clip)
 	t.Logf("%d residuals: max |z| of the sample covariance against σ²Δ²I %.2f, against σ²C²I %.1f", len(res), zDelta, zClip)
 	if zDelta > 4.5 {
 		t.Errorf("sample covariance of stored − clipped θ is off σ²Δ²I by %.2f standard errors (limit 4.5)", zDelta)
@@ -301,4 +282,28 @@ func FuzzPrivateSubmit(f *testing.F) {
 			t.Fatalf("accepted a declaration that does not meet the requirement: %+v (one-release σ %v, %v)", subs[0].Privacy, s1, err)
 		}
 	})
+}
+
+// covarianceMaxZ is the largest |z| of the sample second moments of res
+// (zero-mean draws of dimension dim) against N(0, s2·I): off-diagonal
+// moments against 0 with standard error √(1/n), diagonal ones against 1
+// with √(2/n), each scaled by s2.
+func covarianceMaxZ(res [][]float64, dim int, s2 float64) float64 {
+	n := float64(len(res))
+	worst := 0.0
+	for a := range dim {
+		for b := a; b < dim; b++ {
+			var c float64
+			for _, r := range res {
+				c += r[a] * r[b]
+			}
+			c /= n * s2
+			z := c / math.Sqrt(1/n)
+			if a == b {
+				z = (c - 1) / math.Sqrt(2/n)
+			}
+			worst = max(worst, math.Abs(z))
+		}
+	}
+	return worst
 }
