@@ -37,7 +37,6 @@ import (
 	"fmt"
 	"math"
 
-	"gonum.org/v1/gonum/mat"
 )
 
 // Weights returns α normalized to sum to one: uniform 1/K when w is nil,
@@ -111,41 +110,6 @@ func ShiftNormalize(dst, r []float64, sigma float64) ([]float64, float64, error)
 		dst[i] = (v + sigma) / z
 	}
 	return dst, z, nil
-}
-
-// BackProject returns θ = argmin_θ ‖Φθ − r‖₂, solved with gonum's Householder
-// QR factorization of Φ (numerically stabler than (ΦᵀΦ)⁻¹Φᵀr). It errors if
-// Φ is not tall or is numerically rank deficient.
-func BackProject(phi *mat.Dense, r []float64) ([]float64, error) {
-	n, d := phi.Dims()
-	if len(r) != n {
-		return nil, fmt.Errorf("fusion: reward has %d entries, Φ has %d rows", len(r), n)
-	}
-	if n < d {
-		return nil, fmt.Errorf("fusion: Φ is %d×%d, need at least as many rows as columns", n, d)
-	}
-	var qr mat.QR
-	qr.Factorize(phi)
-	var rr mat.Dense
-	qr.RTo(&rr)
-	maxDiag := 0.0
-	for k := range d {
-		maxDiag = math.Max(maxDiag, math.Abs(rr.At(k, k)))
-	}
-	for k := range d {
-		if math.Abs(rr.At(k, k)) <= 1e-12*maxDiag || maxDiag == 0 {
-			return nil, fmt.Errorf("fusion: Φ is rank deficient (|R[%d,%d]| = %g)", k, k, rr.At(k, k))
-		}
-	}
-	var x mat.VecDense
-	if err := qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...))); err != nil {
-		return nil, fmt.Errorf("fusion: least squares: %w", err)
-	}
-	out := make([]float64, d)
-	for k := range d {
-		out[k] = x.AtVec(k)
-	}
-	return out, nil
 }
 
 // AutoSigma returns the default shift for the rewards rs: the smallest shift

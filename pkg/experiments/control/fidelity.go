@@ -119,7 +119,7 @@ func (s *Study) fidelityUnit(env, lattice string, client int, seed uint64) (unit
 
 func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattice string, units map[string]unit, workers int) error {
 	f := FidelityFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: sp.Seed, EPIC: map[string]CoverageEPIC{}}
-	g, phi, err := sp.Probe.Features()
+	g, phi, err := s.features(sp.Probe)
 	if err != nil {
 		return err
 	}

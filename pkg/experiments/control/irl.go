@@ -165,7 +165,7 @@ func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed
 	if err != nil {
 		return fail(err)
 	}
-	g, phi, err := sp.Probe.Features()
+	g, phi, err := s.features(sp.Probe)
 	if err != nil {
 		return fail(err)
 	}

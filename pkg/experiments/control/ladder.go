@@ -115,7 +115,7 @@ func trueModel(ctx context.Context, g *discretize.Grid, env string, client int, 
 }
 
 func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice string, workers int) error {
-	g, phi, err := sp.Probe.Features()
+	g, phi, err := s.features(sp.Probe)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,13 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // sharedWork holds what several units of one run compute identically, so
-// it is computed once per process: the thin SVD of Φ per (environment,
+// it is computed once per process: the lattice and its feature matrix Φ per
+// probe (environment, lattice, features), which every local IRL, ladder and
+// fidelity unit of the probe reads, the thin SVD of Φ per (environment,
 // lattice, features) for the ladder's projection, which every client and
 // seed of a lattice shares, and each client's sampled lattice model with
 // its true reward, which its local IRL, ladder and fidelity units of one
@@ -24,6 +27,7 @@ import (
 // bytes. Models are kept up to sharedModelBytes, the oldest dropped first.
 type sharedWork struct {
 	mu         sync.Mutex
+	features   map[string]*featuresEntry
 	svds       map[string]*svdEntry
 	models     map[string]*modelEntry
 	modelOrder []string
@@ -99,6 +103,33 @@ func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, er
 // modelSize is the approximate memory of m's slices in bytes.
 func modelSize(m *mdp.MDP) int {
 	return 8*len(m.RowPtr) + 12*len(m.Next) + 9*m.NumStates + 8*m.NumPairs()
+}
+
+type featuresEntry struct {
+	once sync.Once
+	g    *discretize.Grid
+	phi  *mat.Dense
+	err  error
+}
+
+// features returns the probe's lattice and pair feature matrix
+// (tasks.ControlProbe.Features), built once per process under probeKey
+// (the probe's unit key); callers must not modify either.
+func (s *Study) features(p tasks.ControlProbe) (*discretize.Grid, *mat.Dense, error) {
+	w := &s.shared
+	k := key(p)
+	w.mu.Lock()
+	if w.features == nil {
+		w.features = map[string]*featuresEntry{}
+	}
+	e := w.features[k]
+	if e == nil {
+		e = &featuresEntry{}
+		w.features[k] = e
+	}
+	w.mu.Unlock()
+	e.once.Do(func() { e.g, e.phi, e.err = p.Features() })
+	return e.g, e.phi, e.err
 }
 
 type svdEntry struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // TestSharedModelBuiltOnce: two units of one client share one sampled
@@ -64,5 +66,53 @@ func TestSharedModelBuiltOnce(t *testing.T) {
 		if rref[k] != rb[k] {
 			t.Fatalf("true reward of pair %d differs from a fresh build", k)
 		}
+	}
+}
+
+// TestSharedFeaturesBuiltOnce: units of one probe share one lattice and Φ,
+// equal entry for entry to a fresh build, and another environment's probe
+// gets its own.
+func TestSharedFeaturesBuiltOnce(t *testing.T) {
+	s, err := New(microConfig(), t.TempDir(), 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const env = "Pendulum-v1"
+	p, err := s.probe(env, "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, phi1, err := s.features(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := s.probe(env, "paper") // a second unit's probe: equal, not the same value
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, phi2, err := s.features(p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g1 != g2 || phi1 != phi2 {
+		t.Fatal("the second unit rebuilt the lattice or Φ")
+	}
+	gRef, phiRef, err := p.Features()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mat.Equal(phiRef, phi1) || gRef.NumPairs() != g1.NumPairs() {
+		t.Fatal("the shared Φ differs from a fresh build")
+	}
+	pc, err := s.probe("CartPole-v1", "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, phiC, err := s.features(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phiC == phi1 {
+		t.Fatal("CartPole got Pendulum's Φ")
 	}
 }
