@@ -33,7 +33,13 @@ func BackProject(phi *mat.Dense, r []float64) ([]float64, error) {
 		return nil, err
 	}
 	var x mat.VecDense
-	if err := f.qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...))); err != nil {
+	// gonum's solve applies Q by LAPACK's Dorm2r, which sets each
+	// reflector's diagonal entry to 1 in the factor while it applies it and
+	// restores it after: solves on one factorization must not overlap.
+	f.solve.Lock()
+	err = f.qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...)))
+	f.solve.Unlock()
+	if err != nil {
 		return nil, fmt.Errorf("fusion: least squares: %w", err)
 	}
 	out := make([]float64, d)
@@ -46,6 +52,7 @@ func BackProject(phi *mat.Dense, r []float64) ([]float64, error) {
 // factorization is the QR of one Φ, or why it cannot serve least squares.
 type factorization struct {
 	once  sync.Once
+	solve sync.Mutex // held by a solve (see BackProject)
 	qr    mat.QR
 	err   error
 	bytes int

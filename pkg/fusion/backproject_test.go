@@ -1,7 +1,9 @@
 package fusion
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -126,4 +128,46 @@ func BenchmarkBackProject(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBackProjectConcurrent solves on one kept factorization from several
+// goroutines at once (as a study's fusion units of one lattice do): every
+// θ must equal a fresh factorization's, bit for bit. gonum's solve writes
+// into the factor while it runs, so unserialized solves corrupt each other.
+func TestBackProjectConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	phi, _ := randomTall(rng, 400, 9)
+	const workers, rounds = 4, 50
+	rs := make([][]float64, workers)
+	want := make([][]float64, workers)
+	for w := range workers {
+		_, rs[w] = randomTall(rng, 400, 1)
+		want[w] = freshLeastSquares(t, phi, rs[w])
+	}
+	errs := make(chan string, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				got, err := BackProject(phi, rs[w])
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				for k := range got {
+					if got[k] != want[w][k] {
+						errs <- fmt.Sprintf("worker %d: θ[%d] = %v, want %v", w, k, got[k], want[w][k])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
