@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
 )
 
 // Weights returns α normalized to sum to one: uniform 1/K when w is nil,
