@@ -62,16 +62,7 @@ func (s *Study) model(ctx context.Context, probeKey string, g *discretize.Grid, 
 // build on first use (and again after a failed build or once dropped for
 // memory), as a shallow copy of the MDP.
 func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, error)) (*mdp.MDP, []float64, error) {
-	w.mu.Lock()
-	if w.models == nil {
-		w.models = map[string]*modelEntry{}
-	}
-	e := w.models[k]
-	if e == nil {
-		e = &modelEntry{}
-		w.models[k] = e
-	}
-	w.mu.Unlock()
+	e := sharedEntry(&w.mu, &w.models, k)
 	e.once.Do(func() {
 		e.m, e.r, e.err = build()
 		if e.err != nil {
@@ -105,6 +96,22 @@ func modelSize(m *mdp.MDP) int {
 	return 8*len(m.RowPtr) + 12*len(m.Next) + 9*m.NumStates + 8*m.NumPairs()
 }
 
+// sharedEntry returns the entry kept under k in *m, creating it (and the
+// map) under mu on first use; the caller fills it through its sync.Once.
+func sharedEntry[E any](mu *sync.Mutex, m *map[string]*E, k string) *E {
+	mu.Lock()
+	defer mu.Unlock()
+	if *m == nil {
+		*m = map[string]*E{}
+	}
+	e := (*m)[k]
+	if e == nil {
+		e = new(E)
+		(*m)[k] = e
+	}
+	return e
+}
+
 type featuresEntry struct {
 	once sync.Once
 	g    *discretize.Grid
@@ -116,18 +123,7 @@ type featuresEntry struct {
 // (tasks.ControlProbe.Features), built once per process under probeKey
 // (the probe's unit key); callers must not modify either.
 func (s *Study) features(p tasks.ControlProbe) (*discretize.Grid, *mat.Dense, error) {
-	w := &s.shared
-	k := key(p)
-	w.mu.Lock()
-	if w.features == nil {
-		w.features = map[string]*featuresEntry{}
-	}
-	e := w.features[k]
-	if e == nil {
-		e = &featuresEntry{}
-		w.features[k] = e
-	}
-	w.mu.Unlock()
+	e := sharedEntry(&s.shared.mu, &s.shared.features, key(p))
 	e.once.Do(func() { e.g, e.phi, e.err = p.Features() })
 	return e.g, e.phi, e.err
 }
@@ -141,17 +137,7 @@ type svdEntry struct {
 // projector returns the projector onto the first n rows of phi, factorized
 // on first use under probeKey (the probe's unit key: grid and features).
 func (w *sharedWork) projector(probeKey string, phi *mat.Dense, n int) (*projector, error) {
-	w.mu.Lock()
-	if w.svds == nil {
-		w.svds = map[string]*svdEntry{}
-	}
-	k := fmt.Sprintf("%s/%d", probeKey, n)
-	e := w.svds[k]
-	if e == nil {
-		e = &svdEntry{}
-		w.svds[k] = e
-	}
-	w.mu.Unlock()
+	e := sharedEntry(&w.mu, &w.svds, fmt.Sprintf("%s/%d", probeKey, n))
 	e.once.Do(func() { e.p, e.err = newProjector(phi, n) })
 	return e.p, e.err
 }

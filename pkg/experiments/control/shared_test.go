@@ -6,22 +6,30 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
+
+// microProbe returns a study of microConfig and its probe of env's paper lattice.
+func microProbe(t *testing.T, env string) (*Study, tasks.ControlProbe) {
+	t.Helper()
+	s, err := New(microConfig(), t.TempDir(), 1, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.probe(env, "paper")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, p
+}
 
 // TestSharedModelBuiltOnce: two units of one client share one sampled
 // model (the same transition storage, built once), each gets its own MDP
 // header to set a horizon on, and another client gets its own model.
 func TestSharedModelBuiltOnce(t *testing.T) {
-	cfg := microConfig()
-	s, err := New(cfg, t.TempDir(), 1, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const env = "Pendulum-v1"
-	p, err := s.probe(env, "paper")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := microProbe(t, env)
 	g, _, err := p.Features()
 	if err != nil {
 		t.Fatal(err)
@@ -73,15 +81,8 @@ func TestSharedModelBuiltOnce(t *testing.T) {
 // equal entry for entry to a fresh build, and another environment's probe
 // gets its own.
 func TestSharedFeaturesBuiltOnce(t *testing.T) {
-	s, err := New(microConfig(), t.TempDir(), 1, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const env = "Pendulum-v1"
-	p, err := s.probe(env, "paper")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, p := microProbe(t, env)
 	g1, phi1, err := s.features(p)
 	if err != nil {
 		t.Fatal(err)
