@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -29,6 +30,25 @@ type RolloutConfig struct {
 	Clones   int     `json:"clones" yaml:"clones"`
 	Expand   int     `json:"expand,omitempty" yaml:"expand"`
 	Count    bool    `json:"count,omitempty" yaml:"count"`
+	// FrameSkip is env.<id>.frame_skip of the environment whose model the
+	// settings build, copied in by the study (so the units it specifies are
+	// keyed by it) when > 1; not a key of model_rollouts.
+	FrameSkip int `json:"frame_skip,omitempty" yaml:"-"`
+}
+
+// frameSkip returns env.<id>.frame_skip, 1 when unset.
+func (s *Study) frameSkip(env string) int { return max(s.cfg.Env[env].FrameSkip, 1) }
+
+// heldEnv returns client's simulator of env (its observation noise seeded
+// by noise) with every action held for skip frames (envs.FrameSkip; the
+// simulator itself when skip ≤ 1): what the lattice model's rollouts and
+// clones, the demonstrations and the ladder's planner step.
+func heldEnv(env string, client, skip int, noise uint64) (envs.Env, error) {
+	e, err := registry.Make(env, client, nil, noise)
+	if err != nil || skip <= 1 {
+		return e, err
+	}
+	return envs.NewFrameSkip(e, skip)
 }
 
 // Validate returns an error naming the first bad field.
@@ -62,6 +82,9 @@ func (s *Study) rollouts(env string, client int, seed uint64) (*RolloutConfig, s
 		return nil, "", err
 	}
 	r := s.cfg.ModelRollouts
+	if k := s.frameSkip(env); k > 1 {
+		r.FrameSkip = k
+	}
 	return &r, eu.key, nil
 }
 
@@ -104,7 +127,7 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+	e, err := heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +178,7 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 		return m, c.Reward(), nil
 	}
 	newSim := func() (discretize.Replayer, error) {
-		return registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
 	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
 		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, workers)

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/lunar"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
@@ -143,36 +143,14 @@ func BenchmarkLunarLocalFit(b *testing.B) {
 	}
 }
 
-// holdSim repeats every action for Hold simulator steps (a lattice step of
-// Hold frames), summing their rewards and stopping at termination or
-// truncation; it is deterministic given its reset seed when the simulator
-// is, so it replays as the simulator does.
-type holdSim struct {
-	sim  *lunar.Env
-	Hold int
-}
-
-func (h *holdSim) Reset(seed uint64) []float64 { return h.sim.Reset(seed) }
-
-func (h *holdSim) Step(a []float64) ([]float64, float64, bool, bool) {
-	var obs []float64
-	var sum float64
-	for range h.Hold {
-		o, r, term, trunc := h.sim.Step(a)
-		obs, sum = o, sum+r
-		if term || trunc {
-			return obs, sum, term, trunc
-		}
-	}
-	return obs, sum, false, false
-}
-
-func newHoldSim(hold int) (*holdSim, error) {
+// newHoldSim returns client 0's simulator with every action held for hold
+// frames (envs.FrameSkip, the study's env.<id>.frame_skip).
+func newHoldSim(hold int) (*envs.FrameSkip, error) {
 	e, err := lunar.New(lunar.ClientParams(true, 0))
 	if err != nil {
 		return nil, err
 	}
-	return &holdSim{e, hold}, nil
+	return envs.NewFrameSkip(e, hold)
 }
 
 // BenchmarkLunarPlanner measures rung (a) of LunarLander's ladder on the
@@ -195,28 +173,45 @@ func newHoldSim(hold int) (*holdSim, error) {
 // variant, angle5hold8crash. A
 // variant takes half a minute to minutes of CPU: -benchtime 1x.
 func BenchmarkLunarPlanner(b *testing.B) {
-	for _, v := range []struct {
-		name         string
-		hold, expand int
-		count, crash bool
-		angle        int
-	}{{"replay", 1, 0, false, false, 1}, {"count", 1, 0, true, false, 1}, {"hold2", 2, 0, false, false, 1},
-		{"hold4", 4, 0, false, false, 1}, {"hold8", 8, 0, false, false, 1}, {"hold4count", 4, 0, true, false, 1},
-		{"expand2", 1, 2, false, false, 1}, {"crash", 1, 0, false, true, 1},
-		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}, {"angle5hold4crash", 4, 0, false, true, 5},
-		{"angle5hold4expand1", 4, 1, false, false, 5}, {"angle9hold4", 4, 0, false, false, 9}, {"angle9hold4crash", 4, 0, false, true, 9},
-		{"angle5hold8crash", 8, 0, false, true, 5}} {
-		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v.hold, v.expand, v.count, v.crash, v.angle) })
+	for _, v := range []lunarVariant{{name: "replay"}, {name: "count", count: true}, {name: "hold2", hold: 2},
+		{name: "hold4", hold: 4}, {name: "hold8", hold: 8}, {name: "hold4count", hold: 4, count: true},
+		{name: "expand2", expand: 2}, {name: "crash", crash: true},
+		{name: "angle5", angle: 5}, {name: "angle5hold4", hold: 4, angle: 5}, {name: "angle5hold4crash", hold: 4, crash: true, angle: 5},
+		{name: "angle5hold4expand1", hold: 4, expand: 1, angle: 5}, {name: "angle9hold4", hold: 4, angle: 9},
+		{name: "angle9hold4crash", hold: 4, crash: true, angle: 9},
+		{name: "angle5hold8crash", hold: 8, crash: true, angle: 5},
+		{name: "angle5hold8crash1000", hold: 8, crash: true, angle: 5, episodes: 1000},
+		{name: "angle5hold8crash3000", hold: 8, crash: true, angle: 5, episodes: 3000},
+		{name: "angle5hold4crash1000", hold: 4, crash: true, angle: 5, episodes: 1000},
+		{name: "angle7hold8crash3000", hold: 8, crash: true, angle: 7, episodes: 3000},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v) })
 	}
 }
 
-func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle int) {
+// lunarVariant is one variant of BenchmarkLunarPlanner: the frames each
+// action is held (hold, 0 = 1), the replay model's expand and count, the
+// crash rule, the number of points on angle and angular velocity (angle, 0
+// = the lattice's 1) and the rollouts (episodes, 0 = model_rollouts.episodes).
+type lunarVariant struct {
+	name            string
+	hold, expand    int
+	count, crash    bool
+	angle, episodes int
+}
+
+func benchLunarPlanner(b *testing.B, v lunarVariant) {
 	const env = lunarBenchEnv
+	hold, expand, count, crash := max(v.hold, 1), v.expand, v.count, v.crash
 	cfg := DefaultConfig()
-	if angle > 1 {
-		ec := cfg.Env[env]
-		ec.Bins = map[string]int{"ll-angle": angle, "ll-angvel": angle}
-		cfg.Env = map[string]EnvConfig{env: ec}
+	ec := cfg.Env[env]
+	ec.FrameSkip = hold // the model's γ per lattice step: γ^hold (Study.modelConfig)
+	if v.angle > 1 {
+		ec.Bins = map[string]int{"ll-angle": v.angle, "ll-angvel": v.angle}
+	}
+	cfg.Env = map[string]EnvConfig{env: ec}
+	if v.episodes > 0 {
+		cfg.ModelRollouts.Episodes = v.episodes
 	}
 	_, ce, g, _, mc := lunarBenchSetup(b, cfg)
 	rc := cfg.ModelRollouts
@@ -247,7 +242,7 @@ func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle 
 		}
 		eps = append(eps, rec)
 	}
-	gamma := math.Pow(mc.Gamma, float64(hold))
+	gamma := mc.Gamma
 	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
 	const episodes = 10
 	play := func(policy func(obs []float64) []float64) float64 {
