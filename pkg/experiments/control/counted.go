@@ -23,13 +23,17 @@ import (
 // cells those clones reach; with Clones 0 the rollouts' own transitions are
 // counted (discretize.Counter); with Clones ≥ 1 and Count both are pooled
 // (discretize.ReplayConfig.Count). Either way the true lattice reward is
-// the mean simulator reward of the steps behind each row.
+// the mean simulator reward of the steps behind each row. Successor is the
+// replay model's successor rule (discretize.ReplayConfig.Successor:
+// nearest, the default, multilinear or displacement).
 type RolloutConfig struct {
 	Episodes int     `json:"episodes" yaml:"episodes"`
 	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
 	Clones   int     `json:"clones" yaml:"clones"`
 	Expand   int     `json:"expand,omitempty" yaml:"expand"`
 	Count    bool    `json:"count,omitempty" yaml:"count"`
+	// Successor is omitted from the units' keys when unset (nearest).
+	Successor string `json:"successor,omitempty" yaml:"successor,omitempty"`
 	// FrameSkip is env.<id>.frame_skip of the environment whose model the
 	// settings build, copied in by the study (so the units it specifies are
 	// keyed by it) when > 1; not a key of model_rollouts.
@@ -62,8 +66,10 @@ func (r RolloutConfig) Validate() error {
 		return fmt.Errorf("model_rollouts.clones: %d, want ≥ 0 (0 counts the rollouts' own transitions)", r.Clones)
 	case r.Expand < 0:
 		return fmt.Errorf("model_rollouts.expand: %d, want ≥ 0", r.Expand)
-	case r.Clones == 0 && (r.Count || r.Expand > 0):
-		return fmt.Errorf("model_rollouts: count and expand apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.Clones == 0 && (r.Count || r.Expand > 0 || r.Successor != ""):
+		return fmt.Errorf("model_rollouts: count, expand and successor apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.Successor != "" && r.Successor != discretize.SuccessorNearest && r.Successor != discretize.SuccessorMultilinear && r.Successor != discretize.SuccessorDisplacement:
+		return fmt.Errorf("model_rollouts.successor: %q, want %s, %s or %s", r.Successor, discretize.SuccessorNearest, discretize.SuccessorMultilinear, discretize.SuccessorDisplacement)
 	}
 	return nil
 }
@@ -181,6 +187,6 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
 	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
-		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
+		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
 	return m, r, err
 }

@@ -184,6 +184,11 @@ func BenchmarkLunarPlanner(b *testing.B) {
 		{name: "angle5hold8crash3000", hold: 8, crash: true, angle: 5, episodes: 3000},
 		{name: "angle5hold4crash1000", hold: 4, crash: true, angle: 5, episodes: 1000},
 		{name: "angle7hold8crash3000", hold: 8, crash: true, angle: 7, episodes: 3000},
+		{name: "angle5hold8crashdisp", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8crashmulti", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorMultilinear},
+		{name: "angle5hold4crashdisp", hold: 4, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8crashdisp1000", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement},
+		{name: "hold8disp", hold: 8, successor: discretize.SuccessorDisplacement},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v) })
 	}
@@ -198,6 +203,7 @@ type lunarVariant struct {
 	hold, expand    int
 	count, crash    bool
 	angle, episodes int
+	successor       string
 }
 
 func benchLunarPlanner(b *testing.B, v lunarVariant) {
@@ -262,7 +268,7 @@ func benchLunarPlanner(b *testing.B, v lunarVariant) {
 	b.ResetTimer()
 	for range b.N {
 		m, r, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, eps,
-			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Seed: mc.Seed, Gamma: gamma}, 0)
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Successor: v.successor, Seed: mc.Seed, Gamma: gamma}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
