@@ -195,6 +195,9 @@ func (e *ControlEnv) Grid(preset string, bins map[string]int) (discretize.GridSp
 					if axes[k].Categorical && axes[k].N != n {
 						return discretize.GridSpec{}, fmt.Errorf("--n-%s %d: %s's action space is Discrete(%d); its number of levels cannot change", name, n, e.Name, axes[k].N)
 					}
+					if len(axes[k].Coords) > 0 && axes[k].N != n {
+						return discretize.GridSpec{}, fmt.Errorf("--n-%s %d: lattice %q gives axis %s its %d points explicitly (%v); their number cannot change", name, n, preset, name, axes[k].N, axes[k].Coords)
+					}
 					axes[k].N, found = n, true
 				}
 			}

@@ -189,6 +189,10 @@ func BenchmarkLunarPlanner(b *testing.B) {
 		{name: "angle5hold4crashdisp", hold: 4, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
 		{name: "angle5hold8crashdisp1000", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement},
 		{name: "hold8disp", hold: 8, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8", hold: 8, pad: true}, {name: "padhold8crash", hold: 8, crash: true, pad: true},
+		{name: "padhold8disp", hold: 8, pad: true, successor: discretize.SuccessorDisplacement},
+		{name: "padhold4disp", hold: 4, pad: true, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8disp1000", hold: 8, pad: true, episodes: 1000, successor: discretize.SuccessorDisplacement},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v) })
 	}
@@ -204,6 +208,21 @@ type lunarVariant struct {
 	count, crash    bool
 	angle, episodes int
 	successor       string
+	// pad replaces the lattice's state axes with padLattice.
+	pad bool
+}
+
+// padLattice is a non-uniform LunarLander state lattice, finer near the pad
+// (x and y near 0), near rest (small velocities) and near upright, with
+// both leg contacts: 5·6·5·5·5·5·2·2 = 75,000 cells.
+var padLattice = []discretize.AxisSpec{
+	{Name: "ll-x", N: 5, Coords: []float64{-0.6, -0.25, 0, 0.25, 0.6}},
+	{Name: "ll-y", N: 6, Coords: []float64{0, 0.1, 0.25, 0.5, 0.9, 1.4}},
+	{Name: "ll-vx", N: 5, Coords: []float64{-0.6, -0.25, 0, 0.25, 0.6}},
+	{Name: "ll-vy", N: 5, Coords: []float64{-1.2, -0.6, -0.3, -0.1, 0.1}},
+	{Name: "ll-angle", N: 5, Coords: []float64{-0.3, -0.1, 0, 0.1, 0.3}},
+	{Name: "ll-angvel", N: 5, Coords: []float64{-0.4, -0.15, 0, 0.15, 0.4}},
+	{Name: "ll-leg1", N: 2, Categorical: true}, {Name: "ll-leg2", N: 2, Categorical: true},
 }
 
 func benchLunarPlanner(b *testing.B, v lunarVariant) {
@@ -220,6 +239,14 @@ func benchLunarPlanner(b *testing.B, v lunarVariant) {
 		cfg.ModelRollouts.Episodes = v.episodes
 	}
 	_, ce, g, _, mc := lunarBenchSetup(b, cfg)
+	if v.pad {
+		spec := g.Spec
+		spec.State = padLattice
+		var err error
+		if g, err = discretize.New(spec); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rc := cfg.ModelRollouts
 	sim, err := newHoldSim(hold)
 	if err != nil {
