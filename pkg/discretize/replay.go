@@ -60,6 +60,11 @@ type ReplayConfig struct {
 	// action, and a move smaller than a cell still shows as a fraction of
 	// the mass leaving it.
 	Successor string `json:"successor,omitempty" yaml:"successor"`
+	// HaltReward, when set, makes every pair of a cell never cloned end the
+	// episode with this reward (MOReL's HALT state for the unknown, with
+	// its penalty), instead of the default self-loop of reward 0, which a
+	// planner whose rewards are mostly negative seeks out.
+	HaltReward *float64 `json:"halt_reward,omitempty" yaml:"halt_reward,omitempty"`
 	// Seed seeds the choice of the K visits of each cell.
 	Seed uint64 `json:"seed" yaml:"seed"`
 	// Gamma is the MDP's discount factor [0.99].
@@ -86,6 +91,8 @@ func (c ReplayConfig) Validate() error {
 		return fmt.Errorf("discretize: replay expand = %d, want ≥ 0", c.Expand)
 	case !(c.Gamma > 0 && c.Gamma < 1):
 		return fmt.Errorf("discretize: replay gamma = %v, want in (0, 1)", c.Gamma)
+	case c.HaltReward != nil && (math.IsNaN(*c.HaltReward) || math.IsInf(*c.HaltReward, 0)):
+		return fmt.Errorf("discretize: replay halt reward = %v, want a finite number", *c.HaltReward)
 	case c.Successor != "" && c.Successor != SuccessorNearest && c.Successor != SuccessorMultilinear && c.Successor != SuccessorDisplacement:
 		return fmt.Errorf("discretize: replay successor %q, want %q, %q or %q", c.Successor, SuccessorNearest, SuccessorMultilinear, SuccessorDisplacement)
 	}
@@ -165,7 +172,8 @@ type cloneOut struct {
 // the states that clones reach in unvisited cells are cloned in turn, for
 // that many rounds; with cfg.Count the episodes' own steps are counted in
 // their rows beside the clones. Cells never cloned keep a self-loop with
-// reward 0 under every action. The result has g.NumStates() states (the
+// reward 0 under every action, or with cfg.HaltReward end the episode with
+// that reward. The result has g.NumStates() states (the
 // last terminal), cfg.Gamma, an infinite horizon and a uniform initial
 // distribution over the cells. stateOf maps an observation to the lattice's state coordinates
 // (nil: the observation is the state). The same episodes and config give
@@ -322,7 +330,12 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 			out = append(slices.Clip(out), recorded[k]...)
 		}
 		if len(out) == 0 {
-			m.Next = append(m.Next, int32(k/A))
+			if cfg.HaltReward != nil && !done[k/A] {
+				m.Next = append(m.Next, int32(g.Terminal()))
+				reward[k] = *cfg.HaltReward
+			} else {
+				m.Next = append(m.Next, int32(k/A))
+			}
 			m.Prob = append(m.Prob, 1)
 			m.RowPtr[k+1] = len(m.Next)
 			continue

@@ -3,6 +3,7 @@ package discretize_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
@@ -168,5 +169,57 @@ func TestReplaySuccessors(t *testing.T) {
 	}
 	if _, _, _, err := discretize.ReplayModel(context.Background(), g, newSim(0), nil, eps, discretize.ReplayConfig{Successor: "nearest-ish"}, 1); err == nil {
 		t.Error("an unknown successor rule was accepted")
+	}
+}
+
+// TestReplayHalt: with HaltReward h, every pair of a cell no episode
+// visited ends the episode (the terminal state with probability 1) with
+// reward h, and the rows of the visited cells are those of the model
+// without it; a non-finite h is refused.
+func TestReplayHalt(t *testing.T) {
+	spec := discretize.GridSpec{State: []discretize.AxisSpec{{Name: "x", N: 9, Lo: 0, Hi: 8}},
+		Action: []discretize.AxisSpec{{Name: "a", N: 3, Lo: -1, Hi: 1}}}
+	g, err := discretize.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &drift{}
+	ep := discretize.Episode{Seed: 10, States: [][]float64{{d.Reset(10)[0]}}} // 1.0, 1.3, …, 2.2: cells 1 and 2
+	for range 4 {
+		o, r, _, _ := d.Step([]float64{1})
+		ep.Actions, ep.States, ep.Rewards = append(ep.Actions, []float64{1}), append(ep.States, []float64{o[0]}), append(ep.Rewards, r)
+	}
+	sim := func() (discretize.Replayer, error) { return &drift{}, nil }
+	cfg := discretize.ReplayConfig{Clones: 4, Gamma: 0.9, Successor: discretize.SuccessorDisplacement}
+	m0, r0, _, err := discretize.ReplayModel(context.Background(), g, sim, nil, []discretize.Episode{ep}, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := -100.0
+	cfg.HaltReward = &h
+	m1, r1, _, err := discretize.ReplayModel(context.Background(), g, sim, nil, []discretize.Episode{ep}, cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range g.NumCells() {
+		for a := range 3 {
+			n0, p0 := m0.Successors(c, a)
+			n1, p1 := m1.Successors(c, a)
+			k := c*3 + a
+			if c == 1 || c == 2 {
+				if !slices.Equal(n0, n1) || !slices.Equal(p0, p1) || r0[k] != r1[k] {
+					t.Errorf("visited cell %d action %d: row %v %v reward %v with the halt, %v %v %v without", c, a, n1, p1, r1[k], n0, p0, r0[k])
+				}
+				continue
+			}
+			if len(n1) != 1 || int(n1[0]) != g.Terminal() || p1[0] != 1 || r1[k] != h {
+				t.Errorf("unvisited cell %d action %d: row %v %v reward %v, want the terminal state with reward %v", c, a, n1, p1, r1[k], h)
+			}
+		}
+	}
+	nan := math.NaN()
+	cfg.HaltReward = &nan
+	if _, _, _, err := discretize.ReplayModel(context.Background(), g, sim, nil, []discretize.Episode{ep}, cfg, 1); err == nil {
+		t.Error("a NaN halt reward was accepted")
 	}
 }

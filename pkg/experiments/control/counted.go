@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -34,6 +35,10 @@ type RolloutConfig struct {
 	Count    bool    `json:"count,omitempty" yaml:"count"`
 	// Successor is omitted from the units' keys when unset (nearest).
 	Successor string `json:"successor,omitempty" yaml:"successor,omitempty"`
+	// HaltReward, when set, ends the episode with this reward on every pair
+	// of a cell never cloned (discretize.ReplayConfig.HaltReward); unset,
+	// such a cell is a self-loop of reward 0.
+	HaltReward *float64 `json:"halt_reward,omitempty" yaml:"halt_reward,omitempty"`
 	// FrameSkip is env.<id>.frame_skip of the environment whose model the
 	// settings build, copied in by the study (so the units it specifies are
 	// keyed by it) when > 1; not a key of model_rollouts.
@@ -66,8 +71,10 @@ func (r RolloutConfig) Validate() error {
 		return fmt.Errorf("model_rollouts.clones: %d, want ≥ 0 (0 counts the rollouts' own transitions)", r.Clones)
 	case r.Expand < 0:
 		return fmt.Errorf("model_rollouts.expand: %d, want ≥ 0", r.Expand)
-	case r.Clones == 0 && (r.Count || r.Expand > 0 || r.Successor != ""):
-		return fmt.Errorf("model_rollouts: count, expand and successor apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.Clones == 0 && (r.Count || r.Expand > 0 || r.Successor != "" || r.HaltReward != nil):
+		return fmt.Errorf("model_rollouts: count, expand, successor and halt_reward apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.HaltReward != nil && (math.IsNaN(*r.HaltReward) || math.IsInf(*r.HaltReward, 0)):
+		return fmt.Errorf("model_rollouts.halt_reward: %v, want a finite number", *r.HaltReward)
 	case r.Successor != "" && r.Successor != discretize.SuccessorNearest && r.Successor != discretize.SuccessorMultilinear && r.Successor != discretize.SuccessorDisplacement:
 		return fmt.Errorf("model_rollouts.successor: %q, want %s, %s or %s", r.Successor, discretize.SuccessorNearest, discretize.SuccessorMultilinear, discretize.SuccessorDisplacement)
 	}
@@ -187,6 +194,6 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
 	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
-		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
+		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
 	return m, r, err
 }

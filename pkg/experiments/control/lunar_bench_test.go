@@ -189,6 +189,8 @@ func BenchmarkLunarPlanner(b *testing.B) {
 		{name: "angle5hold4crashdisp", hold: 4, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
 		{name: "angle5hold8crashdisp1000", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement},
 		{name: "hold8disp", hold: 8, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8disp", hold: 8, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8crashdisp", hold: 8, crash: true, pad: true, successor: discretize.SuccessorDisplacement},
 		{name: "padhold8", hold: 8, pad: true}, {name: "padhold8crash", hold: 8, crash: true, pad: true},
 		{name: "padhold8disp", hold: 8, pad: true, successor: discretize.SuccessorDisplacement},
 		{name: "padhold4disp", hold: 4, pad: true, successor: discretize.SuccessorDisplacement},
@@ -292,28 +294,17 @@ func benchLunarPlanner(b *testing.B, v lunarVariant) {
 		}
 		return sum / episodes
 	}
+	var halt *float64
+	if crash { // a cell no rollout visited ends the episode as a crash does
+		h := -100.0
+		halt = &h
+	}
 	b.ResetTimer()
 	for range b.N {
 		m, r, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, eps,
-			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Successor: v.successor, Seed: mc.Seed, Gamma: gamma}, 0)
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Successor: v.successor, HaltReward: halt, Seed: mc.Seed, Gamma: gamma}, 0)
 		if err != nil {
 			b.Fatal(err)
-		}
-		cloned := make([]bool, g.NumCells())
-		for _, ep := range eps {
-			for _, x := range ep.States[:len(ep.Actions)] {
-				cloned[g.SnapState(x)] = true
-			}
-		}
-		if crash && expand == 0 { // a cell no rollout visited ends the episode as a crash does
-			A := g.NumActions()
-			for c, ok := range cloned {
-				for a := range A {
-					if k := c*A + a; !ok {
-						m.Next[m.RowPtr[k]], r[k] = int32(g.Terminal()), -100
-					}
-				}
-			}
 		}
 		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20})
 		val := ws.ValueIteration(nil, r)
