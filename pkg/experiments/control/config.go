@@ -362,6 +362,10 @@ func LoadConfig(path string, base Config) (Config, error) {
 	c := base
 	c.Env = maps.Clone(base.Env) // the merge must not write into base's map
 	c.Lattices = maps.Clone(base.Lattices)
+	if h := base.ModelRollouts.HaltReward; h != nil { // nor into base's halt reward
+		v := *h
+		c.ModelRollouts.HaltReward = &v
+	}
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}

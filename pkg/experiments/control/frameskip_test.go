@@ -112,7 +112,7 @@ func slices64Equal(a, b []float64) bool {
 	return true
 }
 
-// TestFrameSkipConfig: an absent frame_skip and an explicit 1 give the
+// TestFrameSkipConfig: an unset frame_skip and an explicit 1 give the
 // same unit keys for every environment of the default study and for
 // LunarLander (so cached units stay valid), frame_skip 4 changes
 // LunarLander's demonstrations, ladder, local IRL and fidelity keys but not
@@ -122,6 +122,10 @@ func TestFrameSkipConfig(t *testing.T) {
 	const lunarEnv = "LunarLanderContinuous-v3"
 	base := DefaultConfig()
 	base.Envs = append(base.Envs, lunarEnv)
+	base.Env = cloneEnv(base.Env)
+	lec := base.Env[lunarEnv]
+	lec.FrameSkip = 0 // unset (the preset's is 8)
+	base.Env[lunarEnv] = lec
 	keys := func(c Config, env string) map[string]string {
 		t.Helper()
 		s := &Study{cfg: c}
