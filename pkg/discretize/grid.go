@@ -49,7 +49,8 @@ var ErrGrid = errors.New("invalid grid")
 // AxisSpec is one axis of a grid: N evenly spaced coordinates from Lo to Hi
 // inclusive; on a periodic axis N points Lo + j·(Hi−Lo)/N with period Hi−Lo
 // (Hi itself is Lo again); on a categorical axis the N category indices 0…N−1
-// (Lo and Hi unused).
+// (Lo and Hi unused); with Coords, the N given increasing coordinates (Lo
+// and Hi unused), for an axis finer where it matters.
 type AxisSpec struct {
 	// Name labels the coordinate, e.g. "theta" (used in error messages and files).
 	Name string `json:"name" yaml:"name"`
@@ -62,11 +63,16 @@ type AxisSpec struct {
 	Periodic bool `json:"periodic,omitempty" yaml:"periodic,omitempty"`
 	// Categorical makes the axis a set of N indices with 0/1 distance.
 	Categorical bool `json:"categorical,omitempty" yaml:"categorical,omitempty"`
+	// Coords, when set, are the N coordinates of an open axis, strictly
+	// increasing (non-uniform bins); a coordinate snaps to the nearest.
+	Coords []float64 `json:"coords,omitempty" yaml:"coords,omitempty"`
 }
 
 // Axis returns the lattice axis the spec describes; call Validate first.
 func (a AxisSpec) Axis() lattice.Axis {
 	switch {
+	case len(a.Coords) > 0:
+		return lattice.Axis{Coords: append([]float64(nil), a.Coords...)}
 	case a.Categorical:
 		return lattice.CategoricalAxis(a.N)
 	case a.Periodic:
@@ -87,6 +93,22 @@ func (a AxisSpec) Validate(where string) error {
 	}
 	if a.N < 1 {
 		return fmt.Errorf("%w: %s: n = %d bins, want ≥ 1", ErrGrid, where, a.N)
+	}
+	if len(a.Coords) > 0 {
+		switch {
+		case a.Categorical || a.Periodic:
+			return fmt.Errorf("%w: %s: explicit coords are for an open axis, not a categorical or periodic one", ErrGrid, where)
+		case a.Lo != 0 || a.Hi != 0:
+			return fmt.Errorf("%w: %s: explicit coords replace lo and hi; set one or the other", ErrGrid, where)
+		case len(a.Coords) != a.N:
+			return fmt.Errorf("%w: %s: %d coords for n = %d", ErrGrid, where, len(a.Coords), a.N)
+		}
+		for i, c := range a.Coords {
+			if math.IsNaN(c) || math.IsInf(c, 0) || (i > 0 && !(c > a.Coords[i-1])) {
+				return fmt.Errorf("%w: %s: coords %v: want finite and strictly increasing (coord %d)", ErrGrid, where, a.Coords, i)
+			}
+		}
+		return nil
 	}
 	if a.Categorical {
 		if a.Periodic {

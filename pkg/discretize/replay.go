@@ -1,6 +1,7 @@
 package discretize
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,6 +50,21 @@ type ReplayConfig struct {
 	// the clones, so rare outcomes of the episodes' own actions (the step
 	// on which a landing ends) keep their observed rate.
 	Count bool `json:"count,omitempty" yaml:"count"`
+	// Successor is how a step's successor state is credited:
+	// SuccessorNearest ["", the default] credits the lattice point nearest
+	// to the state the step reached; SuccessorMultilinear that state's
+	// multilinear interpolation stencil; SuccessorDisplacement the stencil
+	// of the cell's own point moved by the step's displacement (p + x′ − x
+	// on the non-categorical axes, x′ on the categorical ones), so that
+	// where in its cell a cloned state lay does not blur the effect of the
+	// action, and a move smaller than a cell still shows as a fraction of
+	// the mass leaving it.
+	Successor string `json:"successor,omitempty" yaml:"successor"`
+	// HaltReward, when set, makes every pair of a cell never cloned end the
+	// episode with this reward (MOReL's HALT state for the unknown, with
+	// its penalty), instead of the default self-loop of reward 0, which a
+	// planner whose rewards are mostly negative seeks out.
+	HaltReward *float64 `json:"halt_reward,omitempty" yaml:"halt_reward,omitempty"`
 	// Seed seeds the choice of the K visits of each cell.
 	Seed uint64 `json:"seed" yaml:"seed"`
 	// Gamma is the MDP's discount factor [0.99].
@@ -75,8 +91,38 @@ func (c ReplayConfig) Validate() error {
 		return fmt.Errorf("discretize: replay expand = %d, want ≥ 0", c.Expand)
 	case !(c.Gamma > 0 && c.Gamma < 1):
 		return fmt.Errorf("discretize: replay gamma = %v, want in (0, 1)", c.Gamma)
+	case c.HaltReward != nil && (math.IsNaN(*c.HaltReward) || math.IsInf(*c.HaltReward, 0)):
+		return fmt.Errorf("discretize: replay halt reward = %v, want a finite number", *c.HaltReward)
+	case c.Successor != "" && c.Successor != SuccessorNearest && c.Successor != SuccessorMultilinear && c.Successor != SuccessorDisplacement:
+		return fmt.Errorf("discretize: replay successor %q, want %q, %q or %q", c.Successor, SuccessorNearest, SuccessorMultilinear, SuccessorDisplacement)
 	}
 	return nil
+}
+
+// SuccessorDisplacement credits the multilinear stencil of the cell's
+// point moved by the step's displacement (ReplayConfig.Successor).
+const SuccessorDisplacement = "displacement"
+
+// successorPoint writes into dst the point whose stencil a step from x0 in
+// cell c to x1 credits under mode (SuccessorMultilinear or
+// SuccessorDisplacement) and returns it (a periodic axis wraps in the
+// stencil, so its displacement may be taken either way round).
+func successorPoint(g *Grid, mode string, dst []float64, c int, x0, x1 []float64) []float64 {
+	if mode == SuccessorMultilinear {
+		return append(dst[:0], x1...)
+	}
+	if cap(dst) < g.StateDim() {
+		dst = make([]float64, g.StateDim())
+	}
+	dst = g.States.Point(dst[:g.StateDim()], c)
+	for k, ax := range g.States.Axes {
+		if ax.Categorical {
+			dst[k] = x1[k]
+			continue
+		}
+		dst[k] += x1[k] - x0[k]
+	}
+	return dst
 }
 
 // ReplayStats describes a replay model.
@@ -101,9 +147,11 @@ type visit struct {
 }
 
 // cloneOut is one clone's step: its successor cell (or the terminal state),
-// its reward, and whether its state may be cloned in turn.
+// the point whose stencil it credits (nil: next alone), its reward, and
+// whether its state may be cloned in turn.
 type cloneOut struct {
 	next      int32
+	y         []float64
 	r         float64
 	clonable  bool
 	cell      int32
@@ -115,14 +163,17 @@ type cloneOut struct {
 // the visits (all of them if fewer; chosen by a PCG stream seeded with
 // (cfg.Seed, cell)) are cloned by replay, once per action level, and
 // stepped with that action; P(s'|s,a) is the fraction of the clones that
-// reached s' (the terminal state when the step terminated) and the reward
-// of (s, a) their mean reward. It is SampleModelReward's model with the
+// reached s' (the terminal state when the step terminated; with
+// cfg.Successor multilinear or displacement, each clone's 1/K is spread
+// over an interpolation stencil instead) and the reward of (s, a) their
+// mean reward. It is SampleModelReward's model with the
 // in-cell points drawn from the states the episodes visited instead of
 // uniformly, for simulators whose state cannot be set. With cfg.Expand > 0
 // the states that clones reach in unvisited cells are cloned in turn, for
 // that many rounds; with cfg.Count the episodes' own steps are counted in
 // their rows beside the clones. Cells never cloned keep a self-loop with
-// reward 0 under every action. The result has g.NumStates() states (the
+// reward 0 under every action, or with cfg.HaltReward end the episode with
+// that reward. The result has g.NumStates() states (the
 // last terminal), cfg.Gamma, an infinite horizon and a uniform initial
 // distribution over the cells. stateOf maps an observation to the lattice's state coordinates
 // (nil: the observation is the state). The same episodes and config give
@@ -164,7 +215,11 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 					next = int32(g.SnapState(ep.States[t+1]))
 				}
 				k := c*A + g.SnapAction(ep.Actions[t])
-				recorded[k] = append(recorded[k], cloneOut{next: next, r: r})
+				o := cloneOut{next: next, r: r}
+				if int(next) != g.Terminal() && cfg.Successor != "" && cfg.Successor != SuccessorNearest {
+					o.y = successorPoint(g, cfg.Successor, nil, c, ep.States[t], ep.States[t+1])
+				}
+				recorded[k] = append(recorded[k], o)
 			}
 		}
 	}
@@ -200,7 +255,8 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 			go func() {
 				defer wg.Done()
 				cl := &cloner{g: g, sim: sims[w], eps: episodes, stateOf: stateOf, state: make([]float64, g.StateDim()),
-					act: make([]float64, g.ActionDim()), tailAct: make([]float64, g.ActionDim())}
+					origin: make([]float64, g.StateDim()), act: make([]float64, g.ActionDim()), tailAct: make([]float64, g.ActionDim()),
+					successor: cfg.Successor}
 				for {
 					i := int(cursor.Add(1)) - 1
 					if i >= len(round) || ctx.Err() != nil {
@@ -210,7 +266,7 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 					for a := range A {
 						out := make([]cloneOut, 0, len(chosen[i]))
 						for vi, v := range chosen[i] {
-							o, err := cl.clone(v, a)
+							o, err := cl.clone(v, c, a)
 							if err != nil {
 								errs[w] = fmt.Errorf("discretize: cell %d action %d: %w", c, a, err)
 								cursor.Store(int64(len(round)))
@@ -266,36 +322,50 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 	m := &mdp.MDP{NumStates: S, NumActions: A, Gamma: cfg.Gamma, RowPtr: make([]int, S*A+1)}
 	reward := make([]float64, S*A)
 	reached := make([]bool, cells)
+	sidx, sw := make([]int, 1<<g.StateDim()), make([]float64, 1<<g.StateDim())
+	var entries []succ
 	for k := range cells * A {
 		out := rows[k]
 		if cfg.Count {
 			out = append(slices.Clip(out), recorded[k]...)
 		}
 		if len(out) == 0 {
-			m.Next = append(m.Next, int32(k/A))
+			if cfg.HaltReward != nil && !done[k/A] {
+				m.Next = append(m.Next, int32(g.Terminal()))
+				reward[k] = *cfg.HaltReward
+			} else {
+				m.Next = append(m.Next, int32(k/A))
+			}
 			m.Prob = append(m.Prob, 1)
 			m.RowPtr[k+1] = len(m.Next)
 			continue
 		}
-		succ := make([]int32, len(out))
+		entries = entries[:0]
 		rsum := 0.0
-		for i, o := range out {
-			succ[i] = o.next
+		w := 1 / float64(len(out))
+		for _, o := range out {
 			rsum += o.r
-			if int(o.next) < cells {
-				reached[o.next] = true
+			if o.y == nil {
+				entries = append(entries, succ{o.next, w})
+				continue
+			}
+			n := g.States.Interp(sidx, sw, o.y)
+			for e := range n {
+				entries = append(entries, succ{int32(sidx[e]), w * sw[e]})
 			}
 		}
 		reward[k] = rsum / float64(len(out))
-		slices.Sort(succ)
-		w := 1 / float64(len(out))
-		for i, s := range succ {
-			if i > 0 && s == succ[i-1] {
-				m.Prob[len(m.Prob)-1] += w
+		slices.SortStableFunc(entries, func(x, y succ) int { return cmp.Compare(x.next, y.next) })
+		for i, e := range entries {
+			if int(e.next) < cells {
+				reached[e.next] = true
+			}
+			if i > 0 && e.next == entries[i-1].next {
+				m.Prob[len(m.Prob)-1] += e.p
 				continue
 			}
-			m.Next = append(m.Next, s)
-			m.Prob = append(m.Prob, w)
+			m.Next = append(m.Next, e.next)
+			m.Prob = append(m.Prob, e.p)
 		}
 		m.RowPtr[k+1] = len(m.Next)
 	}
@@ -337,30 +407,43 @@ func pickVisits(vs []visit, k int, seed uint64, cell int) []visit {
 
 // cloner replays visits on one simulator.
 type cloner struct {
-	g                   *Grid
-	sim                 Replayer
-	eps                 []Episode
-	stateOf             func(dst, obs []float64) []float64
-	state, act, tailAct []float64
-	steps               int64
+	g                           *Grid
+	sim                         Replayer
+	eps                         []Episode
+	stateOf                     func(dst, obs []float64) []float64
+	state, origin, act, tailAct []float64
+	successor                   string
+	steps                       int64
 }
 
-// clone replays visit v and steps it with action level a.
-func (cl *cloner) clone(v visit, a int) (cloneOut, error) {
+// clone replays visit v (a state in cell c) and steps it with action level a.
+func (cl *cloner) clone(v visit, c, a int) (cloneOut, error) {
 	ep := cl.eps[v.ep]
-	cl.sim.Reset(ep.Seed)
+	obs0 := cl.sim.Reset(ep.Seed)
 	step := func(act []float64) (obs []float64, r float64, term, trunc bool) {
 		cl.steps++
 		return cl.sim.Step(act)
 	}
 	for t := range int(v.t) {
-		if _, _, term, trunc := step(ep.Actions[t]); term || trunc {
+		o, _, term, trunc := step(ep.Actions[t])
+		if term || trunc {
 			return cloneOut{}, fmt.Errorf("replaying episode %d (seed %d) ended at step %d, before its recorded step %d: the simulator is not deterministic given its seed", v.ep, ep.Seed, t, v.t)
 		}
+		obs0 = o
 	}
 	for i, b := range v.tail {
-		if _, _, term, trunc := step(cl.g.Action(cl.tailAct, int(b))); term || trunc {
+		o, _, term, trunc := step(cl.g.Action(cl.tailAct, int(b)))
+		if term || trunc {
 			return cloneOut{}, fmt.Errorf("replaying a clone of episode %d step %d ended at its step %d: the simulator is not deterministic given its seed", v.ep, v.t, i)
+		}
+		obs0 = o
+	}
+	interp := cl.successor != "" && cl.successor != SuccessorNearest
+	if interp { // the cloned state, before the step overwrites the observation
+		if cl.stateOf != nil {
+			cl.stateOf(cl.origin, obs0)
+		} else {
+			copy(cl.origin, obs0)
 		}
 	}
 	obs, r, term, trunc := step(cl.g.Action(cl.act, a))
@@ -374,5 +457,9 @@ func (cl *cloner) clone(v visit, a int) (cloneOut, error) {
 	if cl.stateOf != nil {
 		x = cl.stateOf(cl.state, obs)
 	}
-	return cloneOut{next: int32(cl.g.SnapState(x)), r: r, clonable: !trunc}, nil
+	o := cloneOut{next: int32(cl.g.SnapState(x)), r: r, clonable: !trunc}
+	if interp {
+		o.y = successorPoint(cl.g, cl.successor, nil, c, cl.origin, x)
+	}
+	return o, nil
 }

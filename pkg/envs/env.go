@@ -3,8 +3,9 @@
 // trains on. The grid world (envs/gridworld) is a tabular model with its own
 // exact transition API instead.
 //
-// It holds only the interface, the space types and the range of the paper's
-// client indices; it simulates nothing.
+// It holds only the interface, the space types, the range of the paper's
+// client indices and the FrameSkip wrapper (which repeats another Env's
+// actions); it simulates nothing.
 package envs
 
 import (

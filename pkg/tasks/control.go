@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -151,7 +153,8 @@ type ControlEnv struct {
 	Counted bool
 }
 
-// LatticePresets lists the lattice preset names in order of size.
+// LatticePresets lists the lattice preset names every environment has, in
+// order of size (an environment may have more: LunarLander's lander).
 var LatticePresets = []string{"paper", "fine", "ultra"}
 
 var controlEnvs = map[string]*ControlEnv{}
@@ -183,7 +186,8 @@ func LookupControl(name string) (*ControlEnv, error) {
 func (e *ControlEnv) Grid(preset string, bins map[string]int) (discretize.GridSpec, error) {
 	g, ok := e.Grids[preset]
 	if !ok {
-		return discretize.GridSpec{}, fmt.Errorf("lattice preset %q: unknown (known: %s)", preset, strings.Join(LatticePresets, ", "))
+		known := slices.Sorted(maps.Keys(e.Grids))
+		return discretize.GridSpec{}, fmt.Errorf("lattice preset %q: unknown for %s (known: %s)", preset, e.Name, strings.Join(known, ", "))
 	}
 	g.State = append([]discretize.AxisSpec(nil), g.State...)
 	g.Action = append([]discretize.AxisSpec(nil), g.Action...)
@@ -194,6 +198,9 @@ func (e *ControlEnv) Grid(preset string, bins map[string]int) (discretize.GridSp
 				if axes[k].Name == name {
 					if axes[k].Categorical && axes[k].N != n {
 						return discretize.GridSpec{}, fmt.Errorf("--n-%s %d: %s's action space is Discrete(%d); its number of levels cannot change", name, n, e.Name, axes[k].N)
+					}
+					if len(axes[k].Coords) > 0 && axes[k].N != n {
+						return discretize.GridSpec{}, fmt.Errorf("--n-%s %d: lattice %q gives axis %s its %d points explicitly (%v); their number cannot change", name, n, preset, name, axes[k].N, axes[k].Coords)
 					}
 					axes[k].N, found = n, true
 				}
@@ -424,8 +431,12 @@ func init() {
 	}
 	registerControl(&ControlEnv{
 		Name: "LunarLanderContinuous-v3",
+		// lander is the paper lattice with 5 points on angle and angular
+		// velocity: the attitude every action of a landing depends on,
+		// which the paper's single point hides from the planner
+		// (README-control, LunarLander).
 		Grids: map[string]discretize.GridSpec{"paper": ll(5, 5, 5, 5, 1, 1, 1),
-			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1)},
+			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1)},
 		RBF: func() features.RBFSpec {
 			one := func(name string) features.RBFAxis {
 				return features.RBFAxis{Name: name, Centres: []float64{0}, Bandwidth: 1}

@@ -90,6 +90,17 @@ type EnvConfig struct {
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
 	DPClip float64 `yaml:"dp_clip,omitempty"`
+	// FrameSkip holds every action of the lattice model's rollouts and
+	// clones, of the demonstrations and of the ladder's planner for this
+	// many simulator steps (frames), so that one lattice step is FrameSkip
+	// frames (envs.FrameSkip: their rewards summed, the episode ending on
+	// the frame it ends); the lattice model's discount is then γ^FrameSkip
+	// per lattice step for γ per frame, and its time-limit horizon
+	// ⌈T/FrameSkip⌉. The PPO runs (experts, evaluations) and the random
+	// baseline act on every frame, and a learned reward is evaluated on
+	// every frame. 0 (unset) is 1: every frame. Only environments whose
+	// lattice model is built from rollouts (LunarLander) take a value > 1.
+	FrameSkip int `yaml:"frame_skip,omitempty"`
 	// DemoStart, when set, gives each training client its own region of
 	// start states for its demonstrations (partial coverage): training
 	// client k of K starts every demonstration episode with state
@@ -302,8 +313,17 @@ func (m *EnvConfigs) UnmarshalYAML(n *yaml.Node) error {
 		}
 		v := (*m)[id]
 		v.Bins = maps.Clone(v.Bins)
+		v.FrameSkip = 0
 		if err := block.Decode(&v); err != nil {
 			return fmt.Errorf("env.%s: %w", id, err)
+		}
+		if v.FrameSkip == 0 { // frame_skip absent: the preset's; an explicit 0 is refused
+			v.FrameSkip = (*m)[id].FrameSkip
+			for j := 0; j+1 < len(block.Content); j += 2 {
+				if block.Content[j].Value == "frame_skip" {
+					return fmt.Errorf("line %d: env.%s.frame_skip: 0, want ≥ 1 (1: every frame)", block.Content[j].Line, id)
+				}
+			}
 		}
 		(*m)[id] = v
 	}
@@ -342,6 +362,10 @@ func LoadConfig(path string, base Config) (Config, error) {
 	c := base
 	c.Env = maps.Clone(base.Env) // the merge must not write into base's map
 	c.Lattices = maps.Clone(base.Lattices)
+	if h := base.ModelRollouts.HaltReward; h != nil { // nor into base's halt reward
+		v := *h
+		c.ModelRollouts.HaltReward = &v
+	}
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -394,6 +418,12 @@ func (c Config) Validate() error {
 			return fmt.Errorf("env.%s.irl_iterations: %d, want ≥ 1", e, ec.IRLIterations)
 		case ec.EvaluationSteps < 1:
 			return fmt.Errorf("env.%s.evaluation_steps: %d, want ≥ 1", e, ec.EvaluationSteps)
+		}
+		switch {
+		case ec.FrameSkip < 0:
+			return fmt.Errorf("env.%s.frame_skip: %d, want ≥ 1 (1: every frame)", e, ec.FrameSkip)
+		case ec.FrameSkip > 1 && !ce.Counted:
+			return fmt.Errorf("env.%s.frame_skip: %d: holding actions is supported where the lattice model is built from rollouts (LunarLander); %s's model is sampled one simulator step per lattice step", e, ec.FrameSkip, e)
 		}
 		if _, err := ce.Features(ec.Features); err != nil {
 			return fmt.Errorf("env.%s.features: %w", e, err)

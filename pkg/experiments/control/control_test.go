@@ -255,7 +255,9 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.ModelRollouts.Clones = -1 }, "model_rollouts.clones"},
 		{func(c *Config) { c.ModelRollouts.Epsilon = 2 }, "model_rollouts.epsilon"},
 		{func(c *Config) { c.ModelRollouts.Episodes = 0 }, "model_rollouts.episodes"},
-		{func(c *Config) { c.ModelRollouts.Clones, c.ModelRollouts.Count = 0, true }, "count and expand apply"},
+		{func(c *Config) { c.ModelRollouts.Clones, c.ModelRollouts.Count = 0, true }, "count, expand, successor and halt_reward apply"},
+		{func(c *Config) { h := math.Inf(-1); c.ModelRollouts.HaltReward = &h }, "model_rollouts.halt_reward"},
+		{func(c *Config) { c.ModelRollouts.Successor = "nearset" }, `model_rollouts.successor: "nearset"`},
 	} {
 		c := QuickConfig()
 		c.Env = cloneEnv(c.Env)

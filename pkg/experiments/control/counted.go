@@ -3,10 +3,12 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -22,13 +24,40 @@ import (
 // cells those clones reach; with Clones 0 the rollouts' own transitions are
 // counted (discretize.Counter); with Clones ≥ 1 and Count both are pooled
 // (discretize.ReplayConfig.Count). Either way the true lattice reward is
-// the mean simulator reward of the steps behind each row.
+// the mean simulator reward of the steps behind each row. Successor is the
+// replay model's successor rule (discretize.ReplayConfig.Successor:
+// nearest, the default, multilinear or displacement).
 type RolloutConfig struct {
 	Episodes int     `json:"episodes" yaml:"episodes"`
 	Epsilon  float64 `json:"epsilon" yaml:"epsilon"`
 	Clones   int     `json:"clones" yaml:"clones"`
 	Expand   int     `json:"expand,omitempty" yaml:"expand"`
 	Count    bool    `json:"count,omitempty" yaml:"count"`
+	// Successor is omitted from the units' keys when unset (nearest).
+	Successor string `json:"successor,omitempty" yaml:"successor,omitempty"`
+	// HaltReward, when set, ends the episode with this reward on every pair
+	// of a cell never cloned (discretize.ReplayConfig.HaltReward); unset,
+	// such a cell is a self-loop of reward 0.
+	HaltReward *float64 `json:"halt_reward,omitempty" yaml:"halt_reward,omitempty"`
+	// FrameSkip is env.<id>.frame_skip of the environment whose model the
+	// settings build, copied in by the study (so the units it specifies are
+	// keyed by it) when > 1; not a key of model_rollouts.
+	FrameSkip int `json:"frame_skip,omitempty" yaml:"-"`
+}
+
+// frameSkip returns env.<id>.frame_skip, 1 when unset.
+func (s *Study) frameSkip(env string) int { return max(s.cfg.Env[env].FrameSkip, 1) }
+
+// heldEnv returns client's simulator of env (its observation noise seeded
+// by noise) with every action held for skip frames (envs.FrameSkip; the
+// simulator itself when skip ≤ 1): what the lattice model's rollouts and
+// clones, the demonstrations and the ladder's planner step.
+func heldEnv(env string, client, skip int, noise uint64) (envs.Env, error) {
+	e, err := registry.Make(env, client, nil, noise)
+	if err != nil || skip <= 1 {
+		return e, err
+	}
+	return envs.NewFrameSkip(e, skip)
 }
 
 // Validate returns an error naming the first bad field.
@@ -42,8 +71,12 @@ func (r RolloutConfig) Validate() error {
 		return fmt.Errorf("model_rollouts.clones: %d, want ≥ 0 (0 counts the rollouts' own transitions)", r.Clones)
 	case r.Expand < 0:
 		return fmt.Errorf("model_rollouts.expand: %d, want ≥ 0", r.Expand)
-	case r.Clones == 0 && (r.Count || r.Expand > 0):
-		return fmt.Errorf("model_rollouts: count and expand apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.Clones == 0 && (r.Count || r.Expand > 0 || r.Successor != "" || r.HaltReward != nil):
+		return fmt.Errorf("model_rollouts: count, expand, successor and halt_reward apply to replay clones (clones ≥ 1); clones 0 counts the rollouts alone")
+	case r.HaltReward != nil && (math.IsNaN(*r.HaltReward) || math.IsInf(*r.HaltReward, 0)):
+		return fmt.Errorf("model_rollouts.halt_reward: %v, want a finite number", *r.HaltReward)
+	case r.Successor != "" && r.Successor != discretize.SuccessorNearest && r.Successor != discretize.SuccessorMultilinear && r.Successor != discretize.SuccessorDisplacement:
+		return fmt.Errorf("model_rollouts.successor: %q, want %s, %s or %s", r.Successor, discretize.SuccessorNearest, discretize.SuccessorMultilinear, discretize.SuccessorDisplacement)
 	}
 	return nil
 }
@@ -62,6 +95,9 @@ func (s *Study) rollouts(env string, client int, seed uint64) (*RolloutConfig, s
 		return nil, "", err
 	}
 	r := s.cfg.ModelRollouts
+	if k := s.frameSkip(env); k > 1 {
+		r.FrameSkip = k
+	}
 	return &r, eu.key, nil
 }
 
@@ -104,7 +140,7 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+	e, err := heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,9 +191,9 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 		return m, c.Reward(), nil
 	}
 	newSim := func() (discretize.Replayer, error) {
-		return registry.Make(env, client, nil, seedOf(seed, "rollout-noise", client))
+		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
 	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
-		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
+		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
 	return m, r, err
 }

@@ -24,19 +24,7 @@ import (
 // EPIC distance under the model coverage).
 func TestLunarLadderComputed(t *testing.T) {
 	const env = "LunarLanderContinuous-v3"
-	c := QuickConfig()
-	c.Envs = []string{env}
-	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 2, 1, 1
-	c.EpisodesPerClient = 2
-	c.Env = EnvConfigs{env: {TotalExpertSteps: 1024, IRLIterations: 2, EvaluationSteps: 1024, Features: tasks.FeaturesPotential,
-		ExpertPreset: "sb3", EvaluationPreset: "sb3",
-		Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}}}
-	c.Lattices = map[string][]string{env: {"paper"}}
-	c.ModelRollouts = RolloutConfig{Episodes: 3, Epsilon: 0.3, Clones: 2, Count: true}
-	c.Methods = []string{MethodTrue, MethodLocal, MethodMean, MethodProjected}
-	c.Barycenter.BarycenterIterations = 2
-	c.Ladder.Episodes = 1
-	c.LogEvery = 1024
+	c := tinyLunarConfig()
 	dir := t.TempDir()
 	st := runStudy(t, c, dir, 2, Shard{})
 	for client := range 3 {
@@ -89,6 +77,25 @@ func TestLunarLadderComputed(t *testing.T) {
 	if len(sum.Validation) != 1 || sum.Validation[0].PlannerTrueNormalized == nil || sum.Validation[0].ProjectedTrueNormalized == nil || sum.Validation[0].ProjectionR2 == nil {
 		t.Fatalf("validation %+v, want rungs (a) and (b) with numbers", sum.Validation)
 	}
+}
+
+// tinyLunarConfig is the tiny LunarLander study of TestLunarLadderComputed.
+func tinyLunarConfig() Config {
+	const env = "LunarLanderContinuous-v3"
+	c := QuickConfig()
+	c.Envs = []string{env}
+	c.NumberOfClients, c.HeldOutClients, c.NumberOfSeeds = 2, 1, 1
+	c.EpisodesPerClient = 2
+	c.Env = EnvConfigs{env: {TotalExpertSteps: 1024, IRLIterations: 2, EvaluationSteps: 1024, Features: tasks.FeaturesPotential,
+		ExpertPreset: "sb3", EvaluationPreset: "sb3",
+		Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}}}
+	c.Lattices = map[string][]string{env: {"paper"}}
+	c.ModelRollouts = RolloutConfig{Episodes: 3, Epsilon: 0.3, Clones: 2, Count: true}
+	c.Methods = []string{MethodTrue, MethodLocal, MethodMean, MethodProjected}
+	c.Barycenter.BarycenterIterations = 2
+	c.Ladder.Episodes = 1
+	c.LogEvery = 1024
+	return c
 }
 
 // TestRolloutsLeaveSampledKeysAlone: the ladder, local IRL and fidelity

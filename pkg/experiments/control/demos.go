@@ -31,6 +31,10 @@ type demosSpec struct {
 	Deterministic bool   `json:"deterministic"`
 	// Start is this client's region of start states (env.<id>.demo_start).
 	Start *StartRegion `json:"start,omitempty"`
+	// FrameSkip is env.<id>.frame_skip when > 1: the expert acts once
+	// every FrameSkip frames and each recorded step holds its action for
+	// them (envs.FrameSkip), so a step is a lattice step.
+	FrameSkip int `json:"frame_skip,omitempty"`
 }
 
 func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec, unit, expertSpec, error) {
@@ -38,7 +42,10 @@ func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec,
 	if err != nil {
 		return unit{}, demosSpec{}, unit{}, expertSpec{}, err
 	}
-	sp := demosSpec{"demos", unitVersion, eu.key, s.cfg.EpisodesPerClient, s.cfg.DeterministicExperts, nil}
+	sp := demosSpec{Kind: "demos", Version: unitVersion, Expert: eu.key, Episodes: s.cfg.EpisodesPerClient, Deterministic: s.cfg.DeterministicExperts}
+	if k := s.frameSkip(env); k > 1 {
+		sp.FrameSkip = k
+	}
 	if ds := s.cfg.Env[env].DemoStart; ds != nil {
 		if k := slices.Index(s.cfg.TrainingClients(), client); k >= 0 {
 			w := (ds.High - ds.Low) / float64(s.cfg.NumberOfClients)
@@ -65,7 +72,7 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 	if err != nil {
 		return err
 	}
-	env, err := registry.Make(es.Env, es.Client, nil, seedOf(es.Seed, "demo-noise", es.Client))
+	env, err := heldEnv(es.Env, es.Client, sp.FrameSkip, seedOf(es.Seed, "demo-noise", es.Client))
 	if err != nil {
 		return err
 	}

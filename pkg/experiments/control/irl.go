@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
-	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
@@ -111,7 +110,7 @@ func (s *Study) horizon(env string) (int, error) {
 
 // timeLimitHorizon applies irl.horizon to env's time limit.
 func (s *Study) timeLimitHorizon(env string) (int, error) {
-	e, err := registry.Make(env, 0, nil, 0)
+	e, err := heldEnv(env, 0, s.frameSkip(env), 0) // the limit in lattice steps
 	if err != nil {
 		return 0, err
 	}

@@ -3,12 +3,12 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
-	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -87,6 +87,9 @@ func (s *Study) modelConfig(env string, client int, seed uint64) discretize.Mode
 			m.Gamma = c.Gamma
 		}
 	}
+	if k := s.frameSkip(env); k > 1 { // a lattice step of k frames
+		m.Gamma = math.Pow(m.Gamma, float64(k))
+	}
 	return m
 }
 
@@ -139,7 +142,11 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return err
 	}
-	env, err := registry.Make(sp.Env, sp.Client, nil, seedOf(sp.Seed, "ladder-noise", sp.Client))
+	skip := 1
+	if sp.Rollouts != nil {
+		skip = sp.Rollouts.FrameSkip
+	}
+	env, err := heldEnv(sp.Env, sp.Client, skip, seedOf(sp.Seed, "ladder-noise", sp.Client))
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/lunar"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
@@ -18,11 +18,12 @@ import (
 )
 
 // heuristicEpisodes plays n episodes of Gymnasium's heuristic controller on
-// LunarLanderContinuous client 0 (seeds base, base+1, …), each action
-// replaced with probability eps by a uniform random one, and returns them
-// as replay episodes and as demonstrations.
-func heuristicEpisodes(n int, base uint64, eps float64, rng *rand.Rand, stateOf func(dst, obs []float64) []float64) ([]discretize.Episode, *Demos) {
-	e, err := lunar.New(lunar.ClientParams(true, 0))
+// LunarLanderContinuous client 0 (seeds base, base+1, …) with every action
+// held for hold frames (a step of envs.FrameSkip), each action replaced
+// with probability eps by a uniform random one, and returns them as replay
+// episodes and as demonstrations.
+func heuristicEpisodes(n, hold int, base uint64, eps float64, rng *rand.Rand, stateOf func(dst, obs []float64) []float64) ([]discretize.Episode, *Demos) {
+	e, err := newHoldSim(hold)
 	if err != nil {
 		panic(err)
 	}
@@ -84,9 +85,11 @@ func lunarBenchSetup(b *testing.B, cfg Config) (*Study, *tasks.ControlEnv, *disc
 
 // BenchmarkLunarLocalFit times one client's local IRL on LunarLander's
 // default lattice and feature set as the default study runs it: the replay
-// model (model_rollouts: 200 ε-greedy rollouts, K clones per visited cell
-// and action) and MaxEnt under the well-posed protocol (L-BFGS to irl.grad_tol
-// or irl_iterations, the horizon irl.horizon gives, the absorbing state).
+// model (model_rollouts: its ε-greedy rollouts, K clones per visited cell
+// and action, its successor rule and halt reward; env.<id>.frame_skip
+// frames per lattice step) and MaxEnt under the well-posed protocol (the
+// irl.optimizer to irl.grad_tol or irl_iterations, the horizon irl.horizon
+// gives, the absorbing state).
 // Gymnasium's heuristic controller stands in for the PPO expert (rollouts
 // and 20 deterministic demonstrations), so the benchmark needs no training.
 // Reported: model-s and fit-s (wall), iterations, grad-norm, converged (1
@@ -102,18 +105,20 @@ func BenchmarkLunarLocalFit(b *testing.B) {
 	}
 	rc := cfg.ModelRollouts
 	rng := rand.New(rand.NewPCG(1, 2))
-	rollouts, _ := heuristicEpisodes(rc.Episodes, 1000, rc.Epsilon, rng, ce.StateOf)
-	_, demos := heuristicEpisodes(cfg.EpisodesPerClient, 5000, 0, rng, ce.StateOf)
+	hold := s.frameSkip(env)
+	rollouts, _ := heuristicEpisodes(rc.Episodes, hold, 1000, rc.Epsilon, rng, ce.StateOf)
+	_, demos := heuristicEpisodes(cfg.EpisodesPerClient, hold, 5000, 0, rng, ce.StateOf)
 	trajs, err := demos.Trajectories(g)
 	if err != nil {
 		b.Fatal(err)
 	}
-	newSim := func() (discretize.Replayer, error) { return lunar.New(lunar.ClientParams(true, 0)) }
+	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
 		m, _, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts),
-			discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Seed: mc.Seed, Gamma: mc.Gamma}, 0)
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward,
+				Seed: mc.Seed, Gamma: mc.Gamma}, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -143,82 +148,129 @@ func BenchmarkLunarLocalFit(b *testing.B) {
 	}
 }
 
-// holdSim repeats every action for Hold simulator steps (a lattice step of
-// Hold frames), summing their rewards and stopping at termination or
-// truncation; it is deterministic given its reset seed when the simulator
-// is, so it replays as the simulator does.
-type holdSim struct {
-	sim  *lunar.Env
-	Hold int
-}
-
-func (h *holdSim) Reset(seed uint64) []float64 { return h.sim.Reset(seed) }
-
-func (h *holdSim) Step(a []float64) ([]float64, float64, bool, bool) {
-	var obs []float64
-	var sum float64
-	for range h.Hold {
-		o, r, term, trunc := h.sim.Step(a)
-		obs, sum = o, sum+r
-		if term || trunc {
-			return obs, sum, term, trunc
-		}
-	}
-	return obs, sum, false, false
-}
-
-func newHoldSim(hold int) (*holdSim, error) {
+// newHoldSim returns client 0's simulator with every action held for hold
+// frames (envs.FrameSkip, the study's env.<id>.frame_skip).
+func newHoldSim(hold int) (*envs.FrameSkip, error) {
 	e, err := lunar.New(lunar.ClientParams(true, 0))
 	if err != nil {
 		return nil, err
 	}
-	return &holdSim{e, hold}, nil
+	return envs.NewFrameSkip(e, hold)
 }
 
-// BenchmarkLunarPlanner measures rung (a) of LunarLander's ladder on the
-// default lattice (paper, 5⁴·1⁴ × 9) for client 0 under variants of the
-// replay model: the true-reward lattice planner's mean return over 10
-// episodes of the real simulator (planner-return), beside Gymnasium's
-// heuristic controller on the same reset seeds (heuristic-return, the
-// stand-in expert whose ε-greedy rollouts, model_rollouts.episodes of them
-// with ε = model_rollouts.epsilon, the model is built from) and a uniform
-// random policy (random-return). Variants: replay (model_rollouts.clones
-// 8), count (the rollouts' own steps pooled with the clones), hold2, hold4
-// and hold8 (a lattice step holds its action for 2, 4 or 8 simulator
-// steps, in the rollouts, the clones, the planner and the two references
-// alike, with γ^hold per lattice step), hold4count (both), expand2
-// (model_rollouts.expand 2) and crash (a cell no rollout visited ends the
-// episode with the crash reward −100 instead of a self-loop of reward 0,
-// the model's default), angle5 (the default lattice with 5 points on angle
-// and on angular velocity instead of 1, env.bins), angle5hold4 and its
-// crash and expand1 variants, angle9hold4 (9 points on both) and its crash
-// variant, angle5hold8crash. A
-// variant takes half a minute to minutes of CPU: -benchtime 1x.
+// BenchmarkLunarPlanner measures rung (a) of LunarLander's ladder for
+// client 0 under variants of the lattice and the replay model: the
+// true-reward lattice planner's mean return over 10 episodes of the real
+// simulator (planner-return) and the fraction of them ending in a landing
+// (planner-landed), beside Gymnasium's heuristic controller on the same
+// reset seeds (heuristic-return, heuristic-landed: the stand-in expert
+// whose ε-greedy rollouts, 200 of them with ε = 0.3 unless the variant
+// says otherwise, the model is built from) and a uniform random policy
+// (random-return). Every variant starts from the paper lattice (5⁴·1⁴ × 9)
+// and the replay model with K 8, nearest successors and self-loops on
+// never-cloned cells; its name says what it changes:
+//   - holdN: a lattice step holds its action for N frames
+//     (env.<id>.frame_skip; in the rollouts, the clones, the planner and
+//     the two references alike, γ^N per lattice step);
+//   - angleN: N points on angle and on angular velocity (env.bins; angle5 is
+//     the lander lattice); pad: the non-uniform padLattice;
+//   - crash: a never-cloned cell ends the episode with −100
+//     (model_rollouts.halt_reward);
+//   - count, expandN: model_rollouts.count, model_rollouts.expand N;
+//   - disp, multi: model_rollouts.successor displacement, multilinear;
+//   - a trailing number of rollouts (1000, 3000: model_rollouts.episodes);
+//     e50: 50 episodes per policy instead of 10.
+//
+// angle5hold8crashdisp1000 is the study's default LunarLander model
+// (lander lattice, frame_skip 8, presets.go's lunarRollouts). A variant
+// takes half a minute to several minutes of CPU: -benchtime 1x.
 func BenchmarkLunarPlanner(b *testing.B) {
-	for _, v := range []struct {
-		name         string
-		hold, expand int
-		count, crash bool
-		angle        int
-	}{{"replay", 1, 0, false, false, 1}, {"count", 1, 0, true, false, 1}, {"hold2", 2, 0, false, false, 1},
-		{"hold4", 4, 0, false, false, 1}, {"hold8", 8, 0, false, false, 1}, {"hold4count", 4, 0, true, false, 1},
-		{"expand2", 1, 2, false, false, 1}, {"crash", 1, 0, false, true, 1},
-		{"angle5", 1, 0, false, false, 5}, {"angle5hold4", 4, 0, false, false, 5}, {"angle5hold4crash", 4, 0, false, true, 5},
-		{"angle5hold4expand1", 4, 1, false, false, 5}, {"angle9hold4", 4, 0, false, false, 9}, {"angle9hold4crash", 4, 0, false, true, 9},
-		{"angle5hold8crash", 8, 0, false, true, 5}} {
-		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v.hold, v.expand, v.count, v.crash, v.angle) })
+	for _, v := range []lunarVariant{{name: "replay"}, {name: "count", count: true}, {name: "hold2", hold: 2},
+		{name: "hold4", hold: 4}, {name: "hold8", hold: 8}, {name: "hold4count", hold: 4, count: true},
+		{name: "expand2", expand: 2}, {name: "crash", crash: true},
+		{name: "angle5", angle: 5}, {name: "angle5hold4", hold: 4, angle: 5}, {name: "angle5hold4crash", hold: 4, crash: true, angle: 5},
+		{name: "angle5hold4expand1", hold: 4, expand: 1, angle: 5}, {name: "angle9hold4", hold: 4, angle: 9},
+		{name: "angle9hold4crash", hold: 4, crash: true, angle: 9},
+		{name: "angle5hold8crash", hold: 8, crash: true, angle: 5},
+		{name: "angle5hold8crash1000", hold: 8, crash: true, angle: 5, episodes: 1000},
+		{name: "angle5hold8crash3000", hold: 8, crash: true, angle: 5, episodes: 3000},
+		{name: "angle5hold4crash1000", hold: 4, crash: true, angle: 5, episodes: 1000},
+		{name: "angle7hold8crash3000", hold: 8, crash: true, angle: 7, episodes: 3000},
+		{name: "angle5hold8crashdisp", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8crashmulti", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorMultilinear},
+		{name: "angle5hold4crashdisp", hold: 4, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8crashdisp1000", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement},
+		{name: "hold8disp", hold: 8, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8disp", hold: 8, angle: 5, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8crashdisp", hold: 8, crash: true, pad: true, successor: discretize.SuccessorDisplacement},
+		{name: "angle5hold8crashdisp1000e50", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement, evalEpisodes: 50},
+		{name: "angle5hold8crashdispe50", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorDisplacement, evalEpisodes: 50},
+		{name: "padhold8crashdisp1000", hold: 8, crash: true, pad: true, episodes: 1000, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8", hold: 8, pad: true}, {name: "padhold8crash", hold: 8, crash: true, pad: true},
+		{name: "padhold8disp", hold: 8, pad: true, successor: discretize.SuccessorDisplacement},
+		{name: "padhold4disp", hold: 4, pad: true, successor: discretize.SuccessorDisplacement},
+		{name: "padhold8disp1000", hold: 8, pad: true, episodes: 1000, successor: discretize.SuccessorDisplacement},
+	} {
+		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v) })
 	}
 }
 
-func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle int) {
+// lunarVariant is one variant of BenchmarkLunarPlanner: the frames each
+// action is held (hold, 0 = 1), the replay model's expand and count, the
+// crash rule, the number of points on angle and angular velocity (angle, 0
+// = the lattice's 1) and the rollouts (episodes, 0 = model_rollouts.episodes).
+type lunarVariant struct {
+	name            string
+	hold, expand    int
+	count, crash    bool
+	angle, episodes int
+	successor       string
+	// pad replaces the lattice's state axes with padLattice.
+	pad bool
+	// evalEpisodes is the number of episodes each policy plays (0: 10).
+	evalEpisodes int
+}
+
+// padLattice is a non-uniform LunarLander state lattice, finer near the pad
+// (x and y near 0), near rest (small velocities) and near upright, with
+// both leg contacts: 5·6·5·5·5·5·2·2 = 75,000 cells.
+var padLattice = []discretize.AxisSpec{
+	{Name: "ll-x", N: 5, Coords: []float64{-0.6, -0.25, 0, 0.25, 0.6}},
+	{Name: "ll-y", N: 6, Coords: []float64{0, 0.1, 0.25, 0.5, 0.9, 1.4}},
+	{Name: "ll-vx", N: 5, Coords: []float64{-0.6, -0.25, 0, 0.25, 0.6}},
+	{Name: "ll-vy", N: 5, Coords: []float64{-1.2, -0.6, -0.3, -0.1, 0.1}},
+	{Name: "ll-angle", N: 5, Coords: []float64{-0.3, -0.1, 0, 0.1, 0.3}},
+	{Name: "ll-angvel", N: 5, Coords: []float64{-0.4, -0.15, 0, 0.15, 0.4}},
+	{Name: "ll-leg1", N: 2, Categorical: true}, {Name: "ll-leg2", N: 2, Categorical: true},
+}
+
+func benchLunarPlanner(b *testing.B, v lunarVariant) {
 	const env = lunarBenchEnv
+	hold, expand, count, crash := max(v.hold, 1), v.expand, v.count, v.crash
 	cfg := DefaultConfig()
-	if angle > 1 {
-		ec := cfg.Env[env]
-		ec.Bins = map[string]int{"ll-angle": angle, "ll-angvel": angle}
-		cfg.Env = map[string]EnvConfig{env: ec}
+	// The variants start from the paper lattice and the model of 200
+	// rollouts, nearest successors and self-loops on unknown cells (the
+	// defaults before the lander settings).
+	cfg.Lattices = map[string][]string{env: {"paper"}}
+	cfg.ModelRollouts = RolloutConfig{Episodes: 200, Epsilon: 0.3, Clones: 8}
+	ec := cfg.Env[env]
+	ec.FrameSkip = hold // the model's γ per lattice step: γ^hold (Study.modelConfig)
+	if v.angle > 1 {
+		ec.Bins = map[string]int{"ll-angle": v.angle, "ll-angvel": v.angle}
+	}
+	cfg.Env = map[string]EnvConfig{env: ec}
+	if v.episodes > 0 {
+		cfg.ModelRollouts.Episodes = v.episodes
 	}
 	_, ce, g, _, mc := lunarBenchSetup(b, cfg)
+	if v.pad {
+		spec := g.Spec
+		spec.State = padLattice
+		var err error
+		if g, err = discretize.New(spec); err != nil {
+			b.Fatal(err)
+		}
+	}
 	rc := cfg.ModelRollouts
 	sim, err := newHoldSim(hold)
 	if err != nil {
@@ -247,45 +299,43 @@ func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle 
 		}
 		eps = append(eps, rec)
 	}
-	gamma := math.Pow(mc.Gamma, float64(hold))
+	gamma := mc.Gamma
 	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
-	const episodes = 10
-	play := func(policy func(obs []float64) []float64) float64 {
-		sum := 0.0
+	episodes := 10
+	if v.evalEpisodes > 0 {
+		episodes = v.evalEpisodes
+	}
+	// play returns a policy's mean return and the fraction of its episodes
+	// that end in a landing (terminated by a step of positive reward: the
+	// +100 of coming to rest; a crash's step is below −50).
+	play := func(policy func(obs []float64) []float64) (float64, float64) {
+		sum, landed := 0.0, 0
 		for e := range episodes {
 			obs := sim.Reset(5000 + uint64(e))
 			for {
 				o, r, term, trunc := sim.Step(policy(obs))
 				obs, sum = o, sum+r
+				if term && r > 0 {
+					landed++
+				}
 				if term || trunc {
 					break
 				}
 			}
 		}
-		return sum / episodes
+		return sum / float64(episodes), float64(landed) / float64(episodes)
+	}
+	var halt *float64
+	if crash { // a cell no rollout visited ends the episode as a crash does
+		h := -100.0
+		halt = &h
 	}
 	b.ResetTimer()
 	for range b.N {
 		m, r, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, eps,
-			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Seed: mc.Seed, Gamma: gamma}, 0)
+			discretize.ReplayConfig{Clones: rc.Clones, Expand: expand, Count: count, Successor: v.successor, HaltReward: halt, Seed: mc.Seed, Gamma: gamma}, 0)
 		if err != nil {
 			b.Fatal(err)
-		}
-		cloned := make([]bool, g.NumCells())
-		for _, ep := range eps {
-			for _, x := range ep.States[:len(ep.Actions)] {
-				cloned[g.SnapState(x)] = true
-			}
-		}
-		if crash && expand == 0 { // a cell no rollout visited ends the episode as a crash does
-			A := g.NumActions()
-			for c, ok := range cloned {
-				for a := range A {
-					if k := c*A + a; !ok {
-						m.Next[m.RowPtr[k]], r[k] = int32(g.Terminal()), -100
-					}
-				}
-			}
 		}
 		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-6, Anderson: 20})
 		val := ws.ValueIteration(nil, r)
@@ -298,13 +348,18 @@ func benchLunarPlanner(b *testing.B, hold, expand int, count, crash bool, angle 
 			b.Fatal(err)
 		}
 		act, x := make([]float64, 2), make([]float64, 8)
-		b.ReportMetric(play(func(obs []float64) []float64 { return pl.Act(act, ce.StateOf(x, obs)) }), "planner-return")
-		b.ReportMetric(play(func(obs []float64) []float64 { return lunar.Heuristic(act, obs, true) }), "heuristic-return")
+		ret, landed := play(func(obs []float64) []float64 { return pl.Act(act, ce.StateOf(x, obs)) })
+		b.ReportMetric(ret, "planner-return")
+		b.ReportMetric(landed, "planner-landed")
+		ret, landed = play(func(obs []float64) []float64 { return lunar.Heuristic(act, obs, true) })
+		b.ReportMetric(ret, "heuristic-return")
+		b.ReportMetric(landed, "heuristic-landed")
 		prng := rand.New(rand.NewPCG(3, 4))
-		b.ReportMetric(play(func([]float64) []float64 {
+		ret, _ = play(func([]float64) []float64 {
 			act[0], act[1] = 2*prng.Float64()-1, 2*prng.Float64()-1
 			return act
-		}), "random-return")
+		})
+		b.ReportMetric(ret, "random-return")
 		b.ReportMetric(float64(st.Cells), "cells")
 		b.ReportMetric(float64(st.Unexpanded), "unexpanded")
 		b.ReportMetric(float64(st.Steps), "sim-steps")

@@ -51,7 +51,7 @@ func FullConfig() Config {
 		NumberOfClients: 6, HeldOutClients: 2, NumberOfSeeds: 10, Seed: 1,
 		EpisodesPerClient: 50, DeterministicExperts: true,
 		Model:               discretize.ModelConfig{Samples: 8, Successor: discretize.SuccessorNearest, Seed: 1, Gamma: 0.99},
-		ModelRollouts:       RolloutConfig{Episodes: 200, Epsilon: 0.3, Clones: 8},
+		ModelRollouts:       lunarRollouts(),
 		IRL:                 wellPosedIRL,
 		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: fusion.SigmaShared},
 		NormalizationAnchor: AnchorBest,
@@ -67,33 +67,45 @@ func FullConfig() Config {
 	}
 	c.Lattices["CartPole-v1"] = []string{"fine"}
 	c.Lattices["Acrobot-v1"] = []string{"fine"}
-	// LunarLander's fine-lattice fit (horizon 1000 at γ 0.999, 110,592
-	// pairs) costs about 14 min per client, 7 core-hours over the study.
-	c.Lattices["LunarLanderContinuous-v3"] = []string{"paper"}
+	c.Lattices["LunarLanderContinuous-v3"] = []string{"lander"}
 	return c
+}
+
+// lunarRollouts returns the lattice-model settings of LunarLander, the one
+// environment whose model is built from rollouts (a fresh halt reward
+// pointer each call): 1000 ε-greedy rollouts of the expert
+// (ε 0.3), 8 replay clones per visited cell and action, each crediting the
+// stencil of its cell's point moved by its displacement, and a cell never
+// cloned ending the episode as a crash (−100). With the lander lattice and
+// env.LunarLanderContinuous-v3.frame_skip 8, it is the first model tried on
+// which the true-reward planner lands (README-control, LunarLander).
+func lunarRollouts() RolloutConfig {
+	h := -100.0
+	return RolloutConfig{Episodes: 1000, Epsilon: 0.3, Clones: 8, Successor: discretize.SuccessorDisplacement, HaltReward: &h}
 }
 
 // wellPosedEnv returns the well-posed protocol's per-environment settings
 // with irl major iterations: experts of 100k steps (LunarLander 2M: RL
 // Zoo's 1M-step preset lands at 147–257 under the clients' wind, 2M–3M at
-// 204–285), the quadratic features for Pendulum, and evaluation budgets at
-// which PPO on the true reward reaches the experts' level.
+// 204–285), the quadratic features for Pendulum, evaluation budgets at
+// which PPO on the true reward reaches the experts' level, and
+// LunarLander's lattice steps of 8 frames.
 func wellPosedEnv(irlIters int) map[string]EnvConfig {
 	return map[string]EnvConfig{
 		"Pendulum-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesQuadratic},
 		"CartPole-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesPaper},
 		"Acrobot-v1":  {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 50_000, Features: tasks.FeaturesPaper},
 		"LunarLanderContinuous-v3": {TotalExpertSteps: 2_000_000, IRLIterations: irlIters, EvaluationSteps: 500_000,
-			Features: tasks.FeaturesPaper},
+			Features: tasks.FeaturesPaper, FrameSkip: 8},
 	}
 }
 
 // DefaultConfig returns the default study (≤ 15 min on 2 cores) under the
 // well-posed protocol: 4 training clients and 1 held-out, 3 seeds, on the
 // environments whose ladder passes at a lattice that fits the budget.
-// LunarLander is left to --full and --env: its ladder fails at rung (a) on
-// the lattices tried (README-control) and its experts alone (2M steps
-// each) exceed the default run's budget.
+// LunarLander is left to --full and --env: on its default lattice its
+// ladder passes rung (a) and fails rung (b) (README-control) and its
+// experts alone (2M steps each) exceed the default run's budget.
 func DefaultConfig() Config {
 	c := FullConfig()
 	c.Preset = "default"
@@ -102,7 +114,7 @@ func DefaultConfig() Config {
 	c.EpisodesPerClient = 20
 	c.Env = wellPosedEnv(100)
 	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"fine"}, "Acrobot-v1": {"fine"},
-		"LunarLanderContinuous-v3": {"paper"}}
+		"LunarLanderContinuous-v3": {"lander"}}
 	c.LogEvery = 5000
 	return c
 }
@@ -137,7 +149,7 @@ func QuickConfig() Config {
 // PaperProtocol returns c with the paper's protocol as written: the paper
 // lattices, the appendix's IRL (gradient ascent, η = 5·10⁻³, τ = 10⁻³, its
 // iteration budgets, infinite horizon, terminal value 0), the paper's 64
-// RBF features, and no reward normalisation in the evaluation runs. The
+// RBF features, actions on every frame, and no reward normalisation in the evaluation runs. The
 // scale (clients, seeds, expert and evaluation budgets) stays c's.
 func PaperProtocol(c Config) Config {
 	c.Protocol = ProtocolPaper
@@ -149,6 +161,7 @@ func PaperProtocol(c Config) Config {
 	for _, e := range c.Envs {
 		ec := c.Env[e]
 		ec.Features = tasks.FeaturesPaper
+		ec.FrameSkip = 0 // every frame
 		if it := paperEnv(e).IRLIterations; ec.IRLIterations > it {
 			ec.IRLIterations = it
 		}
