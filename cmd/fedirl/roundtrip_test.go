@@ -64,18 +64,25 @@ func TestRunOutputsReloadAsInputs(t *testing.T) {
 		t.Errorf("grid-world config.yaml → --config: %v\n got %+v\nwant %+v", err, back, gw)
 	}
 
-	cc := control.QuickConfig()
-	cc.Seed, cc.NumberOfSeeds = 7, 2
-	st, err := control.New(cc, filepath.Join(dir, "control"), 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.WriteConfig(); err != nil {
-		t.Fatal(err)
-	}
-	cback, err := control.LoadConfig(filepath.Join(dir, "control", "config.yaml"), control.DefaultConfig())
-	if err != nil || !reflect.DeepEqual(cback, cc) {
-		t.Errorf("control config.yaml → --config: %v\n got %+v\nwant %+v", err, cback, cc)
+	// Each preset's config.yaml, and the paper protocol's (which acts on
+	// every frame where the presets hold actions), reloads over the
+	// default preset as the config it was written from.
+	paper := control.DefaultConfig()
+	paper.Envs = append(paper.Envs, "LunarLanderContinuous-v3")
+	paper = control.PaperProtocol(paper)
+	for name, cc := range map[string]control.Config{"quick": control.QuickConfig(), "full": control.FullConfig(), "paper": paper} {
+		cc.Seed, cc.NumberOfSeeds = 7, 2
+		st, err := control.New(cc, filepath.Join(dir, "control-"+name), 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.WriteConfig(); err != nil {
+			t.Fatal(err)
+		}
+		cback, err := control.LoadConfig(filepath.Join(dir, "control-"+name, "config.yaml"), control.DefaultConfig())
+		if err != nil || !reflect.DeepEqual(cback, cc) {
+			t.Errorf("control %s config.yaml → --config: %v\n got %+v\nwant %+v", name, err, cback, cc)
+		}
 	}
 }
 
