@@ -135,7 +135,7 @@ func QuickConfig() Config {
 		"Acrobot-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
 			Bins: map[string]int{"theta1": 6, "theta2": 6, "thdot1": 3, "thdot2": 3}},
 		"LunarLanderContinuous-v3": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
-			Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}},
+			Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}, FrameSkip: 8},
 	}
 	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"},
 		"LunarLanderContinuous-v3": {"paper"}}
@@ -161,7 +161,9 @@ func PaperProtocol(c Config) Config {
 	for _, e := range c.Envs {
 		ec := c.Env[e]
 		ec.Features = tasks.FeaturesPaper
-		ec.FrameSkip = 0 // every frame
+		if ec.FrameSkip != 0 {
+			ec.FrameSkip = 1 // every frame, written out so that a reload over another preset keeps it
+		}
 		if it := paperEnv(e).IRLIterations; ec.IRLIterations > it {
 			ec.IRLIterations = it
 		}
