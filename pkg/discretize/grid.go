@@ -24,7 +24,11 @@
 //   - ReplayModel, for simulators whose state cannot be set but that are
 //     deterministic given their reset seed (a Replayer: LunarLander), clones
 //     K of the states the rollouts visited in each cell by replaying their
-//     episode's actions and steps each clone once with every action level.
+//     episode's actions and steps each clone once with every action level,
+//     crediting the nearest point, the stencil of the state reached, or the
+//     stencil of the cell's point moved by the clone's displacement
+//     (ReplayConfig.Successor), with never-cloned cells a zero-reward
+//     self-loop or a halt (ReplayConfig.HaltReward).
 //
 // The package knows nothing of features or learning, and no particular
 // environment: a Simulator is anything that can set its state and step

@@ -99,7 +99,9 @@ type EnvConfig struct {
 	// ⌈T/FrameSkip⌉. The PPO runs (experts, evaluations) and the random
 	// baseline act on every frame, and a learned reward is evaluated on
 	// every frame. 0 (unset) is 1: every frame. Only environments whose
-	// lattice model is built from rollouts (LunarLander) take a value > 1.
+	// lattice model is built from rollouts (LunarLander) take a value > 1;
+	// the presets set it for those and leave it unset for the others, so
+	// a resolved config (which omits 0) reloads to the same settings.
 	FrameSkip int `yaml:"frame_skip,omitempty"`
 	// DemoStart, when set, gives each training client its own region of
 	// start states for its demonstrations (partial coverage): training

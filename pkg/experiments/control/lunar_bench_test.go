@@ -194,7 +194,6 @@ func BenchmarkLunarPlanner(b *testing.B) {
 		{name: "angle5hold8crash", hold: 8, crash: true, angle: 5},
 		{name: "angle5hold8crash1000", hold: 8, crash: true, angle: 5, episodes: 1000},
 		{name: "angle5hold8crash3000", hold: 8, crash: true, angle: 5, episodes: 3000},
-		{name: "angle5hold4crash1000", hold: 4, crash: true, angle: 5, episodes: 1000},
 		{name: "angle7hold8crash3000", hold: 8, crash: true, angle: 7, episodes: 3000},
 		{name: "angle5hold8crashdisp", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorDisplacement},
 		{name: "angle5hold8crashmulti", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorMultilinear},
@@ -204,12 +203,8 @@ func BenchmarkLunarPlanner(b *testing.B) {
 		{name: "angle5hold8disp", hold: 8, angle: 5, successor: discretize.SuccessorDisplacement},
 		{name: "padhold8crashdisp", hold: 8, crash: true, pad: true, successor: discretize.SuccessorDisplacement},
 		{name: "angle5hold8crashdisp1000e50", hold: 8, crash: true, angle: 5, episodes: 1000, successor: discretize.SuccessorDisplacement, evalEpisodes: 50},
-		{name: "angle5hold8crashdispe50", hold: 8, crash: true, angle: 5, successor: discretize.SuccessorDisplacement, evalEpisodes: 50},
-		{name: "padhold8crashdisp1000", hold: 8, crash: true, pad: true, episodes: 1000, successor: discretize.SuccessorDisplacement},
 		{name: "padhold8", hold: 8, pad: true}, {name: "padhold8crash", hold: 8, crash: true, pad: true},
 		{name: "padhold8disp", hold: 8, pad: true, successor: discretize.SuccessorDisplacement},
-		{name: "padhold4disp", hold: 4, pad: true, successor: discretize.SuccessorDisplacement},
-		{name: "padhold8disp1000", hold: 8, pad: true, episodes: 1000, successor: discretize.SuccessorDisplacement},
 	} {
 		b.Run(v.name, func(b *testing.B) { benchLunarPlanner(b, v) })
 	}
