@@ -463,3 +463,42 @@ func (cl *cloner) clone(v visit, c, a int) (cloneOut, error) {
 	}
 	return o, nil
 }
+
+// ObservedPairs reports, for every pair of a model built by ReplayModel
+// without Count (m and its reward r) with halt reward halt (nil when
+// unset), whether the pair's row was observed: a cell whose rows were
+// cloned, rather than one of the placeholders ReplayModel gives a cell no
+// clone stepped from (every action a zero-reward self-loop, or with a halt
+// reward every action ending the episode with it). A cloned cell matches
+// the placeholder only if every one of its actions' clones stayed in it
+// with reward exactly 0, or ended the episode with a mean reward exactly
+// the halt's; the terminal state's pairs are not observed.
+func ObservedPairs(m *mdp.MDP, r []float64, halt *float64) []bool {
+	A := m.NumActions
+	out := make([]bool, m.NumPairs())
+	for s := range m.NumStates {
+		if m.IsTerminal(s) {
+			continue
+		}
+		placeholder := true
+		for a := range A {
+			k := s*A + a
+			lo, hi := m.RowPtr[k], m.RowPtr[k+1]
+			if hi-lo != 1 || m.Prob[lo] != 1 {
+				placeholder = false
+				break
+			}
+			next := int(m.Next[lo])
+			selfLoop := next == s && r[k] == 0
+			halted := halt != nil && m.IsTerminal(next) && r[k] == *halt
+			if !selfLoop && !halted {
+				placeholder = false
+				break
+			}
+		}
+		for a := range A {
+			out[s*A+a] = !placeholder
+		}
+	}
+	return out
+}

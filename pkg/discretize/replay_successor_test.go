@@ -223,3 +223,48 @@ func TestReplayHalt(t *testing.T) {
 		t.Error("a NaN halt reward was accepted")
 	}
 }
+
+// TestObservedPairs: the pairs ObservedPairs reports are those of the cells
+// the episode visited (the cells ReplayModel cloned, ReplayStats.Cells of
+// them), with and without a halt reward; the terminal state's are not.
+func TestObservedPairs(t *testing.T) {
+	spec := discretize.GridSpec{State: []discretize.AxisSpec{{Name: "x", N: 9, Lo: 0, Hi: 8}},
+		Action: []discretize.AxisSpec{{Name: "a", N: 3, Lo: -1, Hi: 1}}}
+	g, err := discretize.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &drift{}
+	ep := discretize.Episode{Seed: 10, States: [][]float64{{d.Reset(10)[0]}}} // cells 1 and 2
+	for range 4 {
+		o, r, _, _ := d.Step([]float64{1})
+		ep.Actions, ep.States, ep.Rewards = append(ep.Actions, []float64{1}), append(ep.States, []float64{o[0]}), append(ep.Rewards, r)
+	}
+	sim := func() (discretize.Replayer, error) { return &drift{}, nil }
+	h := -100.0
+	for _, halt := range []*float64{nil, &h} {
+		for _, succ := range []string{discretize.SuccessorNearest, discretize.SuccessorDisplacement} {
+			cfg := discretize.ReplayConfig{Clones: 4, Gamma: 0.9, Successor: succ, HaltReward: halt}
+			m, r, st, err := discretize.ReplayModel(context.Background(), g, sim, nil, []discretize.Episode{ep}, cfg, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := discretize.ObservedPairs(m, r, halt)
+			cells := 0
+			for c := range g.NumStates() {
+				want := c == 1 || c == 2
+				for a := range 3 {
+					if obs[c*3+a] != want {
+						t.Errorf("halt %v, %s: cell %d action %d observed %v, want %v", halt != nil, succ, c, a, obs[c*3+a], want)
+					}
+				}
+				if obs[c*3] {
+					cells++
+				}
+			}
+			if cells != st.Cells {
+				t.Errorf("halt %v, %s: %d observed cells, ReplayStats.Cells %d", halt != nil, succ, cells, st.Cells)
+			}
+		}
+	}
+}

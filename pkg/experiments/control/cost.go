@@ -36,8 +36,10 @@ var perStep = map[string]map[string]float64{
 	"eval":   {"Pendulum-v1": 6.9e-6, "CartPole-v1": 12.8e-6, "Acrobot-v1": 4.6e-6, "LunarLanderContinuous-v3": 20e-6},
 }
 
-// perPairIter is seconds per state–action pair and L-BFGS iteration of a
-// local IRL fit (model build included).
+// perPairIter is seconds per state–action pair and iteration of the
+// budget (irl_iterations) of a local IRL fit (model build included); the
+// Newton fits stop well before the budget, so it errs long (LunarLander's
+// lander fits, priced at 137 s, took 68 s).
 var perPairIter = map[string]float64{
 	"Pendulum-v1": 1.2e-7, "CartPole-v1": 9.1e-7, "Acrobot-v1": 2.8e-6, "LunarLanderContinuous-v3": 7.8e-5,
 }
@@ -55,7 +57,8 @@ var perPair = map[string]map[string]float64{
 // fidelity units of the same client reuse the model in the same process
 // (sharedWork). LunarLander: the paper-lattice ladder unit took 97 s, the
 // fine one 179 s, in a calibration run on this machine under a load of
-// 15–30 (branch lunar).
+// 15–30 (branch lunar); the default lander model (1000 rollouts held 8
+// frames) 31–98 s per ladder unit at a load of 2–4.
 var modelCost = map[string]float64{"LunarLanderContinuous-v3": 100}
 
 // fixedCost is the cost of a baseline or demonstrations unit.
@@ -95,7 +98,9 @@ func (s *Study) unitCost(t task) (float64, error) {
 	case "eval":
 		return float64(ec.EvaluationSteps) * perStep["eval"][t.env], nil
 	case "irl":
-		return float64(pairs) * float64(ec.IRLIterations) * perPairIter[t.env], nil
+		// A finite-horizon fit's sweeps scale with its horizon, which
+		// frame_skip k divides by k (LunarLander's rate is for k = 1).
+		return float64(pairs) * float64(ec.IRLIterations) * perPairIter[t.env] / float64(s.frameSkip(t.env)), nil
 	case "ladder":
 		return float64(pairs)*perPair[t.u.kind][t.env] + modelCost[t.env], nil
 	case "fidelity", "fusion":

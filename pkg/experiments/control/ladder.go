@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
@@ -46,7 +47,14 @@ type ladderSpec struct {
 	// rollouts; absent for the others, whose keys they leave unchanged.
 	Rollouts *RolloutConfig `json:"rollouts,omitempty"`
 	Expert   string         `json:"expert,omitempty"`
+	// Projection is "observed" where rung (b) projects over the pairs
+	// whose reward the rollouts observed (a model built from rollouts; see
+	// runLadder); absent, over every non-terminal pair.
+	Projection string `json:"projection,omitempty"`
 }
+
+// projectionObserved is ladderSpec.Projection for models built from rollouts.
+const projectionObserved = "observed"
 
 // LadderFile is the content of a ladder unit: rung (a)'s planner return and
 // rung (b)'s projected θ on one client's lattice model.
@@ -70,6 +78,10 @@ type LadderFile struct {
 	// the features over the non-terminal pairs; ProjectionR2 its R².
 	Theta        []float64 `json:"theta"`
 	ProjectionR2 float64   `json:"projection_r2"`
+	// ProjectionPairs is the number of pairs projected over where it is
+	// not every non-terminal pair (a model built from rollouts: the pairs
+	// of the cells its clones observed).
+	ProjectionPairs int `json:"projection_pairs,omitempty"`
 }
 
 // modelConfig returns the lattice-model settings of one client of env: its
@@ -102,6 +114,9 @@ func (s *Study) ladderUnit(env, lattice string, client int, seed uint64) (unit, 
 		Model: s.modelConfig(env, client, seed), Episodes: s.cfg.Ladder.Episodes}
 	if sp.Rollouts, sp.Expert, err = s.rollouts(env, client, seed); err != nil {
 		return unit{}, ladderSpec{}, err
+	}
+	if sp.Rollouts != nil {
+		sp.Projection = projectionObserved
 	}
 	return unit{"ladder", fmt.Sprintf("%s-%s-c%d-s%d", env, lattice, client, seed), key(sp), ".json"}, sp, nil
 }
@@ -170,6 +185,36 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	}
 	f.PlannerReturn = floats.Sum(ret) / float64(len(ret))
 	// (b) project the true reward onto the features (non-terminal pairs).
+	if sp.Projection == projectionObserved {
+		// A model built from rollouts knows the true reward only in the
+		// cells its clones observed; the others carry the model's
+		// placeholder (a zero-reward self-loop or the halt reward), which
+		// no feature set should be asked to fit.
+		obs := discretize.ObservedPairs(m, r, sp.Rollouts.HaltReward)
+		rows := make([]int, 0, len(obs))
+		for k, o := range obs {
+			if o {
+				rows = append(rows, k)
+			}
+		}
+		_, d := phi.Dims()
+		if len(rows) < d {
+			return fmt.Errorf("%s client %d %s: the rollouts observed %d pairs, fewer than the %d features", sp.Env, sp.Client, lattice, len(rows), d)
+		}
+		sub := mat.NewDense(len(rows), d, nil)
+		rs := make([]float64, len(rows))
+		for i, k := range rows {
+			sub.SetRow(i, phi.RawRowView(k))
+			rs[i] = r[k]
+		}
+		pj, err := newProjector(sub, len(rows))
+		if err != nil {
+			return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
+		}
+		f.Theta, f.ProjectionR2 = pj.project(rs)
+		f.ProjectionPairs = len(rows)
+		return report.WriteJSON(u.path(s.units), f)
+	}
 	pj, err := s.shared.projector(key(sp.Probe), phi, g.NumCells()*g.NumActions())
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
