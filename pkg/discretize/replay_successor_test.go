@@ -172,11 +172,11 @@ func TestReplaySuccessors(t *testing.T) {
 	}
 }
 
-// TestReplayHalt: with HaltReward h, every pair of a cell no episode
-// visited ends the episode (the terminal state with probability 1) with
-// reward h, and the rows of the visited cells are those of the model
-// without it; a non-finite h is refused.
-func TestReplayHalt(t *testing.T) {
+// driftVisitingCells12 returns a 9-cell lattice with 3 action levels, one
+// drift episode of 4 steps at action +1 (1.0, 1.3, …, 2.2: it visits cells
+// 1 and 2) and the drift simulator it replays on.
+func driftVisitingCells12(t *testing.T) (*discretize.Grid, discretize.Episode, func() (discretize.Replayer, error)) {
+	t.Helper()
 	spec := discretize.GridSpec{State: []discretize.AxisSpec{{Name: "x", N: 9, Lo: 0, Hi: 8}},
 		Action: []discretize.AxisSpec{{Name: "a", N: 3, Lo: -1, Hi: 1}}}
 	g, err := discretize.New(spec)
@@ -184,12 +184,20 @@ func TestReplayHalt(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &drift{}
-	ep := discretize.Episode{Seed: 10, States: [][]float64{{d.Reset(10)[0]}}} // 1.0, 1.3, …, 2.2: cells 1 and 2
+	ep := discretize.Episode{Seed: 10, States: [][]float64{{d.Reset(10)[0]}}}
 	for range 4 {
 		o, r, _, _ := d.Step([]float64{1})
 		ep.Actions, ep.States, ep.Rewards = append(ep.Actions, []float64{1}), append(ep.States, []float64{o[0]}), append(ep.Rewards, r)
 	}
-	sim := func() (discretize.Replayer, error) { return &drift{}, nil }
+	return g, ep, func() (discretize.Replayer, error) { return &drift{}, nil }
+}
+
+// TestReplayHalt: with HaltReward h, every pair of a cell no episode
+// visited ends the episode (the terminal state with probability 1) with
+// reward h, and the rows of the visited cells are those of the model
+// without it; a non-finite h is refused.
+func TestReplayHalt(t *testing.T) {
+	g, ep, sim := driftVisitingCells12(t)
 	cfg := discretize.ReplayConfig{Clones: 4, Gamma: 0.9, Successor: discretize.SuccessorDisplacement}
 	m0, r0, _, err := discretize.ReplayModel(context.Background(), g, sim, nil, []discretize.Episode{ep}, cfg, 1)
 	if err != nil {
@@ -228,19 +236,7 @@ func TestReplayHalt(t *testing.T) {
 // the episode visited (the cells ReplayModel cloned, ReplayStats.Cells of
 // them), with and without a halt reward; the terminal state's are not.
 func TestObservedPairs(t *testing.T) {
-	spec := discretize.GridSpec{State: []discretize.AxisSpec{{Name: "x", N: 9, Lo: 0, Hi: 8}},
-		Action: []discretize.AxisSpec{{Name: "a", N: 3, Lo: -1, Hi: 1}}}
-	g, err := discretize.New(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &drift{}
-	ep := discretize.Episode{Seed: 10, States: [][]float64{{d.Reset(10)[0]}}} // cells 1 and 2
-	for range 4 {
-		o, r, _, _ := d.Step([]float64{1})
-		ep.Actions, ep.States, ep.Rewards = append(ep.Actions, []float64{1}), append(ep.States, []float64{o[0]}), append(ep.Rewards, r)
-	}
-	sim := func() (discretize.Replayer, error) { return &drift{}, nil }
+	g, ep, sim := driftVisitingCells12(t)
 	h := -100.0
 	for _, halt := range []*float64{nil, &h} {
 		for _, succ := range []string{discretize.SuccessorNearest, discretize.SuccessorDisplacement} {
