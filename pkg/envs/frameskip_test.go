@@ -2,6 +2,7 @@ package envs_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/envs"
@@ -43,7 +44,7 @@ func TestFrameSkipMatchesDirectStepping(t *testing.T) {
 		for ep := range 6 {
 			seed := uint64(100 + ep)
 			o1, o2 := f.Reset(seed), direct.Reset(seed)
-			if !equal(o1, o2) {
+			if !slices.Equal(o1, o2) {
 				t.Fatalf("skip %d episode %d: reset observations differ", tc.skip, ep)
 			}
 			for step := 0; ; step++ {
@@ -67,7 +68,7 @@ func TestFrameSkipMatchesDirectStepping(t *testing.T) {
 						break
 					}
 				}
-				if !equal(obs, dobs) || r != sum || term != dterm || trunc != dtrunc {
+				if !slices.Equal(obs, dobs) || r != sum || term != dterm || trunc != dtrunc {
 					t.Fatalf("skip %d episode %d step %d: (obs %v, r %v, term %v, trunc %v), direct stepping (%v, %v, %v, %v)",
 						tc.skip, ep, step, obs, r, term, trunc, dobs, sum, dterm, dtrunc)
 				}
@@ -88,16 +89,4 @@ func TestFrameSkipMatchesDirectStepping(t *testing.T) {
 	if _, err := envs.NewFrameSkip(nil, 0); err == nil {
 		t.Error("NewFrameSkip(_, 0): no error")
 	}
-}
-
-func equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

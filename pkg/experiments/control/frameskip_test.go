@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -51,7 +52,7 @@ func TestFrameSkipStudy(t *testing.T) {
 		frames, at := 0, 0
 		for ep, n := range d.Lengths {
 			obsRow := at + ep // episode ep's observations start after ep earlier resets
-			if got := sim.Reset(seedOf(es.Seed, "demo-reset", es.Client, ep)); !slices64Equal(got, d.Obs[obsRow]) {
+			if got := sim.Reset(seedOf(es.Seed, "demo-reset", es.Client, ep)); !slices.Equal(got, d.Obs[obsRow]) {
 				t.Fatalf("client %d episode %d: reset observation differs from the recorded one", client, ep)
 			}
 			for i := range n {
@@ -66,7 +67,7 @@ func TestFrameSkipStudy(t *testing.T) {
 						break
 					}
 				}
-				if !slices64Equal(obs, d.Obs[obsRow+i+1]) || sum != d.Rews[at+i] {
+				if !slices.Equal(obs, d.Obs[obsRow+i+1]) || sum != d.Rews[at+i] {
 					t.Fatalf("client %d episode %d step %d: recorded (obs %v, reward %v), %d frames of the simulator (%v, %v)",
 						client, ep, i, d.Obs[obsRow+i+1], d.Rews[at+i], skip, obs, sum)
 				}
@@ -98,18 +99,6 @@ func TestFrameSkipStudy(t *testing.T) {
 	if h, err := st.horizon(env); err != nil || h != 334 {
 		t.Errorf("horizon %d (%v), want ⌈1000/3⌉ = 334", h, err)
 	}
-}
-
-func slices64Equal(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestFrameSkipConfig: an unset frame_skip and an explicit 1 give the
