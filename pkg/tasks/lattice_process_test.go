@@ -106,27 +106,37 @@ np.save(sys.argv[3], np.ascontiguousarray(t.pair_points()))`
 	}
 }
 
+// runExample runs examples/<name>/run.sh at a small size (N=13, 5
+// episodes, the system's python3) into a temporary folder, and returns
+// the folder and the script's output, skipping the test where python3 lacks grpc, grpc_tools or numpy
+// and failing it, with the script's output, when the script fails.
+func runExample(t *testing.T, name string, timeout time.Duration) (string, []byte) {
+	t.Helper()
+	if pythonWith("grpc", "grpc_tools", "numpy") == "" {
+		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
+	}
+	bin := fedirlBinary(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(), "examples", name, "run.sh"), out)
+	cmd.Env = append(os.Environ(), "FEDIRL_BIN="+bin, "N=13", "EPISODES=5", "EVAL_EPISODES=5", "PYTHON=/usr/bin/python3")
+	start := time.Now()
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s/run.sh: %v\n%s", name, err, b)
+	}
+	t.Logf("%s/run.sh at N=13 took %v:\n%s", name, time.Since(start).Round(time.Millisecond), b)
+	return out, b
+}
+
 // TestOwnProblemExample runs examples/own-problem/run.sh at a small size: a
 // real server, two `fedirl client` processes per task and the Python
 // client, mean and barycentric fusion. The mean task's θ must be the mean of
 // the three local θ, the barycentric one what the server's fuser computes
 // from them, and every client's table row must be there.
 func TestOwnProblemExample(t *testing.T) {
-	if pythonWith("grpc", "grpc_tools", "numpy") == "" {
-		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
-	}
-	bin := fedirlBinary(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(), "examples", "own-problem", "run.sh"), out)
-	cmd.Env = append(os.Environ(), "FEDIRL_BIN="+bin, "N=13", "EPISODES=5", "EVAL_EPISODES=5", "PYTHON=/usr/bin/python3")
-	start := time.Now()
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("run.sh: %v\n%s", err, b)
-	}
-	t.Logf("run.sh at N=13 took %v:\n%s", time.Since(start).Round(time.Millisecond), b)
+	out, b := runExample(t, "own-problem", 90*time.Second)
 
 	var r0 struct {
 		Local []float64                `json:"local_theta"`

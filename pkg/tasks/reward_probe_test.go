@@ -399,19 +399,7 @@ func containsAll(s string, subs ...string) bool {
 // (read from the clients' reports), every task must list all three clients
 // as reward clients, and every client's table row must be there.
 func TestRewardModelsExample(t *testing.T) {
-	if pythonWith("grpc", "grpc_tools", "numpy") == "" {
-		t.Skip("no python3 with grpc, grpc_tools and numpy (Debian: python3-grpcio python3-grpc-tools python3-numpy)")
-	}
-	bin := fedirlBinary(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(), "examples", "reward-models", "run.sh"), out)
-	cmd.Env = append(os.Environ(), "FEDIRL_BIN="+bin, "N=13", "EPISODES=5", "EVAL_EPISODES=5", "PYTHON=/usr/bin/python3")
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("run.sh: %v\n%s", err, b)
-	}
+	out, _ := runExample(t, "reward-models", 120*time.Second)
 	var r2 map[string]json.RawMessage
 	readJSON(t, filepath.Join(out, "client2", "result.json"), &r2)
 	var local2 []float64
