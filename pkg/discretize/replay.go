@@ -103,6 +103,10 @@ func (c ReplayConfig) Validate() error {
 // point moved by the step's displacement (ReplayConfig.Successor).
 const SuccessorDisplacement = "displacement"
 
+// interpolates reports whether successor rule mode credits a stencil
+// (multilinear or displacement) rather than the nearest point.
+func interpolates(mode string) bool { return mode != "" && mode != SuccessorNearest }
+
 // successorPoint writes into dst the point whose stencil a step from x0 in
 // cell c to x1 credits under mode (SuccessorMultilinear or
 // SuccessorDisplacement) and returns it (a periodic axis wraps in the
@@ -216,7 +220,7 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 				}
 				k := c*A + g.SnapAction(ep.Actions[t])
 				o := cloneOut{next: next, r: r}
-				if int(next) != g.Terminal() && cfg.Successor != "" && cfg.Successor != SuccessorNearest {
+				if int(next) != g.Terminal() && interpolates(cfg.Successor) {
 					o.y = successorPoint(g, cfg.Successor, nil, c, ep.States[t], ep.States[t+1])
 				}
 				recorded[k] = append(recorded[k], o)
@@ -438,7 +442,7 @@ func (cl *cloner) clone(v visit, c, a int) (cloneOut, error) {
 		}
 		obs0 = o
 	}
-	interp := cl.successor != "" && cl.successor != SuccessorNearest
+	interp := interpolates(cl.successor)
 	if interp { // the cloned state, before the step overwrites the observation
 		if cl.stateOf != nil {
 			cl.stateOf(cl.origin, obs0)

@@ -185,6 +185,8 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	}
 	f.PlannerReturn = floats.Sum(ret) / float64(len(ret))
 	// (b) project the true reward onto the features (non-terminal pairs).
+	var pj *projector
+	target := r
 	if sp.Projection == projectionObserved {
 		// A model built from rollouts knows the true reward only in the
 		// cells its clones observed; the others carry the model's
@@ -202,23 +204,19 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 			return fmt.Errorf("%s client %d %s: the rollouts observed %d pairs, fewer than the %d features", sp.Env, sp.Client, lattice, len(rows), d)
 		}
 		sub := mat.NewDense(len(rows), d, nil)
-		rs := make([]float64, len(rows))
+		target = make([]float64, len(rows))
 		for i, k := range rows {
 			sub.SetRow(i, phi.RawRowView(k))
-			rs[i] = r[k]
+			target[i] = r[k]
 		}
-		pj, err := newProjector(sub, len(rows))
-		if err != nil {
-			return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
-		}
-		f.Theta, f.ProjectionR2 = pj.project(rs)
 		f.ProjectionPairs = len(rows)
-		return report.WriteJSON(u.path(s.units), f)
+		pj, err = newProjector(sub, len(rows))
+	} else {
+		pj, err = s.shared.projector(key(sp.Probe), phi, g.NumCells()*g.NumActions())
 	}
-	pj, err := s.shared.projector(key(sp.Probe), phi, g.NumCells()*g.NumActions())
 	if err != nil {
 		return fmt.Errorf("%s client %d %s: %w", sp.Env, sp.Client, lattice, err)
 	}
-	f.Theta, f.ProjectionR2 = pj.project(r)
+	f.Theta, f.ProjectionR2 = pj.project(target)
 	return report.WriteJSON(u.path(s.units), f)
 }
