@@ -2,6 +2,8 @@ package irl
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -163,4 +165,34 @@ func TestNewtonSolverSameFit(t *testing.T) {
 	approx.Slices(t, "θ (Newton–Krylov vs fixed-point solver)", nt.Theta, fp.Theta, 1e-7, 1e-7)
 	approx.Equal(t, "θ_abs", nt.AbsorbingReward, fp.AbsorbingReward, 1e-7, 1e-7)
 	t.Logf("Newton–Krylov: %d steps, %d value sweeps; fixed point: %d steps, %d value sweeps", nt.Iterations, nt.ValueSweeps, fp.Iterations, fp.ValueSweeps)
+}
+
+// TestNewtonJudgesConvergenceAtSolverTol: Newton's method solves loosely
+// while the gradient is large (inexactTol), but the gradient it reports at
+// convergence is the one a fresh objective computes at θ with the
+// configured solver tolerance, and within GradTol.
+func TestNewtonJudgesConvergenceAtSolverTol(t *testing.T) {
+	m, phi, demos := smallProblem(9, 10)
+	cfg := Config{Temperature: 1, L2: 0.1, GradTol: 1e-6, MaxIter: 100, Optimizer: OptimizerNewton,
+		Solver: mdp.Options{Tol: 1e-13}}
+	res, err := MaxEnt(context.Background(), m, phi, demos, cfg)
+	if err != nil || !res.Converged {
+		t.Fatalf("converged %v, err %v", res.Converged, err)
+	}
+	if inexactTol(cfg.Solver.Tol, res.GradNorm[len(res.GradNorm)-2]) <= cfg.Solver.Tol {
+		t.Fatalf("the step before convergence solved at the configured tolerance already; the test needs a looser one")
+	}
+	cfg, _ = cfg.withDefaults()
+	o, err := NewObjective(m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	theta := slices.Clone(res.Theta)
+	grad := make([]float64, o.Dim())
+	o.Eval(grad, theta)
+	fresh := floats.Norm(grad, 2)
+	if got := res.GradNorm[len(res.GradNorm)-1]; fresh > cfg.GradTol || math.Abs(fresh-got) > 1e-12 {
+		t.Fatalf("‖∇‖ at θ: reported %.6g, fresh solve at tol %g %.6g (GradTol %g)", got, cfg.Solver.Tol, fresh, cfg.GradTol)
+	}
 }

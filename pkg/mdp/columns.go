@@ -2,8 +2,6 @@ package mdp
 
 import (
 	"fmt"
-
-	"gonum.org/v1/gonum/floats"
 )
 
 // ColumnStats describes one EvaluateColumns call.
@@ -24,7 +22,7 @@ type ColumnStats struct {
 //
 // that is (I − γP_π) V_j = Σ_a π r_j. Each column is solved by GMRES with
 // an ILU(0) preconditioner (the Newton solver's, newton.go) to a relative
-// residual of rtol, starting from dst's contents when warm (zero
+// residual of rtol, blockWidth columns in lock step (block.go), starting from dst's contents when warm (zero
 // otherwise). With rewards = Φ, the columns are the discounted expected
 // feature sums ψ(s) = ∂V/∂θ of a linear reward θᵀφ, which MaxEnt IRL's
 // Hessian is made of. It panics on a finite horizon or mismatched lengths.
@@ -45,82 +43,56 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	ws.pi = pi
 	ws.build()
 	ws.pi = nil
-	prec := nt.precA
+	prec := nt.a.precondBlock
 	if !nt.a.ilu0() {
-		prec = func([]float64) {}
+		prec = func([]blk) {}
 	}
-	// Columns go in blocks of columnBlock: their right-hand sides and warm
-	// starts are gathered column-major (one cache line per state and
-	// block), so each solve runs on contiguous vectors, and the buffers
-	// stay 2·S·columnBlock whatever d.
-	cb := min(columnBlock, d)
-	if len(ws.colB) < S*cb {
-		ws.colB, ws.colX = make([]float64, S*cb), make([]float64, S*cb)
+	if nt.kb == nil {
+		nt.kb = newBlockGMRES(S)
+		nt.colB, nt.colX = make([]blk, S), make([]blk, S)
 	}
+	mul := func(y, x []blk) {
+		nt.mulC, nt.mulBY, nt.mulBX = nt.a, y, x
+		ws.pool.run(ws.mulBlockFn, ws.bounds)
+		nt.mulC, nt.mulBY, nt.mulBX = nil, nil, nil
+	}
+	// Columns go in blocks of blockWidth, interleaved by state (block.go);
+	// the last block is padded with zero columns.
 	var st ColumnStats
-	for j0 := 0; j0 < d; j0 += cb {
-		nb := min(cb, d-j0)
-		colB, colX := ws.colB[:S*nb], ws.colX[:S*nb]
+	colB, colX := nt.colB, nt.colX
+	for j0 := 0; j0 < d; j0 += blockWidth {
+		nb := min(blockWidth, d-j0)
 		clear(colB)
 		for s := range S {
 			if m.IsTerminal(s) {
 				continue
 			}
+			bs := &colB[s]
 			for a, pa := range pi.Prob[s*A : (s+1)*A] {
 				if pa == 0 {
 					continue
 				}
 				row := rewards[(s*A+a)*d+j0 : (s*A+a)*d+j0+nb]
 				for jj, r := range row {
-					colB[jj*S+s] += pa * r
-				}
-			}
-			for jj := range nb {
-				if warm {
-					colX[jj*S+s] = dst[s*d+j0+jj]
-				} else {
-					colX[jj*S+s] = 0
+					bs[jj] += pa * r
 				}
 			}
 		}
-		for jj := range nb {
-			x, b := colX[jj*S:(jj+1)*S], colB[jj*S:(jj+1)*S]
-			bn := floats.Norm(b, 2)
-			if bn == 0 {
-				clear(x)
-				continue
+		if warm {
+			for s := range S {
+				colX[s] = blk{}
+				copy(colX[s][:nb], dst[s*d+j0:s*d+j0+nb])
 			}
-			r0, ax := bn, nt.kr.zero
-			if warm {
-				// Solve to rtol relative to b, not to the warm start's
-				// residual; the solve starts from this product.
-				ax = nt.kr.u
-				nt.mulA(ax, x)
-				st.MatVecs++
-				floats.SubTo(nt.kr.w, ax, b)
-				r0 = floats.Norm(nt.kr.w, 2)
-			} else {
-				clear(x)
-			}
-			rel := r0 / bn
-			if rel > rtol {
-				mv, rr := nt.kr.solve(prec, nt.mulA, x, b, ax, rtol*bn/r0, columnMaxMatVec)
-				st.MatVecs += mv
-				rel = rr * r0 / bn
-			}
-			st.Residual = max(st.Residual, rel)
 		}
+		mv, rel := nt.kb.solve(prec, mul, colX, colB, rtol, columnMaxMatVec, warm)
+		st.MatVecs += mv
+		st.Residual = max(st.Residual, rel)
 		for s := range S {
-			for jj := range nb {
-				dst[s*d+j0+jj] = colX[jj*S+s]
-			}
+			copy(dst[s*d+j0:s*d+j0+nb], colX[s][:nb])
 		}
 	}
 	return st
 }
-
-// columnBlock is the number of columns EvaluateColumns gathers at once.
-const columnBlock = 8
 
 // columnMaxMatVec caps the products of one column's solve in EvaluateColumns.
 const columnMaxMatVec = 2000

@@ -19,7 +19,7 @@ func TestEvaluateColumnsMatchesPolicyEvaluation(t *testing.T) {
 		{150, 3, 4, 0, 0.99, 1},
 		{120, 4, 3, 5, 0.95, 0.1},
 	}
-	const d = 11 // two blocks of columns (columnBlock = 8)
+	const d = 11 // two blocks of columns (blockWidth = 8), the second padded
 	for ci, c := range cases {
 		m := mdptest.RandomMDP(uint64(300+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
 		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-14, MaxIter: 1 << 20})

@@ -67,8 +67,12 @@ type newtonState struct {
 	pol        *Policy
 	delta, rhs []float64
 
-	mulC       *csr
-	mulY, mulX []float64
+	mulC         *csr
+	mulY, mulX   []float64
+	mulBY, mulBX []blk
+	// EvaluateColumns' block solver and its right-hand sides and solutions
+	kb         *blockGMRES
+	colB, colX []blk
 	// products and preconditioners of a and at, bound once so solves do not allocate
 	mulA, mulAt   func(y, x []float64)
 	precA, precAt func(x []float64)
@@ -101,7 +105,7 @@ func (ws *Workspace) newton() *newtonState {
 	nt.pol = &Policy{NumStates: S, NumActions: A, Steps: 1, Prob: make([]float64, S*A)}
 	nt.delta, nt.rhs = make([]float64, S), make([]float64, S)
 	ws.nt = nt
-	ws.gatherFn, ws.packFn, ws.mulFn = ws.gatherRange, ws.packRange, ws.mulRange
+	ws.gatherFn, ws.packFn, ws.mulFn, ws.mulBlockFn = ws.gatherRange, ws.packRange, ws.mulRange, ws.mulBlockRange
 	nt.mulA, nt.mulAt = ws.mulBy(nt.a), ws.mulBy(nt.at)
 	nt.precA, nt.precAt = nt.a.precond, nt.at.precond
 	return nt
@@ -180,6 +184,11 @@ func (ws *Workspace) build() {
 func (ws *Workspace) mulRange(_, lo, hi int) {
 	nt := ws.nt
 	nt.mulC.mulRange(nt.mulY, nt.mulX, lo, hi)
+}
+
+func (ws *Workspace) mulBlockRange(_, lo, hi int) {
+	nt := ws.nt
+	nt.mulC.mulBlockRange(nt.mulBY, nt.mulBX, lo, hi)
 }
 
 // mulBy returns y = c·x on the workspace's goroutines (rows split by range).

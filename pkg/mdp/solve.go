@@ -95,9 +95,8 @@ type Workspace struct {
 	polTarget *Policy
 	polValues *Values
 
-	nt                      *newtonState
-	colB, colX              []float64 // EvaluateColumns' column-major buffers (S×8, allocated on first use)
-	gatherFn, packFn, mulFn rangeFn
+	nt                                  *newtonState
+	gatherFn, packFn, mulFn, mulBlockFn rangeFn
 }
 
 // NewWorkspace validates m and returns a Workspace for it. It panics if m is
@@ -769,4 +768,14 @@ func DeterministicPolicy(m *MDP, actions []int) *Policy {
 		pi.Prob[s*m.NumActions+a] = 1
 	}
 	return pi
+}
+
+// SetTol changes Options.Tol for the solves that follow; it panics unless
+// tol > 0. An outer optimizer uses it to solve loosely while it is far
+// from its own optimum (inexact Newton) and tightly at the end.
+func (ws *Workspace) SetTol(tol float64) {
+	if !(tol > 0) {
+		panic(fmt.Sprintf("mdp: SetTol(%v), want > 0", tol))
+	}
+	ws.opts.Tol = tol
 }

@@ -1,0 +1,338 @@
+package mdp
+
+import (
+	"math"
+)
+
+// Block solves: blockWidth right-hand sides of one system solved in lock
+// step.
+//
+// EvaluateColumns solves (I − γP_π)V_j = b_j for one column per feature
+// (65 on the control lattices). Solved one at a time, each product and
+// each triangular solve of the ILU(0) preconditioner walks the whole
+// matrix for one number per row, and the substitutions wait on the row
+// just solved (precond). Carried as blocks of blockWidth interleaved
+// columns (one cache line per state), every matrix entry is read once for
+// blockWidth independent multiply–adds, which also hides the
+// substitutions' latency. The Krylov method is GMRES run for every column
+// of the block at once (lock step): each column keeps its own Hessenberg
+// matrix, rotations and stopping test, so each column's iterates are
+// those of a GMRES solve of that column alone, up to the order of the
+// floating-point sums.
+
+// blockWidth is the number of columns of a block.
+const blockWidth = 8
+
+// blk holds one state's entries of blockWidth columns.
+type blk = [blockWidth]float64
+
+// blockRestart is the restart length of the block GMRES: its basis is
+// blockRestart+1 block vectors (64 bytes per state each), and the column
+// solves it serves start warm and stop at a loose relative residual.
+const blockRestart = 12
+
+// mulBlockRange sets y = c·x for rows [lo, hi) of block vectors.
+func (c *csr) mulBlockRange(y, x []blk, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		var a0, a1, a2, a3, a4, a5, a6, a7 float64
+		p0, p1 := c.ptr[i], c.ptr[i+1]
+		cols, vals := c.col[p0:p1], c.val[p0:p1]
+		cols = cols[:len(vals)]
+		for k, v := range vals {
+			xj := &x[cols[k]]
+			a0 += v * xj[0]
+			a1 += v * xj[1]
+			a2 += v * xj[2]
+			a3 += v * xj[3]
+			a4 += v * xj[4]
+			a5 += v * xj[5]
+			a6 += v * xj[6]
+			a7 += v * xj[7]
+		}
+		y[i] = blk{a0, a1, a2, a3, a4, a5, a6, a7}
+	}
+}
+
+// precondBlock overwrites every column of x with (LU)⁻¹x, as precond does
+// for one.
+func (c *csr) precondBlock(x []blk) {
+	lu, col, ptr, diag, inv := c.lu, c.col, c.ptr, c.diag, c.inv
+	n := c.n
+	x, ptr, diag, inv = x[:n], ptr[:n+1], diag[:n], inv[:n]
+	for i := range n {
+		p0, d := ptr[i], diag[i]
+		ls, cs := lu[p0:d], col[p0:d]
+		cs = cs[:len(ls)]
+		a := x[i]
+		for k, l := range ls {
+			xj := &x[cs[k]]
+			a[0] -= l * xj[0]
+			a[1] -= l * xj[1]
+			a[2] -= l * xj[2]
+			a[3] -= l * xj[3]
+			a[4] -= l * xj[4]
+			a[5] -= l * xj[5]
+			a[6] -= l * xj[6]
+			a[7] -= l * xj[7]
+		}
+		x[i] = a
+	}
+	for i := n - 1; i >= 0; i-- {
+		d, p1 := diag[i], ptr[i+1]
+		us, cs := lu[d+1:p1], col[d+1:p1]
+		cs = cs[:len(us)]
+		a := x[i]
+		for k, u := range us {
+			xj := &x[cs[k]]
+			a[0] -= u * xj[0]
+			a[1] -= u * xj[1]
+			a[2] -= u * xj[2]
+			a[3] -= u * xj[3]
+			a[4] -= u * xj[4]
+			a[5] -= u * xj[5]
+			a[6] -= u * xj[6]
+			a[7] -= u * xj[7]
+		}
+		s := inv[i]
+		for jj := range a {
+			a[jj] *= s
+		}
+		x[i] = a
+	}
+}
+
+// blockDots sets dst[jj] = Σ_s x[s][jj]·y[s][jj].
+func blockDots(dst *blk, x, y []blk) {
+	var d blk
+	y = y[:len(x)]
+	for s := range x {
+		xs, ys := &x[s], &y[s]
+		for jj := range d {
+			d[jj] += xs[jj] * ys[jj]
+		}
+	}
+	*dst = d
+}
+
+// blockAxpy sets y[s][jj] −= a[jj]·x[s][jj].
+func blockAxpy(y []blk, a *blk, x []blk) {
+	x = x[:len(y)]
+	for s := range y {
+		ys, xs := &y[s], &x[s]
+		for jj := range ys {
+			ys[jj] -= a[jj] * xs[jj]
+		}
+	}
+}
+
+// blockGMRES holds the buffers of the lock-step GMRES(blockRestart).
+type blockGMRES struct {
+	v    [][]blk // basis, blockRestart+1 block vectors
+	w, u []blk
+	// per column: the Hessenberg matrix (column j at h[jj][j*(m+1):]),
+	// the Givens rotations and the rotated right-hand side
+	h, cs, sn, g [blockWidth][]float64
+	y            []float64
+}
+
+func newBlockGMRES(n int) *blockGMRES {
+	m := blockRestart
+	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), y: make([]float64, m)}
+	for range m + 1 {
+		k.v = append(k.v, make([]blk, n))
+	}
+	for jj := range blockWidth {
+		k.h[jj], k.cs[jj], k.sn[jj], k.g[jj] = make([]float64, (m+1)*m), make([]float64, m), make([]float64, m), make([]float64, m+1)
+	}
+	return k
+}
+
+// solve improves each column of x towards the solution of A x = b until
+// its residual's 2-norm falls to rtol·‖b‖ (that column's b) or maxMatVec
+// products of that column are spent. x is taken as zero when warm is
+// false. Columns with b = 0 are set to 0. It returns the products spent
+// over all columns and the largest final relative residual ‖b − Ax‖/‖b‖.
+func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk, rtol float64, maxMatVec int, warm bool) (int, float64) {
+	m := blockRestart
+	var ref, rel blk
+	var active [blockWidth]bool
+	var mv [blockWidth]int
+	total := 0
+	blockDots(&ref, b, b)
+	for jj := range blockWidth {
+		ref[jj] = math.Sqrt(ref[jj])
+		active[jj] = ref[jj] > 0 && !math.IsNaN(ref[jj])
+	}
+	if !warm {
+		clear(x)
+	}
+	for cycle := 0; ; cycle++ {
+		// r = b − A x into v[0]
+		v0 := k.v[0]
+		if cycle == 0 && !warm {
+			copy(v0, b)
+		} else {
+			mul(k.w, x)
+			for jj := range blockWidth {
+				if active[jj] {
+					mv[jj]++
+					total++
+				}
+			}
+			for s := range v0 {
+				for jj := range blockWidth {
+					v0[s][jj] = b[s][jj] - k.w[s][jj]
+				}
+			}
+		}
+		var beta, scale blk
+		blockDots(&beta, v0, v0)
+		any := false
+		for jj := range blockWidth {
+			beta[jj] = math.Sqrt(beta[jj])
+			clear(k.g[jj])
+			if !active[jj] {
+				continue
+			}
+			if rel[jj] = beta[jj] / ref[jj]; rel[jj] <= rtol || mv[jj] >= maxMatVec || math.IsNaN(rel[jj]) {
+				active[jj] = false
+				continue
+			}
+			k.g[jj][0] = beta[jj]
+			scale[jj] = 1 / beta[jj]
+			any = true
+		}
+		if !any {
+			break
+		}
+		for s := range v0 {
+			for jj := range blockWidth {
+				v0[s][jj] *= scale[jj]
+			}
+		}
+		// Arnoldi in lock step; end[jj] is the size of column jj's basis.
+		var end [blockWidth]int
+		run := active
+		for j := 0; j < m; j++ {
+			live := false
+			for jj := range blockWidth {
+				live = live || run[jj]
+			}
+			if !live {
+				break
+			}
+			copy(k.u, k.v[j])
+			precond(k.u)
+			mul(k.w, k.u)
+			for jj := range blockWidth {
+				if run[jj] {
+					mv[jj]++
+					total++
+				}
+			}
+			var hcol blk
+			for i := 0; i <= j; i++ {
+				blockDots(&hcol, k.w, k.v[i])
+				for jj := range blockWidth {
+					if !run[jj] {
+						hcol[jj] = 0
+					}
+					k.h[jj][j*(m+1)+i] = hcol[jj]
+				}
+				blockAxpy(k.w, &hcol, k.v[i])
+			}
+			var hn blk
+			blockDots(&hn, k.w, k.w)
+			for jj := range blockWidth {
+				hn[jj] = math.Sqrt(hn[jj])
+				scale[jj] = 0
+				if run[jj] && hn[jj] > 0 {
+					scale[jj] = 1 / hn[jj]
+				}
+			}
+			vn := k.v[j+1]
+			for s := range vn {
+				for jj := range blockWidth {
+					vn[s][jj] = k.w[s][jj] * scale[jj]
+				}
+			}
+			for jj := range blockWidth {
+				if !run[jj] {
+					continue
+				}
+				hj := k.h[jj][j*(m+1) : (j+1)*(m+1)]
+				hj[j+1] = hn[jj]
+				cs, sn, g := k.cs[jj], k.sn[jj], k.g[jj]
+				for i := 0; i < j; i++ {
+					a, c := hj[i], hj[i+1]
+					hj[i], hj[i+1] = cs[i]*a+sn[i]*c, -sn[i]*a+cs[i]*c
+				}
+				r := math.Hypot(hj[j], hj[j+1])
+				if r == 0 { // breakdown: the Krylov space is exhausted
+					run[jj] = false
+					continue
+				}
+				cs[j], sn[j] = hj[j]/r, hj[j+1]/r
+				hj[j], hj[j+1] = r, 0
+				g[j+1] = -sn[j] * g[j]
+				g[j] *= cs[j]
+				end[jj] = j + 1
+				if rel[jj] = math.Abs(g[j+1]) / ref[jj]; rel[jj] <= rtol || mv[jj] >= maxMatVec {
+					run[jj] = false
+				}
+			}
+			// A stopped column's basis vectors stay zero, so it costs
+			// nothing but the block's arithmetic.
+			for jj := range blockWidth {
+				if !run[jj] {
+					for s := range vn {
+						vn[s][jj] = 0
+					}
+				}
+			}
+		}
+		// x += M⁻¹ V y, column by column, with y = H⁻¹g (upper triangular).
+		clear(k.u)
+		for jj := range blockWidth {
+			n := end[jj]
+			if n == 0 {
+				active[jj] = false // broke down at once: no better x in this space
+				continue
+			}
+			h, g := k.h[jj], k.g[jj]
+			for i := n - 1; i >= 0; i-- {
+				s := g[i]
+				for l := i + 1; l < n; l++ {
+					s -= h[l*(m+1)+i] * k.y[l]
+				}
+				k.y[i] = s / h[i*(m+1)+i]
+			}
+			for i := range n {
+				yi, vi := k.y[i], k.v[i]
+				for s := range k.u {
+					k.u[s][jj] += yi * vi[s][jj]
+				}
+			}
+			if rel[jj] <= rtol || mv[jj] >= maxMatVec {
+				active[jj] = false
+			}
+		}
+		precond(k.u)
+		for s := range x {
+			for jj := range blockWidth {
+				x[s][jj] += k.u[s][jj]
+			}
+		}
+	}
+	worst := 0.0
+	for jj := range blockWidth {
+		if !(ref[jj] > 0) {
+			for s := range x {
+				x[s][jj] = 0
+			}
+			continue
+		}
+		worst = max(worst, rel[jj])
+	}
+	return total, worst
+}
