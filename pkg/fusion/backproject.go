@@ -5,13 +5,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	gonumlapack "gonum.org/v1/gonum/lapack/gonum"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
-// BackProject returns θ = argmin_θ ‖Φθ − r‖₂, solved with gonum's Householder
-// QR factorization of Φ (numerically stabler than (ΦᵀΦ)⁻¹Φᵀr). It errors if
+// BackProject returns θ = argmin_θ ‖Φθ − r‖₂, solved with the Householder
+// QR factorization of Φ (gonum's LAPACK; numerically stabler than
+// (ΦᵀΦ)⁻¹Φᵀr). It errors if
 // Φ is not tall or is numerically rank deficient.
 //
 // The factorization is kept for the next call with the same Φ (equal
@@ -32,45 +38,61 @@ func BackProject(phi *mat.Dense, r []float64) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	var x mat.VecDense
-	// gonum's solve applies Q by LAPACK's Dorm2r, which sets each
-	// reflector's diagonal entry to 1 in the factor while it applies it and
-	// restores it after: solves on one factorization must not overlap.
-	f.solve.Lock()
-	err = f.qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...)))
-	f.solve.Unlock()
-	if err != nil {
-		return nil, fmt.Errorf("fusion: least squares: %w", err)
-	}
-	out := make([]float64, d)
-	for k := range d {
-		out[k] = x.AtVec(k)
-	}
-	return out, nil
+	return f.leastSquares(r), nil
 }
 
-// factorization is the QR of one Φ, or why it cannot serve least squares.
+// leastSquares returns argmin_θ ‖Φθ − r‖₂ for the factored Φ: Qᵀr by
+// LAPACK's unblocked Dorm2r, one reflector at a time (O(nd); the blocked
+// Dormqr behind mat.QR's solve formed the block reflectors' triangular
+// factors again on every call, O(nd²), 0.14 s a projection on CartPole's
+// fine lattice), then R⁻¹ of its first d entries. Dorm2r sets each
+// reflector's diagonal entry to 1 in the factor while it applies it and
+// restores it after (R's diagonal): solves on one factorization must not
+// overlap.
+func (f *factorization) leastSquares(r []float64) []float64 {
+	n, d := f.a.Rows, f.a.Cols
+	qtr := slices.Clone(r)
+	out := qtr[:d:d]
+	f.solve.Lock()
+	lapackImpl.Dorm2r(blas.Left, blas.Trans, n, 1, d, f.a.Data, f.a.Stride, f.tau, qtr, 1, f.work)
+	blas64.Trsv(blas.NoTrans, blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: d, Stride: f.a.Stride, Data: f.a.Data}, blas64.Vector{N: d, Data: out, Inc: 1})
+	f.solve.Unlock()
+	return slices.Clone(out)
+}
+
+var lapackImpl gonumlapack.Implementation
+
+// factorization is the Householder QR of one Φ (LAPACK's compact form:
+// R on and above the diagonal, the reflectors below it, their scalars in
+// tau), or why it cannot serve least squares.
 type factorization struct {
 	once  sync.Once
 	solve sync.Mutex // held by a solve (see BackProject)
-	qr    mat.QR
+	a     blas64.General
+	tau   []float64
+	work  []float64 // Dorm2r's scratch, used under solve
 	err   error
 	bytes int
 }
 
 // factorize sets f to the QR of phi and checks its rank.
 func (f *factorization) factorize(phi *mat.Dense) {
-	_, d := phi.Dims()
-	f.qr.Factorize(phi)
-	var rr mat.Dense
-	f.qr.RTo(&rr)
+	n, d := phi.Dims()
+	f.a = blas64.General{Rows: n, Cols: d, Stride: d, Data: make([]float64, n*d)}
+	for i := range n {
+		copy(f.a.Data[i*d:(i+1)*d], phi.RawRowView(i))
+	}
+	f.tau, f.work = make([]float64, d), make([]float64, 1)
+	lapack64.Geqrf(f.a, f.tau, f.work, -1)
+	f.work = make([]float64, max(int(f.work[0]), d))
+	lapack64.Geqrf(f.a, f.tau, f.work, len(f.work))
 	maxDiag := 0.0
 	for k := range d {
-		maxDiag = math.Max(maxDiag, math.Abs(rr.At(k, k)))
+		maxDiag = math.Max(maxDiag, math.Abs(f.a.Data[k*d+k]))
 	}
 	for k := range d {
-		if math.Abs(rr.At(k, k)) <= 1e-12*maxDiag || maxDiag == 0 {
-			f.err = fmt.Errorf("fusion: Φ is rank deficient (|R[%d,%d]| = %g)", k, k, rr.At(k, k))
+		if rk := f.a.Data[k*d+k]; math.Abs(rk) <= 1e-12*maxDiag || maxDiag == 0 {
+			f.err = fmt.Errorf("fusion: Φ is rank deficient (|R[%d,%d]| = %g)", k, k, rk)
 			return
 		}
 	}

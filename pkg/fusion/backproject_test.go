@@ -2,27 +2,37 @@ package fusion
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 )
 
-// freshLeastSquares solves min ‖Φθ − r‖ with a QR factorized for this call.
+// freshLeastSquares solves with a factorization of its own (not the kept
+// one), after checking it against gonum's mat.QR least squares.
 func freshLeastSquares(t testing.TB, phi *mat.Dense, r []float64) []float64 {
+	var f factorization
+	f.factorize(phi)
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	got := f.leastSquares(r)
 	var qr mat.QR
 	qr.Factorize(phi)
-	n, d := phi.Dims()
+	n, _ := phi.Dims()
 	var x mat.VecDense
-	if err := qr.SolveVecTo(&x, false, mat.NewVecDense(n, append([]float64(nil), r...))); err != nil {
+	if err := qr.SolveVecTo(&x, false, mat.NewVecDense(n, slices.Clone(r))); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]float64, d)
-	for k := range d {
-		out[k] = x.AtVec(k)
+	for k, g := range got {
+		if want := x.AtVec(k); math.Abs(g-want) > 1e-12*(1+math.Abs(want)) {
+			t.Fatalf("θ[%d] = %v, gonum's QR least squares gives %v", k, g, want)
+		}
 	}
-	return out
+	return got
 }
 
 func randomTall(rng *rand.Rand, n, d int) (*mat.Dense, []float64) {

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,9 +24,23 @@ type Fuser struct {
 	// (zero fields: federation's defaults).
 	Limits federation.Limits
 
-	mu    sync.Mutex
-	cache map[string]fusion.Probe
+	mu     sync.Mutex
+	probes []cachedProbe // the last maxCachedProbes probes built, oldest first
 }
+
+// cachedProbe is a probe built from the JSON of one family's probe spec.
+type cachedProbe struct {
+	family string
+	spec   string
+	probe  fusion.Probe
+}
+
+// maxCachedProbes bounds the probes a Fuser keeps. Tasks that share a
+// probe spec (every fusion method and seed of a study's environment, a
+// server's rounds) share its Φ, whose build (an RBF per point and
+// feature) cost more than the fusion on the control lattices; a few
+// environments are in play at once.
+const maxCachedProbes = 4
 
 // NewFuser returns a Fuser.
 func NewFuser() *Fuser { return &Fuser{} }
@@ -35,7 +50,7 @@ func NewFuser() *Fuser { return &Fuser{} }
 // f.Limits (checked before it is built) and buildable with theta_dim
 // features.
 func (f *Fuser) Validate(spec federation.TaskSpec) error {
-	_, _, err := ProbeWithin(spec, f.Limits)
+	_, err := f.checkedProbe(spec)
 	return err
 }
 
@@ -109,19 +124,35 @@ func (f *Fuser) FuseRewards(ctx context.Context, spec federation.TaskSpec, theta
 	return fo, nil
 }
 
+// probe is checkedProbe with the task's id in its error.
 func (f *Fuser) probe(spec federation.TaskSpec) (fusion.Probe, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.cache[spec.ID]; ok {
-		return p, nil
-	}
-	p, _, err := ProbeWithin(spec, f.Limits)
+	p, err := f.checkedProbe(spec)
 	if err != nil {
 		return fusion.Probe{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	if f.cache == nil {
-		f.cache = map[string]fusion.Probe{}
-	}
-	f.cache[spec.ID] = p
 	return p, nil
+}
+
+// checkedProbe checks spec as ProbeWithin does and returns its probe, built
+// once per family and probe JSON among the last maxCachedProbes.
+func (f *Fuser) checkedProbe(spec federation.TaskSpec) (fusion.Probe, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, _, err := probeWithin(spec, f.Limits, func(fam Family) (fusion.Probe, error) {
+		for _, c := range f.probes {
+			if c.family == spec.EnvFamily && c.spec == string(spec.Probe) {
+				return c.probe, nil
+			}
+		}
+		p, err := fam.Probe(spec.Probe)
+		if err != nil {
+			return p, err
+		}
+		if len(f.probes) == maxCachedProbes {
+			f.probes = slices.Delete(f.probes, 0, 1)
+		}
+		f.probes = append(f.probes, cachedProbe{spec.EnvFamily, string(spec.Probe), p})
+		return p, nil
+	})
+	return p, err
 }

@@ -200,3 +200,56 @@ func TestCreateTaskRPCRefusesUnaffordableProbe(t *testing.T) {
 		t.Fatalf("the server stopped serving: %v", err)
 	}
 }
+
+// TestFuserBuildsEachProbeOnce: tasks that share a probe spec share one
+// probe (the same Φ, built once), whatever their ids and fusion methods,
+// while a task still gets its own checks (an out-of-bounds ε is refused on a
+// cached probe) and a different spec its own probe; the oldest of more than
+// maxCachedProbes specs is built again.
+func TestFuserBuildsEachProbeOnce(t *testing.T) {
+	pend := controlProbe(t, "Pendulum-v1", "paper")
+	spec := func(id string, grid int, o fusion.Options) federation.TaskSpec {
+		p := pend
+		p.Grid.State[0].N = grid
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return federation.TaskSpec{ID: id, EnvFamily: "control", Probe: raw, ThetaDim: p.RBF.Dim(), Fusion: fusionJSON(t, o)}
+	}
+	f := NewFuser()
+	a, b := spec("a", 5, fusion.Options{Method: "mean"}), spec("b", 5, fusion.Options{Method: "barycentric"})
+	if err := f.Validate(a); err != nil {
+		t.Fatal(err)
+	}
+	pa, err := f.probe(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := f.probe(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa.Phi != pb.Phi {
+		t.Fatal("two tasks with one probe spec got two builds of Φ")
+	}
+	bad := spec("bad", 5, fusion.Options{Method: "barycentric", Eps: 1e-300})
+	if err := f.Validate(bad); err == nil || !strings.Contains(err.Error(), "fusion.epsilon") {
+		t.Fatalf("ε = 1e-300 on a cached probe: %v, want the ε bound refused", err)
+	}
+	other, err := f.probe(spec("c", 6, fusion.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := other.Phi.Dims(); r == 0 || other.Phi == pa.Phi {
+		t.Fatal("a different probe spec got the cached probe")
+	}
+	for g := 7; g < 7+maxCachedProbes; g++ { // push spec a out
+		if _, err := f.probe(spec(fmt.Sprint(g), g, fusion.Options{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, err := f.probe(a); err != nil || again.Phi == pa.Phi {
+		t.Fatalf("after %d other specs, spec a's probe was still cached (err %v)", maxCachedProbes, err)
+	}
+}

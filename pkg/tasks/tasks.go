@@ -136,6 +136,12 @@ func ProbeOf(spec federation.TaskSpec) (fusion.Probe, fusion.Options, error) {
 // iteration budgets, then the probe's size from its JSON, before building
 // it) and builds its probe, checking that Φ has theta_dim columns.
 func ProbeWithin(spec federation.TaskSpec, lim federation.Limits) (fusion.Probe, fusion.Options, error) {
+	return probeWithin(spec, lim, func(f Family) (fusion.Probe, error) { return f.Probe(spec.Probe) })
+}
+
+// probeWithin is ProbeWithin with the probe built by build (which may
+// return a probe built before from equal JSON), after the checks.
+func probeWithin(spec federation.TaskSpec, lim federation.Limits, build func(Family) (fusion.Probe, error)) (fusion.Probe, fusion.Options, error) {
 	f, err := Lookup(spec.EnvFamily)
 	if err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
@@ -163,7 +169,7 @@ func ProbeWithin(spec federation.TaskSpec, lim federation.Limits) (fusion.Probe,
 			return fusion.Probe{}, fusion.Options{}, err
 		}
 	}
-	p, err := f.Probe(spec.Probe)
+	p, err := build(f)
 	if err != nil {
 		return fusion.Probe{}, fusion.Options{}, fmt.Errorf("probe: %w", err)
 	}

@@ -134,7 +134,7 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	if spec.Fusion, err = tasks.EncodeFusion(sp.Fusion); err != nil {
 		return err
 	}
-	run := federation.InProcessConfig{Fuser: tasks.NewFuser()}
+	run := federation.InProcessConfig{Fuser: s.fuser()}
 	clip := 0.0
 	if sp.Privacy != nil {
 		params := *sp.Privacy

@@ -32,6 +32,19 @@ type sharedWork struct {
 	models     map[string]*modelEntry
 	modelOrder []string
 	modelBytes int
+	fuser      *tasks.Fuser
+}
+
+// fuser returns the study's fusion server, one per process, so that the
+// fusion units of an environment build its probe once (tasks.Fuser keeps
+// the probes it built).
+func (s *Study) fuser() *tasks.Fuser {
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	if s.shared.fuser == nil {
+		s.shared.fuser = tasks.NewFuser()
+	}
+	return s.shared.fuser
 }
 
 // sharedModelBytes bounds the memory of the kept lattice models (a fine
