@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -286,6 +287,7 @@ func (s *Study) Run(ctx context.Context, sh Shard) error {
 		if len(todo) == 0 {
 			continue
 		}
+		s.longestFirst(todo)
 		var bar *progress.Bar
 		if s.Progress {
 			bar = progress.New(len(todo), phaseNames[p])
@@ -297,6 +299,35 @@ func (s *Study) Run(ctx context.Context, sh Shard) error {
 		}
 	}
 	return nil
+}
+
+// longestFirst orders a phase's tasks by their modelled cost (cost.go),
+// longest first, ties in plan order: with jobs units at a time a phase then
+// ends on short units, where in plan order it could end on one long unit
+// (a CartPole fit, a CartPole PPO run) running alone while the other cores
+// wait for the next phase. Unit results do not depend on the order.
+func (s *Study) longestFirst(ts []task) {
+	if s.jobs < 2 {
+		return
+	}
+	cost := make([]float64, len(ts))
+	for i, t := range ts {
+		c, err := s.unitCost(t)
+		if err != nil {
+			return // a unit that cannot be priced: keep plan order
+		}
+		cost[i] = c
+	}
+	order := make([]int, len(ts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cost[b], cost[a]) })
+	sorted := make([]task, len(ts))
+	for i, k := range order {
+		sorted[i] = ts[k]
+	}
+	copy(ts, sorted)
 }
 
 // pool runs tasks jobs at a time; the first error cancels the rest.
