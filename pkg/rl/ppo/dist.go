@@ -59,16 +59,27 @@ func catLogProbEntropyGrad(x []float64, k int, cLogp, cEnt float64, dx []float64
 	return logp, ent
 }
 
-// catProbs sets p[j] to the probability exp(x_j − lse) of each logit and
-// returns lse = log Σ exp(x_j), log p_k and the entropy, each computed
-// exactly as catLogProbEntropy computes it.
+// catProbs sets p[j] to the probability of each logit and returns
+// lse = log Σ exp(x_j), log p_k and the entropy. It takes one exponential
+// per logit: p_j = exp(x_j − m)/Σ_i exp(x_i − m) with m = max x reuses the
+// terms of the sum.
 func catProbs(x []float64, k int, p []float64) (lse, logp, ent float64) {
-	lse = logSumExp(x)
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, v)
+	}
+	s := 0.0
 	for j, v := range x {
-		lp := v - lse
-		pj := math.Exp(lp)
+		e := math.Exp(v - m)
+		p[j] = e
+		s += e
+	}
+	lse = m + math.Log(s)
+	inv := 1 / s
+	for j, v := range x {
+		pj := p[j] * inv
 		p[j] = pj
-		ent -= pj * lp
+		ent -= pj * (v - lse)
 	}
 	return lse, x[k] - lse, ent
 }
@@ -88,14 +99,18 @@ func catGrad(x []float64, k int, lse, ent float64, p []float64, cLogp, cEnt floa
 	}
 }
 
-// catLogProbEntropy returns log p_k and the entropy of the categorical distribution with logits x.
+// catLogProbEntropy returns log p_k and the entropy of the categorical
+// distribution with logits x, as catProbs computes them.
 func catLogProbEntropy(x []float64, k int) (logp, ent float64) {
-	lse := logSumExp(x)
-	for _, v := range x {
-		lp := v - lse
-		ent -= math.Exp(lp) * lp
+	var buf [8]float64
+	var p []float64
+	if len(x) <= len(buf) {
+		p = buf[:len(x)]
+	} else {
+		p = make([]float64, len(x))
 	}
-	return x[k] - lse, ent
+	_, logp, ent = catProbs(x, k, p)
+	return logp, ent
 }
 
 // sdeEps is stable-baselines3's epsilon inside gSDE's sqrt(variance + eps).
