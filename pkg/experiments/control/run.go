@@ -262,12 +262,24 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 			return nil, nil, err
 		}
 		j := j
-		add(4, task{eu, func(ctx context.Context, _ int) error { return s.runEval(ctx, eu, esp, j) }, j.Env, j.Lattice})
+		// A PPO unit runs in the first phase after its reward's: on the
+		// true reward beside the local fits (whose sparse solves leave the
+		// core's FMA units to it), on a local or projected reward beside
+		// the fusions.
+		phase := 4
+		switch j.Method {
+		case MethodTrue:
+			phase = 2
+		case MethodLocal, MethodProjected:
+			phase = 3
+		}
+		add(phase, task{eu, func(ctx context.Context, _ int) error { return s.runEval(ctx, eu, esp, j) }, j.Env, j.Lattice})
 	}
 	return phases, mine, nil
 }
 
-var phaseNames = []string{"experts and baselines", "demonstrations", "local IRL and ladder", "fusion", "PPO evaluation and fidelity"}
+var phaseNames = []string{"experts and baselines", "demonstrations", "local IRL, ladder and PPO on the true reward",
+	"fusion and PPO on the local and projected rewards", "PPO on the fused rewards and fidelity"}
 
 // Run computes the units of shard sh that are not on disk yet, phase by
 // phase, jobs at a time. The outputs are written by WriteOutputs.
