@@ -223,7 +223,11 @@ func (o *Objective) finiteHorizonCov(acc blas64.Symmetric) {
 		for s := range S {
 			ps := cur[s*d : (s+1)*d]
 			clear(ps)
-			if m.IsTerminal(s) {
+			xs := x[t*S+s]
+			if m.IsTerminal(s) || xs == 0 {
+				// An unvisited state's ψ_t enters no visited pair's F_{t−1}
+				// with a nonzero weight: every successor of a pair taken
+				// with probability π > 0 from a visited state is visited.
 				continue
 			}
 			f := o.qFeatures(o.frow, s, next)
@@ -234,11 +238,9 @@ func (o *Objective) finiteHorizonCov(acc blas64.Symmetric) {
 					ps[j] += pa * v
 				}
 			}
-			if xs := x[t*S+s]; xs > 0 {
-				for a, pa := range p {
-					if w := xs * pa; w > 0 {
-						c.add(w, f[a*d:(a+1)*d], ps)
-					}
+			for a, pa := range p {
+				if w := xs * pa; w > 0 {
+					c.add(w, f[a*d:(a+1)*d], ps)
 				}
 			}
 		}
