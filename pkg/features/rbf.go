@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/lattice"
@@ -53,6 +54,9 @@ type RBFSpec struct {
 	// reward such as Pendulum's −(θ² + 0.1θ̇² + 0.001u²) is then in the span
 	// of the features exactly, which a few dozen Gaussians cannot reach.
 	Extra []ExtraFeature `json:"extra,omitempty"`
+	// HeldLander, when set, appends LunarLander's held-step block
+	// (HeldLander) after the extra features and before the bias.
+	HeldLander *HeldLander `json:"held_lander,omitempty"`
 	// Bias appends a constant feature 1.
 	Bias bool `json:"bias"`
 }
@@ -206,6 +210,11 @@ func (s *RBFSpec) Validate() error {
 			return fmt.Errorf("%w: too many centres (%d over the axes, %d features; limits %d and %d)", ErrRBFSpec, total, prod, maxRBFCentres, maxRBFFeatures)
 		}
 	}
+	if s.HeldLander != nil {
+		if err := s.HeldLander.Validate(len(s.Axes)); err != nil {
+			return err
+		}
+	}
 	if len(s.Extra) > maxRBFExtra {
 		return fmt.Errorf("%w: %d extra features, at most %d", ErrRBFSpec, len(s.Extra), maxRBFExtra)
 	}
@@ -229,6 +238,14 @@ func (s *RBFSpec) Validate() error {
 	return nil
 }
 
+// heldCols returns the number of columns of the HeldLander block (0 without one).
+func (s *RBFSpec) heldCols() int {
+	if s.HeldLander == nil {
+		return 0
+	}
+	return heldLanderCols
+}
+
 // maxRBFExtra bounds the number of extra analytic features.
 const maxRBFExtra = 64
 
@@ -242,9 +259,10 @@ func (s *RBFSpec) NumCentres() int {
 }
 
 // Dim returns the number of features: NumCentres, plus the extra
-// features, plus one with Bias (always the last feature).
+// features, plus HeldLander's block, plus one with Bias (always the last
+// feature).
 func (s *RBFSpec) Dim() int {
-	n := s.NumCentres() + len(s.Extra)
+	n := s.NumCentres() + len(s.Extra) + s.heldCols()
 	if s.Bias {
 		return n + 1
 	}
@@ -272,6 +290,9 @@ func (s *RBFSpec) Names() []string {
 	}
 	for i := range s.Extra {
 		out = append(out, s.Extra[i].name(s.Axes))
+	}
+	if s.HeldLander != nil {
+		out = append(out, s.HeldLander.names()...)
 	}
 	if s.Bias {
 		out = append(out, "bias")
@@ -413,8 +434,12 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 	for i := range s.Extra {
 		dst[n+i], _, _ = s.Extra[i].value(x)
 	}
+	n += len(s.Extra)
+	if s.HeldLander != nil {
+		s.HeldLander.eval(dst[n:n+heldLanderCols], x)
+	}
 	if s.Bias {
-		dst[n+len(s.Extra)] = 1
+		dst[n+s.heldCols()] = 1
 	}
 	return dst
 }
@@ -440,8 +465,14 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 		v, _, _ := s.Extra[i].value(x)
 		r += theta[n+i] * v
 	}
+	n += len(s.Extra)
+	if s.HeldLander != nil {
+		var h [heldLanderCols]float64
+		s.HeldLander.eval(h[:], x)
+		r += floats.Dot(theta[n:n+heldLanderCols], h[:])
+	}
 	if s.Bias {
-		r += theta[n+len(s.Extra)]
+		r += theta[n+s.heldCols()]
 	}
 	return r
 }
@@ -484,6 +515,27 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 		}
 		if e.Kind == ExtraNorm && !s.Axes[e.With].Categorical {
 			dst[e.With] += theta[nc+i] * dw
+		}
+	}
+	if h := s.HeldLander; h != nil {
+		// Central differences: the prediction is a Box2D-style recurrence
+		// of several frames, smooth away from the throttles' thresholds.
+		th := theta[nc+len(s.Extra) : nc+len(s.Extra)+heldLanderCols]
+		var y [maxRBFAxes]float64
+		var hp, hm [heldLanderCols]float64
+		for k, a := range s.Axes {
+			if a.Categorical {
+				continue
+			}
+			const eps = 1e-6
+			copy(y[:], x)
+			y[k] = x[k] + eps
+			h.eval(hp[:], y[:len(x)])
+			y[k] = x[k] - eps
+			h.eval(hm[:], y[:len(x)])
+			for i := range hp {
+				dst[k] += th[i] * (hp[i] - hm[i]) / (2 * eps)
+			}
 		}
 	}
 	return dst

@@ -210,7 +210,7 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := e.Features(FeaturesPotential)
+	spec, err := e.Features(FeaturesPotential, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,53 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 			t.Fatalf("obs %v: the reward depends on the action (%v at %v, %v at %v)", obs, r(obs, a1), a1, r(obs, a2), a2)
 		}
 	}
-	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential); err == nil {
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential, 1); err == nil {
 		t.Fatal("a potential set was returned for an environment without one")
+	}
+}
+
+// TestLunarHeldSet: LunarLander's "held" feature set is the potential set
+// with a features.HeldLander block of the given frames beside it, its
+// probe builds on the lander lattice, and its reward adapter queries the
+// block at the observation and the action PPO applied.
+func TestLunarHeldSet(t *testing.T) {
+	e, err := LookupControl("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pot, err := e.Features(FeaturesPotential, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.Features(FeaturesHeld, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.HeldLander == nil || held.HeldLander.Frames != 8 || held.Dim() != pot.Dim()+5 {
+		t.Fatalf("held set %+v: want the potential set's %d features and a block of 5 for 8 frames", held.HeldLander, pot.Dim())
+	}
+	g, err := e.Grid("lander", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ControlProbe{Env: e.Name, Grid: g, RBF: held}
+	if _, err := p.Build(); err != nil {
+		t.Fatal(err)
+	}
+	// θ = 1 on the main throttle's column: the reward is the throttle.
+	theta := make([]float64, held.Dim())
+	theta[held.Dim()-3] = 1
+	r, err := p.RewardFunc(theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := []float64{0.1, 0.8, 0, -0.3, 0.05, 0, 0, 0}
+	for _, c := range []struct{ main, want float64 }{{-0.5, 0}, {0.2, 0.6}, {1, 1}} {
+		if got := r(obs, []float64{c.main, 0}); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("main %v: reward %v, want the throttle %v", c.main, got, c.want)
+		}
+	}
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesHeld, 8); err == nil {
+		t.Fatal("a held set was returned for an environment without one")
 	}
 }
