@@ -3,6 +3,8 @@ package features
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // HeldLander is a block of features of an observation and an action of
@@ -11,23 +13,37 @@ import (
 // Φ = −100‖(x, y)‖ − 100‖(ẋ, ẏ)‖ − 100|angle| + 10(leg₁ + leg₂) between
 // the observation s and ŝ′, a nominal prediction of the observation after
 // the held action (PredictLander), and the engines' throttles, whose fuel
-// costs are the rest of a frame's reward (−0.30·main − 0.03·side). The
-// block's five columns, in order:
+// costs are the rest of a frame's reward (−0.30·main − 0.03·side), and
+// the events that end an episode with ±100 or give the legs' +10. The
+// block's eight columns, in order:
 //
-//	‖(x̂′, ŷ′)‖ − ‖(x, y)‖,  ‖(ẋ̂′, ŷ̇′)‖ − ‖(ẋ, ẏ)‖,  |angle′̂| − |angle|,  main(a),  side(a)
+//	‖(x̂′, ŷ′)‖ − ‖(x, y)‖,  ‖(ẋ̂′, ŷ̇′)‖ − ‖(ẋ, ẏ)‖,  |angle′̂| − |angle|,  main(a),  side(a),
+//	touchdown,  touchdown·‖(ẋ̂′, ŷ̇′)‖,  off-screen
 //
 // so that the reward of a held step without leg contacts or termination is,
 // up to the prediction's error, −100, −100, −100, −0.30·Frames and
-// −0.03·Frames times them. The point's first 8 coordinates are the
+// −0.03·Frames times the first five. Touchdown is 1 when no leg touches and
+// the prediction reaches the pad's height (ŷ′ ≤ 0), where a landing or a
+// crash begins, whose outcome the touchdown speed tells apart; off-screen is
+// 1 when |x̂′| ≥ 1, where the episode ends with −100. Terms names the
+// columns the block has, in order (HeldLanderTerms lists them all), so that
+// the spec's JSON, and every key made from it, says what the block holds. The point's first 8 coordinates are the
 // observation, the next 2 the action (main, lateral), as the control
 // study's LunarLander lattice orders its axes.
 type HeldLander struct {
 	// Frames is the number of frames the action is held (≥ 1).
 	Frames int `json:"frames"`
+	// Terms names the block's columns, in order: a non-empty subset of
+	// HeldLanderTerms without repeats.
+	Terms []string `json:"terms"`
 }
 
-// heldLanderCols is the number of columns of a HeldLander block.
-const heldLanderCols = 5
+// HeldLanderTerms lists the columns a HeldLander block can have, in the
+// order of the type's documentation.
+var HeldLanderTerms = []string{"distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen"}
+
+// maxHeldLanderCols bounds a HeldLander block's columns (a stack buffer's size).
+const maxHeldLanderCols = 8
 
 // Gymnasium's LunarLander constants (lunar_lander.py) and the lander's
 // rigid-body constants that Box2D derives from them.
@@ -60,6 +76,16 @@ func (h *HeldLander) Validate(axes int) error {
 		return fmt.Errorf("%w: held_lander.frames: %d, want ≥ 1", ErrRBFSpec, h.Frames)
 	case axes != 10:
 		return fmt.Errorf("%w: held_lander: the spec has %d axes, want LunarLander's 8 observation and 2 action axes", ErrRBFSpec, axes)
+	case len(h.Terms) == 0:
+		return fmt.Errorf("%w: held_lander.terms: empty, want some of %s", ErrRBFSpec, strings.Join(HeldLanderTerms, ", "))
+	}
+	for i, t := range h.Terms {
+		if !slices.Contains(HeldLanderTerms, t) {
+			return fmt.Errorf("%w: held_lander.terms[%d]: %q, want one of %s", ErrRBFSpec, i, t, strings.Join(HeldLanderTerms, ", "))
+		}
+		if slices.Contains(h.Terms[:i], t) {
+			return fmt.Errorf("%w: held_lander.terms[%d]: %q repeated", ErrRBFSpec, i, t)
+		}
 	}
 	return nil
 }
@@ -125,15 +151,43 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 func (h *HeldLander) eval(dst, x []float64) {
 	var p [6]float64
 	PredictLander(p[:], x, x[8], x[9], h.Frames)
-	dst[0] = math.Hypot(p[0], p[1]) - math.Hypot(x[0], x[1])
-	dst[1] = math.Hypot(p[2], p[3]) - math.Hypot(x[2], x[3])
-	dst[2] = math.Abs(p[4]) - math.Abs(x[4])
 	m, s := LanderThrottles(x[8], x[9])
-	dst[3], dst[4] = m, math.Abs(s)
+	touch := p[1] <= 0 && x[6] == 0 && x[7] == 0
+	for i, t := range h.Terms {
+		v := 0.0
+		switch t {
+		case "distance":
+			v = math.Hypot(p[0], p[1]) - math.Hypot(x[0], x[1])
+		case "speed":
+			v = math.Hypot(p[2], p[3]) - math.Hypot(x[2], x[3])
+		case "angle":
+			v = math.Abs(p[4]) - math.Abs(x[4])
+		case "main":
+			v = m
+		case "side":
+			v = math.Abs(s)
+		case "touchdown":
+			if touch {
+				v = 1
+			}
+		case "touchdown_speed":
+			if touch {
+				v = math.Hypot(p[2], p[3])
+			}
+		case "off_screen":
+			if math.Abs(p[0]) >= 1 {
+				v = 1
+			}
+		}
+		dst[i] = v
+	}
 }
 
-// names returns the labels of the block's columns.
+// names returns the labels of the block's columns: each term and the frames.
 func (h *HeldLander) names() []string {
-	f := fmt.Sprintf("held%d", h.Frames)
-	return []string{"Δ‖(x, y)‖ " + f, "Δ‖(ẋ, ẏ)‖ " + f, "Δ|angle| " + f, "main throttle", "side throttle"}
+	out := make([]string, len(h.Terms))
+	for i, t := range h.Terms {
+		out[i] = fmt.Sprintf("held%d %s", h.Frames, t)
+	}
+	return out
 }

@@ -14,7 +14,7 @@ import (
 // with two Gaussian centres on x, one wide one on each other coordinate of
 // the observation's first six, |angle|, the held block and a bias.
 func heldSpec(frames int) *RBFSpec {
-	s := &RBFSpec{Axes: make([]RBFAxis, 10), HeldLander: &HeldLander{Frames: frames}, Bias: true,
+	s := &RBFSpec{Axes: make([]RBFAxis, 10), HeldLander: &HeldLander{Frames: frames, Terms: HeldLanderTerms}, Bias: true,
 		Extra: []ExtraFeature{{Kind: ExtraAbs, Axis: 4}}}
 	for k := range s.Axes {
 		s.Axes[k] = RBFAxis{Centres: []float64{0}, Categorical: true}
@@ -97,16 +97,18 @@ func TestLanderThrottles(t *testing.T) {
 // TestHeldLanderColumns: the block's columns, through Eval, Matrix and
 // Reward, are the changes of ‖(x, y)‖, ‖(ẋ, ẏ)‖ and |angle| from the point
 // to its PredictLander successor and the throttles, at random points; the
-// gradient matches finite differences; and a bad block is refused.
+// gradient matches finite differences; a block of some terms holds those
+// columns; and a bad block (no frames, wrong axes, no, unknown or repeated
+// terms) is refused.
 func TestHeldLanderColumns(t *testing.T) {
 	s := heldSpec(8)
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Dim(), 2+1+5+1; got != want {
+	if got, want := s.Dim(), 2+1+8+1; got != want {
 		t.Fatalf("Dim %d, want %d", got, want)
 	}
-	if names := s.Names(); names[3] != "Δ‖(x, y)‖ held8" || names[8] != "bias" {
+	if names := s.Names(); names[3] != "held8 distance" || names[11] != "bias" {
 		t.Fatalf("names %q", names)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -115,7 +117,8 @@ func TestHeldLanderColumns(t *testing.T) {
 		theta[i] = rng.NormFloat64()
 	}
 	x := make([]float64, 10)
-	for range 100 {
+	touched, offs := 0, 0
+	for range 200 {
 		for k := range x {
 			x[k] = 2*rng.Float64() - 1
 		}
@@ -124,12 +127,21 @@ func TestHeldLanderColumns(t *testing.T) {
 		var p [6]float64
 		PredictLander(p[:], x, x[8], x[9], 8)
 		m, sd := LanderThrottles(x[8], x[9])
+		touch, off := 0.0, 0.0
+		if p[1] <= 0 && x[6]+x[7] == 0 {
+			touch = 1
+			touched++
+		}
+		if math.Abs(p[0]) >= 1 {
+			off = 1
+			offs++
+		}
 		want := []float64{math.Hypot(p[0], p[1]) - math.Hypot(x[0], x[1]), math.Hypot(p[2], p[3]) - math.Hypot(x[2], x[3]),
-			math.Abs(p[4]) - math.Abs(x[4]), m, math.Abs(sd)}
+			math.Abs(p[4]) - math.Abs(x[4]), m, math.Abs(sd), touch, touch * math.Hypot(p[2], p[3]), off}
 		for i, w := range want {
 			approx.Equal(t, s.Names()[3+i], phi[3+i], w, 1e-15, 0)
 		}
-		approx.Equal(t, "bias", phi[8], 1, 0, 0)
+		approx.Equal(t, "bias", phi[11], 1, 0, 0)
 		r := 0.0
 		for i, v := range phi {
 			r += theta[i] * v
@@ -148,6 +160,21 @@ func TestHeldLanderColumns(t *testing.T) {
 				approx.Equal(t, "gradient", grad[k], fd, 1e-4, 1e-4)
 			}
 		}
+	}
+	some := heldSpec(8)
+	some.HeldLander.Terms = []string{"off_screen", "speed"}
+	full := heldSpec(8)
+	for range 20 {
+		for k := range x {
+			x[k] = 2*rng.Float64() - 1
+		}
+		a, b := some.Eval(nil, x), full.Eval(nil, x)
+		if len(a) != 2+1+2+1 || a[3] != b[3+7] || a[4] != b[3+1] {
+			t.Fatalf("terms [off_screen speed]: columns %v of %v", a, b)
+		}
+	}
+	if touched == 0 || offs == 0 {
+		t.Fatalf("the random points reached the pad's height %d times and left the screen %d times; want both", touched, offs)
 	}
 	// A lattice's rows are the point evaluations.
 	l := lattice.Lattice{Axes: make([]lattice.Axis, 10)}
@@ -169,8 +196,11 @@ func TestHeldLanderColumns(t *testing.T) {
 		}
 	}
 	for _, bad := range []*RBFSpec{
-		{Axes: heldSpec(8).Axes, HeldLander: &HeldLander{Frames: 0}},
-		{Axes: heldSpec(8).Axes[:9], HeldLander: &HeldLander{Frames: 8}},
+		{Axes: heldSpec(8).Axes, HeldLander: &HeldLander{Frames: 0, Terms: []string{"speed"}}},
+		{Axes: heldSpec(8).Axes[:9], HeldLander: &HeldLander{Frames: 8, Terms: []string{"speed"}}},
+		{Axes: heldSpec(8).Axes, HeldLander: &HeldLander{Frames: 8}},
+		{Axes: heldSpec(8).Axes, HeldLander: &HeldLander{Frames: 8, Terms: []string{"speed", "height"}}},
+		{Axes: heldSpec(8).Axes, HeldLander: &HeldLander{Frames: 8, Terms: []string{"speed", "speed"}}},
 	} {
 		if err := bad.Validate(); !errors.Is(err, ErrRBFSpec) {
 			t.Errorf("held block %+v on %d axes: error %v, want ErrRBFSpec", *bad.HeldLander, len(bad.Axes), err)

@@ -59,6 +59,11 @@ type RBFSpec struct {
 	HeldLander *HeldLander `json:"held_lander,omitempty"`
 	// Bias appends a constant feature 1.
 	Bias bool `json:"bias"`
+	// NoProduct leaves the product grid's columns out: the features are
+	// then the extra features, the HeldLander block and the bias, and the
+	// axes only name and order the point's coordinates. (Even a grid of
+	// single centres gives a column, a constant one: a bias.)
+	NoProduct bool `json:"no_product,omitempty"`
 }
 
 // Kinds of ExtraFeature.
@@ -215,6 +220,9 @@ func (s *RBFSpec) Validate() error {
 			return err
 		}
 	}
+	if s.NoProduct && s.Dim() == 0 {
+		return fmt.Errorf("%w: no_product without extra, held or bias features: no feature", ErrRBFSpec)
+	}
 	if len(s.Extra) > maxRBFExtra {
 		return fmt.Errorf("%w: %d extra features, at most %d", ErrRBFSpec, len(s.Extra), maxRBFExtra)
 	}
@@ -243,14 +251,18 @@ func (s *RBFSpec) heldCols() int {
 	if s.HeldLander == nil {
 		return 0
 	}
-	return heldLanderCols
+	return len(s.HeldLander.Terms)
 }
 
 // maxRBFExtra bounds the number of extra analytic features.
 const maxRBFExtra = 64
 
-// NumCentres returns the number of RBF features, the product of the axis sizes.
+// NumCentres returns the number of RBF features, the product of the axis
+// sizes (0 with NoProduct).
 func (s *RBFSpec) NumCentres() int {
+	if s.NoProduct {
+		return 0
+	}
 	n := 1
 	for _, a := range s.Axes {
 		n *= len(a.Centres)
@@ -436,7 +448,7 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 	}
 	n += len(s.Extra)
 	if s.HeldLander != nil {
-		s.HeldLander.eval(dst[n:n+heldLanderCols], x)
+		s.HeldLander.eval(dst[n:n+s.heldCols()], x)
 	}
 	if s.Bias {
 		dst[n+s.heldCols()] = 1
@@ -467,9 +479,10 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 	}
 	n += len(s.Extra)
 	if s.HeldLander != nil {
-		var h [heldLanderCols]float64
-		s.HeldLander.eval(h[:], x)
-		r += floats.Dot(theta[n:n+heldLanderCols], h[:])
+		var h [maxHeldLanderCols]float64
+		c := s.heldCols()
+		s.HeldLander.eval(h[:c], x)
+		r += floats.Dot(theta[n:n+c], h[:c])
 	}
 	if s.Bias {
 		r += theta[n+s.heldCols()]
@@ -520,9 +533,10 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 	if h := s.HeldLander; h != nil {
 		// Central differences: the prediction is a Box2D-style recurrence
 		// of several frames, smooth away from the throttles' thresholds.
-		th := theta[nc+len(s.Extra) : nc+len(s.Extra)+heldLanderCols]
+		c := s.heldCols()
+		th := theta[nc+len(s.Extra) : nc+len(s.Extra)+c]
 		var y [maxRBFAxes]float64
-		var hp, hm [heldLanderCols]float64
+		var hp, hm [maxHeldLanderCols]float64
 		for k, a := range s.Axes {
 			if a.Categorical {
 				continue
@@ -530,10 +544,10 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 			const eps = 1e-6
 			copy(y[:], x)
 			y[k] = x[k] + eps
-			h.eval(hp[:], y[:len(x)])
+			h.eval(hp[:c], y[:len(x)])
 			y[k] = x[k] - eps
-			h.eval(hm[:], y[:len(x)])
-			for i := range hp {
+			h.eval(hm[:c], y[:len(x)])
+			for i := range c {
 				dst[k] += th[i] * (hp[i] - hm[i]) / (2 * eps)
 			}
 		}

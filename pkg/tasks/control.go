@@ -478,12 +478,15 @@ func init() {
 		// The 8-frame reward of a held action is mostly the change of the
 		// shaping potential between the state and where the action takes
 		// it, which no function of the state alone can follow: the set is
-		// the potential set with features.HeldLander's block beside it
-		// (each term's predicted change over the held step, and the
-		// engines' throttles).
+		// features.HeldLander's block alone (each term's predicted change
+		// over the held step, and the engines' throttles), with no bias and
+		// no RBF columns, whose near-constant sum acts as one: the true
+		// reward of a held step has no constant term, and a positive one
+		// pays PPO to hover until the time limit (README-control).
 		Held: func(frames int) features.RBFSpec {
 			p := lunarPotential()
-			p.HeldLander = &features.HeldLander{Frames: frames}
+			p.NoProduct, p.Extra, p.Bias = true, nil, false
+			p.HeldLander = &features.HeldLander{Frames: frames, Terms: slices.Clone(features.HeldLanderTerms)}
 			return p
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },

@@ -245,8 +245,8 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 	}
 }
 
-// TestLunarHeldSet: LunarLander's "held" feature set is the potential set
-// with a features.HeldLander block of the given frames beside it, its
+// TestLunarHeldSet: LunarLander's "held" feature set is a
+// features.HeldLander block of the given frames alone (no bias), its
 // probe builds on the lander lattice, and its reward adapter queries the
 // block at the observation and the action PPO applied.
 func TestLunarHeldSet(t *testing.T) {
@@ -254,16 +254,12 @@ func TestLunarHeldSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pot, err := e.Features(FeaturesPotential, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
 	held, err := e.Features(FeaturesHeld, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if held.HeldLander == nil || held.HeldLander.Frames != 8 || held.Dim() != pot.Dim()+5 {
-		t.Fatalf("held set %+v: want the potential set's %d features and a block of 5 for 8 frames", held.HeldLander, pot.Dim())
+	if held.HeldLander == nil || held.HeldLander.Frames != 8 || held.Dim() != 8 || held.Bias {
+		t.Fatalf("held set %+v of %d features: want a block of 8 for 8 frames, no bias", held.HeldLander, held.Dim())
 	}
 	g, err := e.Grid("lander", nil)
 	if err != nil {
@@ -275,7 +271,7 @@ func TestLunarHeldSet(t *testing.T) {
 	}
 	// θ = 1 on the main throttle's column: the reward is the throttle.
 	theta := make([]float64, held.Dim())
-	theta[held.Dim()-3] = 1
+	theta[3] = 1
 	r, err := p.RewardFunc(theta)
 	if err != nil {
 		t.Fatal(err)

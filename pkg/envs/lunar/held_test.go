@@ -61,14 +61,14 @@ func TestLanderThrottlesAreTheFuelCost(t *testing.T) {
 // throttles) explain most of the held step's reward (R² ≥ 0.9).
 func TestPredictLanderBeatsStandingStill(t *testing.T) {
 	const frames = 8
-	spec := &features.RBFSpec{Axes: make([]features.RBFAxis, 10), HeldLander: &features.HeldLander{Frames: frames}}
+	spec := &features.RBFSpec{Axes: make([]features.RBFAxis, 10), HeldLander: &features.HeldLander{Frames: frames, Terms: features.HeldLanderTerms}}
 	for k := range spec.Axes {
 		spec.Axes[k] = features.RBFAxis{Centres: []float64{0}, Categorical: true}
 	}
 	if err := spec.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	theta := []float64{0, -100, -100, -100, -0.30 * frames, -0.03 * frames}
+	theta := []float64{0, -100, -100, -100, -0.30 * frames, -0.03 * frames, 0, 0, 0}
 	rng := rand.New(rand.NewPCG(7, 8))
 	var n, closer int
 	var errPred, errStill float64
