@@ -207,3 +207,36 @@ func TestHeldLanderColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestNoProduct: with no_product the features are the extra columns, the
+// held block and the bias alone, the same values as those columns of the
+// spec with its product grid; a spec left with no feature is refused.
+func TestNoProduct(t *testing.T) {
+	full := heldSpec(8)
+	bare := heldSpec(8)
+	bare.NoProduct = true
+	if err := bare.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := bare.Dim(), full.Dim()-full.NumCentres(); got != want || bare.NumCentres() != 0 {
+		t.Fatalf("Dim %d (centres %d), want %d", got, bare.NumCentres(), want)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := make([]float64, 10)
+	for range 20 {
+		for k := range x {
+			x[k] = 2*rng.Float64() - 1
+		}
+		a, b := bare.Eval(nil, x), full.Eval(nil, x)
+		for j, v := range a {
+			approx.Equal(t, bare.Names()[j], v, b[full.NumCentres()+j], 0, 0)
+		}
+		theta := make([]float64, bare.Dim())
+		theta[len(theta)-1] = 2
+		approx.Equal(t, "Reward of the bias", bare.Reward(theta, x), 2, 0, 0)
+	}
+	empty := &RBFSpec{Axes: heldSpec(8).Axes, NoProduct: true}
+	if err := empty.Validate(); !errors.Is(err, ErrRBFSpec) {
+		t.Errorf("no_product without any other feature: error %v, want ErrRBFSpec", err)
+	}
+}

@@ -53,8 +53,9 @@ func (Control) Probe(raw json.RawMessage) (fusion.Probe, error) {
 	return p.Build()
 }
 
-// ProbeSize implements ProbeSizer: the grid's state–action pairs and the RBF
-// feature count, from the JSON alone.
+// ProbeSize implements ProbeSizer: the grid's state–action pairs and the
+// feature count (RBF centres, extra and held-block columns, bias), from the
+// JSON alone.
 func (Control) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -69,6 +70,15 @@ func (Control) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
 	feats = 1
 	for _, a := range p.RBF.Axes {
 		feats = mulSat(feats, len(a.Centres))
+	}
+	if p.RBF.NoProduct {
+		feats = 0
+	}
+	if extra := len(p.RBF.Extra); feats < math.MaxInt-extra-1 {
+		feats += extra
+		if h := p.RBF.HeldLander; h != nil && len(h.Terms) < math.MaxInt-feats-1 {
+			feats += len(h.Terms)
+		}
 	}
 	if p.RBF.Bias && feats < math.MaxInt {
 		feats++

@@ -286,3 +286,40 @@ func TestLunarHeldSet(t *testing.T) {
 		t.Fatal("a held set was returned for an environment without one")
 	}
 }
+
+// TestControlProbeSize: the size read from a probe's JSON alone is the
+// built probe's: its pairs and its feature count, for LunarLander's paper,
+// potential and held sets (product columns, extra columns, the held
+// block without a product grid).
+func TestControlProbeSize(t *testing.T) {
+	e, err := LookupControl("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Grid("paper", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{FeaturesPaper, FeaturesPotential, FeaturesHeld} {
+		spec, err := e.Features(set, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(ControlProbe{Env: e.Name, Grid: g, RBF: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, feats, err := (Control{}).ProbeSize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := (Control{}).Probe(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, d := pr.Phi.Dims()
+		if points != n || feats != d {
+			t.Errorf("%s: ProbeSize %d points × %d features, the probe %d × %d", set, points, feats, n, d)
+		}
+	}
+}
