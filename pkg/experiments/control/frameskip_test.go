@@ -197,7 +197,7 @@ func TestFrameSkipConfig(t *testing.T) {
 // evaluation_frame_skip of 8 changes the evaluation units' keys (of the
 // true reward too) and no other unit's, and their PPO acts through a hold
 // of 8 frames; 0, a negative value and a value other than 1 and frame_skip
-// are refused, naming the key.
+// are refused, naming the key; the cost model prices the held frames.
 func TestEvaluationFrameSkipConfig(t *testing.T) {
 	const lunarEnv = "LunarLanderContinuous-v3"
 	base := DefaultConfig()
@@ -269,6 +269,27 @@ func TestEvaluationFrameSkipConfig(t *testing.T) {
 	e, err := heldMaker(clientMaker(lunarEnv, 0, 1), sp.FrameSkip)(0)
 	if fs, ok := e.(*envs.FrameSkip); err != nil || !ok || fs.Skip != 8 {
 		t.Fatalf("evaluation environment %T (%v), want a hold of 8 frames", e, err)
+	}
+	// The cost model prices the held frames: (k − 1)·perHeldFrame per decision.
+	cost := func(c Config) float64 {
+		t.Helper()
+		s := &Study{cfg: c}
+		u, _, err := s.evalUnit(evalJob{lunarEnv, "-", MethodTrue, 1, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.unitCost(task{u: u, env: lunarEnv, lattice: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	steps := float64(lec.EvaluationSteps)
+	if got, want := cost(base), steps*perStep["eval"][lunarEnv]; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("evaluation unit every frame priced %g s, want %g", got, want)
+	}
+	if got, want := cost(eight), steps*(perStep["eval"][lunarEnv]+7*perHeldFrame[lunarEnv]); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("evaluation unit held 8 frames priced %g s, want %g", got, want)
 	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: 0\n", "evaluation_frame_skip: 0"},
