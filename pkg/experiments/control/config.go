@@ -84,8 +84,11 @@ type EnvConfig struct {
 	EvaluationPreset string `yaml:"evaluation_preset"`
 	// Bins overrides lattice axis sizes by axis name (the appendix's --n-* flags), for every lattice preset.
 	Bins map[string]int `yaml:"bins,omitempty"`
-	// Features names the feature set: "paper" (64 RBF + bias) or
-	// "quadratic" (a set that spans the reward, where the environment has one).
+	// Features names the feature set: "paper" (64 RBF + bias),
+	// "quadratic" (a set that spans the reward), "potential" (one that spans
+	// the shaping potential) or "held" (features of the state and the action
+	// held through a lattice step of frame_skip frames), the last three
+	// where the environment has one (tasks.ControlEnv).
 	Features string `yaml:"features"`
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
@@ -98,7 +101,7 @@ type EnvConfig struct {
 	// per lattice step for γ per frame, and its time-limit horizon
 	// ⌈T/FrameSkip⌉. The PPO runs (experts, evaluations) and the random
 	// baseline act on every frame, and a learned reward is evaluated on
-	// every frame. 0 (unset) is 1: every frame. Only environments whose
+	// every frame, unless EvaluationFrameSkip holds the evaluations' actions. 0 (unset) is 1: every frame. Only environments whose
 	// lattice model is built from rollouts (LunarLander) take a value > 1;
 	// the presets set it for those and leave it unset for the others, so
 	// a resolved config (which omits 0) reloads to the same settings.
