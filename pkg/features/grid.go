@@ -7,8 +7,10 @@
 // state–action pair, row s*A+a) and one column per feature, so that least
 // squares and other linear algebra can use them directly.
 //
-// The package deliberately learns nothing and knows no dynamics; it computes
-// geometry only. Distances are a few lines of hand-written code because no
+// The package deliberately learns nothing and, but for one block, knows no
+// dynamics: HeldLander predicts LunarLander's held step from Gymnasium's
+// constants (a feature of the state and the action, not a simulator; the
+// simulator, envs/lunar, is not imported). Distances are a few lines of hand-written code because no
 // library call computes a nearest-obstacle distance field on a grid.
 package features
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/fedirl/fedirl/pkg/lattice"
@@ -53,101 +54,16 @@ type RBFSpec struct {
 	// reward such as Pendulum's −(θ² + 0.1θ̇² + 0.001u²) is then in the span
 	// of the features exactly, which a few dozen Gaussians cannot reach.
 	Extra []ExtraFeature `json:"extra,omitempty"`
+	// HeldLander, when set, appends LunarLander's held-step block
+	// (HeldLander) after the extra features and before the bias.
+	HeldLander *HeldLander `json:"held_lander,omitempty"`
 	// Bias appends a constant feature 1.
 	Bias bool `json:"bias"`
-}
-
-// Kinds of ExtraFeature.
-const (
-	ExtraSquare = "square"
-	ExtraCos    = "cos"
-	ExtraSin    = "sin"
-	// ExtraAbs is |u|.
-	ExtraAbs = "abs"
-	// ExtraLinear is u itself.
-	ExtraLinear = "linear"
-	// ExtraNorm is the Euclidean norm ‖(u, v)‖ of coordinate Axis and
-	// coordinate With, both scaled by Scale (LunarLander's distance to the
-	// pad and speed).
-	ExtraNorm = "norm"
-)
-
-// extraKinds lists the kinds of ExtraFeature.
-var extraKinds = []string{ExtraSquare, ExtraCos, ExtraSin, ExtraAbs, ExtraLinear, ExtraNorm}
-
-// ExtraFeature is one analytic feature of coordinate Axis of the point:
-// with u = Scale·w(x), where w wraps x into [−Period/2, Period/2) when
-// Period > 0, the feature is u² (Kind "square"), cos u ("cos"), sin u
-// ("sin"), |u| ("abs"), u ("linear"), or ‖(u, v)‖ ("norm", v = Scale·w of
-// coordinate With).
-type ExtraFeature struct {
-	// Kind is "square", "cos", "sin", "abs", "linear" or "norm".
-	Kind string `json:"kind"`
-	// Axis is the index of the coordinate in the point (state axes, then action axes).
-	Axis int `json:"axis"`
-	// With is the second coordinate of a "norm" (> Axis); unused otherwise.
-	With int `json:"with,omitempty"`
-	// Scale multiplies the (wrapped) coordinate; 0 means 1.
-	Scale float64 `json:"scale,omitempty"`
-	// Period, when > 0, wraps the coordinate first (angles: 2π).
-	Period float64 `json:"period,omitempty"`
-}
-
-// value returns the feature at point x and its derivatives along Axis and
-// (for a norm) With; |u| and ‖(u, v)‖ take the derivative 0 where they
-// have none.
-func (e *ExtraFeature) value(x []float64) (v, dv, dw float64) {
-	sc := e.Scale
-	if sc == 0 {
-		sc = 1
-	}
-	wrap := func(c float64) float64 {
-		if e.Period > 0 {
-			c -= e.Period * math.Round(c/e.Period)
-		}
-		return sc * c
-	}
-	u := wrap(x[e.Axis])
-	switch e.Kind {
-	case ExtraSquare:
-		return u * u, 2 * u * sc, 0
-	case ExtraCos:
-		return math.Cos(u), -sc * math.Sin(u), 0
-	case ExtraAbs:
-		d := 0.0
-		if u != 0 {
-			d = math.Copysign(sc, u)
-		}
-		return math.Abs(u), d, 0
-	case ExtraLinear:
-		return u, sc, 0
-	case ExtraNorm:
-		w := wrap(x[e.With])
-		n := math.Hypot(u, w)
-		if n == 0 {
-			return 0, 0, 0
-		}
-		return n, sc * u / n, sc * w / n
-	default:
-		return math.Sin(u), sc * math.Cos(u), 0
-	}
-}
-
-func (e *ExtraFeature) name(axes []RBFAxis) string {
-	coord := func(k int) string {
-		n := fmt.Sprintf("x%d", k)
-		if k >= 0 && k < len(axes) && axes[k].Name != "" {
-			n = axes[k].Name
-		}
-		if e.Scale != 0 && e.Scale != 1 {
-			n = fmt.Sprintf("%g*%s", e.Scale, n)
-		}
-		return n
-	}
-	if e.Kind == ExtraNorm {
-		return e.Kind + "(" + coord(e.Axis) + ", " + coord(e.With) + ")"
-	}
-	return e.Kind + "(" + coord(e.Axis) + ")"
+	// NoProduct leaves the product grid's columns out: the features are
+	// then the extra features, the HeldLander block and the bias, and the
+	// axes only name and order the point's coordinates. (Even a grid of
+	// single centres gives a column, a constant one: a bias.)
+	NoProduct bool `json:"no_product,omitempty"`
 }
 
 // ErrRBFSpec is wrapped by every error about an invalid RBF spec.
@@ -206,6 +122,14 @@ func (s *RBFSpec) Validate() error {
 			return fmt.Errorf("%w: too many centres (%d over the axes, %d features; limits %d and %d)", ErrRBFSpec, total, prod, maxRBFCentres, maxRBFFeatures)
 		}
 	}
+	if s.HeldLander != nil {
+		if err := s.HeldLander.Validate(len(s.Axes)); err != nil {
+			return err
+		}
+	}
+	if s.NoProduct && s.Dim() == 0 {
+		return fmt.Errorf("%w: no_product without extra, held or bias features: no feature", ErrRBFSpec)
+	}
 	if len(s.Extra) > maxRBFExtra {
 		return fmt.Errorf("%w: %d extra features, at most %d", ErrRBFSpec, len(s.Extra), maxRBFExtra)
 	}
@@ -229,11 +153,23 @@ func (s *RBFSpec) Validate() error {
 	return nil
 }
 
+// heldCols returns the number of columns of the HeldLander block (0 without one).
+func (s *RBFSpec) heldCols() int {
+	if s.HeldLander == nil {
+		return 0
+	}
+	return len(s.HeldLander.Terms)
+}
+
 // maxRBFExtra bounds the number of extra analytic features.
 const maxRBFExtra = 64
 
-// NumCentres returns the number of RBF features, the product of the axis sizes.
+// NumCentres returns the number of RBF features, the product of the axis
+// sizes (0 with NoProduct).
 func (s *RBFSpec) NumCentres() int {
+	if s.NoProduct {
+		return 0
+	}
 	n := 1
 	for _, a := range s.Axes {
 		n *= len(a.Centres)
@@ -242,9 +178,10 @@ func (s *RBFSpec) NumCentres() int {
 }
 
 // Dim returns the number of features: NumCentres, plus the extra
-// features, plus one with Bias (always the last feature).
+// features, plus HeldLander's block, plus one with Bias (always the last
+// feature).
 func (s *RBFSpec) Dim() int {
-	n := s.NumCentres() + len(s.Extra)
+	n := s.NumCentres() + len(s.Extra) + s.heldCols()
 	if s.Bias {
 		return n + 1
 	}
@@ -272,6 +209,9 @@ func (s *RBFSpec) Names() []string {
 	}
 	for i := range s.Extra {
 		out = append(out, s.Extra[i].name(s.Axes))
+	}
+	if s.HeldLander != nil {
+		out = append(out, s.HeldLander.names()...)
 	}
 	if s.Bias {
 		out = append(out, "bias")
@@ -413,8 +353,12 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 	for i := range s.Extra {
 		dst[n+i], _, _ = s.Extra[i].value(x)
 	}
+	n += len(s.Extra)
+	if s.HeldLander != nil {
+		s.HeldLander.eval(dst[n:n+s.heldCols()], x)
+	}
 	if s.Bias {
-		dst[n+len(s.Extra)] = 1
+		dst[n+s.heldCols()] = 1
 	}
 	return dst
 }
@@ -440,8 +384,15 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 		v, _, _ := s.Extra[i].value(x)
 		r += theta[n+i] * v
 	}
+	n += len(s.Extra)
+	if s.HeldLander != nil {
+		var h [maxHeldLanderCols]float64
+		c := s.heldCols()
+		s.HeldLander.eval(h[:c], x)
+		r += floats.Dot(theta[n:n+c], h[:c])
+	}
 	if s.Bias {
-		r += theta[n+len(s.Extra)]
+		r += theta[n+s.heldCols()]
 	}
 	return r
 }
@@ -484,6 +435,28 @@ func (s *RBFSpec) Gradient(dst, theta, x []float64) []float64 {
 		}
 		if e.Kind == ExtraNorm && !s.Axes[e.With].Categorical {
 			dst[e.With] += theta[nc+i] * dw
+		}
+	}
+	if h := s.HeldLander; h != nil {
+		// Central differences: the prediction is a Box2D-style recurrence
+		// of several frames, smooth away from the throttles' thresholds.
+		c := s.heldCols()
+		th := theta[nc+len(s.Extra) : nc+len(s.Extra)+c]
+		var y [maxRBFAxes]float64
+		var hp, hm [maxHeldLanderCols]float64
+		for k, a := range s.Axes {
+			if a.Categorical {
+				continue
+			}
+			const eps = 1e-6
+			copy(y[:], x)
+			y[k] = x[k] + eps
+			h.eval(hp[:c], y[:len(x)])
+			y[k] = x[k] - eps
+			h.eval(hm[:c], y[:len(x)])
+			for i := range c {
+				dst[k] += th[i] * (hp[i] - hm[i]) / (2 * eps)
+			}
 		}
 	}
 	return dst

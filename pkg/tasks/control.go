@@ -53,8 +53,9 @@ func (Control) Probe(raw json.RawMessage) (fusion.Probe, error) {
 	return p.Build()
 }
 
-// ProbeSize implements ProbeSizer: the grid's state–action pairs and the RBF
-// feature count, from the JSON alone.
+// ProbeSize implements ProbeSizer: the grid's state–action pairs and the
+// feature count (RBF centres, extra and held-block columns, bias), from the
+// JSON alone.
 func (Control) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -69,6 +70,15 @@ func (Control) ProbeSize(raw json.RawMessage) (points, feats int, err error) {
 	feats = 1
 	for _, a := range p.RBF.Axes {
 		feats = mulSat(feats, len(a.Centres))
+	}
+	if p.RBF.NoProduct {
+		feats = 0
+	}
+	if extra := len(p.RBF.Extra); feats < math.MaxInt-extra-1 {
+		feats += extra
+		if h := p.RBF.HeldLander; h != nil && len(h.Terms) < math.MaxInt-feats-1 {
+			feats += len(h.Terms)
+		}
 	}
 	if p.RBF.Bias && feats < math.MaxInt {
 		feats++
@@ -142,6 +152,10 @@ type ControlEnv struct {
 	// Potential, when set, returns the feature set "potential": features
 	// that span the environment's shaping potential (see its Note).
 	Potential func() features.RBFSpec
+	// Held, when set, returns the feature set "held" for lattice steps of
+	// frames frames (env.<id>.frame_skip): features of the state and the
+	// action held through the step (see its Note).
+	Held func(frames int) features.RBFSpec
 	// StateOf writes the state coordinates of an observation into dst
 	// (angles recovered with atan2 from their cosine and sine).
 	StateOf func(dst, obs []float64) []float64
@@ -233,10 +247,16 @@ const (
 	// FeaturesPotential is a set that spans the environment's shaping
 	// potential (ControlEnv.Potential), for environments that have one.
 	FeaturesPotential = "potential"
+	// FeaturesHeld is a set of features of the state and of the action held
+	// through a lattice step of several frames (ControlEnv.Held), for
+	// environments that have one.
+	FeaturesHeld = "held"
 )
 
-// Features returns the named feature set of this environment.
-func (e *ControlEnv) Features(set string) (features.RBFSpec, error) {
+// Features returns the named feature set of this environment for lattice
+// steps of frames simulator steps (env.<id>.frame_skip; only the "held"
+// set depends on it).
+func (e *ControlEnv) Features(set string, frames int) (features.RBFSpec, error) {
 	switch set {
 	case FeaturesPaper:
 		return e.RBF(), nil
@@ -250,8 +270,13 @@ func (e *ControlEnv) Features(set string) (features.RBFSpec, error) {
 			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
 		return e.Potential(), nil
+	case FeaturesHeld:
+		if e.Held == nil {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
+		}
+		return e.Held(max(frames, 1)), nil
 	}
-	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential)
+	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential, FeaturesHeld)
 }
 
 // Probe returns the probe of a task on this environment with the given grid and the paper's features.
@@ -459,28 +484,45 @@ func init() {
 		// 10·(leg₁ + leg₂): the set has Φ's five terms, 16 Gaussians on (x,
 		// y, ẋ, ẏ) and a bias, and no action dependence (as Pendulum's
 		// quadratic set).
-		Potential: func() features.RBFSpec {
-			one := func(name string) features.RBFAxis { // a constant factor
-				return features.RBFAxis{Name: name, Centres: []float64{0}, Categorical: true}
-			}
-			return features.RBFSpec{Axes: []features.RBFAxis{
-				features.UniformRBFAxis("ll-x", 2, -1, 1, 0),
-				features.UniformRBFAxis("ll-y", 2, -0.1, 1.5, 0),
-				features.UniformRBFAxis("ll-vx", 2, -1, 1, 0),
-				features.UniformRBFAxis("ll-vy", 2, -1.5, 0.5, 0),
-				one("ll-angle"), one("ll-angvel"), one("ll-leg1"), one("ll-leg2"),
-				one("main"), one("lateral"), // no action dependence
-			}, Extra: []features.ExtraFeature{
-				{Kind: features.ExtraNorm, Axis: 0, With: 1},
-				{Kind: features.ExtraNorm, Axis: 2, With: 3},
-				{Kind: features.ExtraAbs, Axis: 4},
-				{Kind: features.ExtraLinear, Axis: 6},
-				{Kind: features.ExtraLinear, Axis: 7},
-			}, Bias: true}
+		Potential: lunarPotential,
+		// The 8-frame reward of a held action is mostly the change of the
+		// shaping potential between the state and where the action takes
+		// it, which no function of the state alone can follow: the set is
+		// features.HeldLander's block alone (each term's predicted change
+		// over the held step, and the engines' throttles), with no bias and
+		// no RBF columns, whose near-constant sum acts as one: the true
+		// reward of a held step has no constant term, and a positive one
+		// pays PPO to hover until the time limit (README-control).
+		Held: func(frames int) features.RBFSpec {
+			p := lunarPotential()
+			p.NoProduct, p.Extra, p.Bias = true, nil, false
+			p.HeldLander = &features.HeldLander{Frames: frames, Terms: slices.Clone(features.HeldLanderTerms)}
+			return p
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
 			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is built from the client's own ε-greedy expert rollouts (replay clones of their states, or their counted transitions)",
 		Counted: true,
 	})
+}
+
+// lunarPotential returns LunarLander's feature set "potential".
+func lunarPotential() features.RBFSpec {
+	one := func(name string) features.RBFAxis { // a constant factor
+		return features.RBFAxis{Name: name, Centres: []float64{0}, Categorical: true}
+	}
+	return features.RBFSpec{Axes: []features.RBFAxis{
+		features.UniformRBFAxis("ll-x", 2, -1, 1, 0),
+		features.UniformRBFAxis("ll-y", 2, -0.1, 1.5, 0),
+		features.UniformRBFAxis("ll-vx", 2, -1, 1, 0),
+		features.UniformRBFAxis("ll-vy", 2, -1.5, 0.5, 0),
+		one("ll-angle"), one("ll-angvel"), one("ll-leg1"), one("ll-leg2"),
+		one("main"), one("lateral"), // no action dependence
+	}, Extra: []features.ExtraFeature{
+		{Kind: features.ExtraNorm, Axis: 0, With: 1},
+		{Kind: features.ExtraNorm, Axis: 2, With: 3},
+		{Kind: features.ExtraAbs, Axis: 4},
+		{Kind: features.ExtraLinear, Axis: 6},
+		{Kind: features.ExtraLinear, Axis: 7},
+	}, Bias: true}
 }

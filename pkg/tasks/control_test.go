@@ -210,7 +210,7 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := e.Features(FeaturesPotential)
+	spec, err := e.Features(FeaturesPotential, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,86 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 			t.Fatalf("obs %v: the reward depends on the action (%v at %v, %v at %v)", obs, r(obs, a1), a1, r(obs, a2), a2)
 		}
 	}
-	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential); err == nil {
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential, 1); err == nil {
 		t.Fatal("a potential set was returned for an environment without one")
+	}
+}
+
+// TestLunarHeldSet: LunarLander's "held" feature set is a
+// features.HeldLander block of the given frames alone (no bias), its
+// probe builds on the lander lattice, and its reward adapter queries the
+// block at the observation and the action PPO applied.
+func TestLunarHeldSet(t *testing.T) {
+	e, err := LookupControl("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := e.Features(FeaturesHeld, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.HeldLander == nil || held.HeldLander.Frames != 8 || held.Dim() != 8 || held.Bias {
+		t.Fatalf("held set %+v of %d features: want a block of 8 for 8 frames, no bias", held.HeldLander, held.Dim())
+	}
+	g, err := e.Grid("lander", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ControlProbe{Env: e.Name, Grid: g, RBF: held}
+	if _, err := p.Build(); err != nil {
+		t.Fatal(err)
+	}
+	// θ = 1 on the main throttle's column: the reward is the throttle.
+	theta := make([]float64, held.Dim())
+	theta[3] = 1
+	r, err := p.RewardFunc(theta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := []float64{0.1, 0.8, 0, -0.3, 0.05, 0, 0, 0}
+	for _, c := range []struct{ main, want float64 }{{-0.5, 0}, {0.2, 0.6}, {1, 1}} {
+		if got := r(obs, []float64{c.main, 0}); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("main %v: reward %v, want the throttle %v", c.main, got, c.want)
+		}
+	}
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesHeld, 8); err == nil {
+		t.Fatal("a held set was returned for an environment without one")
+	}
+}
+
+// TestControlProbeSize: the size read from a probe's JSON alone is the
+// built probe's: its pairs and its feature count, for LunarLander's paper,
+// potential and held sets (product columns, extra columns, the held
+// block without a product grid).
+func TestControlProbeSize(t *testing.T) {
+	e, err := LookupControl("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := e.Grid("paper", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{FeaturesPaper, FeaturesPotential, FeaturesHeld} {
+		spec, err := e.Features(set, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(ControlProbe{Env: e.Name, Grid: g, RBF: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, feats, err := (Control{}).ProbeSize(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := (Control{}).Probe(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, d := pr.Phi.Dims()
+		if points != n || feats != d {
+			t.Errorf("%s: ProbeSize %d points × %d features, the probe %d × %d", set, points, feats, n, d)
+		}
 	}
 }

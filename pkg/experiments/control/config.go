@@ -84,8 +84,11 @@ type EnvConfig struct {
 	EvaluationPreset string `yaml:"evaluation_preset"`
 	// Bins overrides lattice axis sizes by axis name (the appendix's --n-* flags), for every lattice preset.
 	Bins map[string]int `yaml:"bins,omitempty"`
-	// Features names the feature set: "paper" (64 RBF + bias) or
-	// "quadratic" (a set that spans the reward, where the environment has one).
+	// Features names the feature set: "paper" (64 RBF + bias),
+	// "quadratic" (a set that spans the reward), "potential" (one that spans
+	// the shaping potential) or "held" (features of the state and the action
+	// held through a lattice step of frame_skip frames), the last three
+	// where the environment has one (tasks.ControlEnv).
 	Features string `yaml:"features"`
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
@@ -98,11 +101,20 @@ type EnvConfig struct {
 	// per lattice step for γ per frame, and its time-limit horizon
 	// ⌈T/FrameSkip⌉. The PPO runs (experts, evaluations) and the random
 	// baseline act on every frame, and a learned reward is evaluated on
-	// every frame. 0 (unset) is 1: every frame. Only environments whose
+	// every frame, unless EvaluationFrameSkip holds the evaluations' actions. 0 (unset) is 1: every frame. Only environments whose
 	// lattice model is built from rollouts (LunarLander) take a value > 1;
 	// the presets set it for those and leave it unset for the others, so
 	// a resolved config (which omits 0) reloads to the same settings.
 	FrameSkip int `yaml:"frame_skip,omitempty"`
+	// EvaluationFrameSkip holds every action of the PPO evaluation runs
+	// (of the true, projected, local and fused rewards alike) for this
+	// many frames: 1 acts on every frame, FrameSkip at the lattice's rate,
+	// where a learned reward θᵀφ(s, a) of a lattice step is the reward of
+	// one held step, as the lattice model and the demonstrations define
+	// it. The budget (evaluation_steps) and the curve's spacing count
+	// decisions (held steps); every return reported is still the episode's
+	// total true reward. 0 (unset) is 1; other values are refused.
+	EvaluationFrameSkip int `yaml:"evaluation_frame_skip,omitempty"`
 	// DemoStart, when set, gives each training client its own region of
 	// start states for its demonstrations (partial coverage): training
 	// client k of K starts every demonstration episode with state
@@ -313,17 +325,26 @@ func (m *EnvConfigs) UnmarshalYAML(n *yaml.Node) error {
 				return fmt.Errorf("line %d: env.%s.%s: unknown key (known: %s)", block.Content[j].Line, id, k, strings.Join(known, ", "))
 			}
 		}
-		v := (*m)[id]
+		old := (*m)[id]
+		v := old
 		v.Bins = maps.Clone(v.Bins)
-		v.FrameSkip = 0
+		v.FrameSkip, v.EvaluationFrameSkip = 0, 0
 		if err := block.Decode(&v); err != nil {
 			return fmt.Errorf("env.%s: %w", id, err)
 		}
-		if v.FrameSkip == 0 { // frame_skip absent: the preset's; an explicit 0 is refused
-			v.FrameSkip = (*m)[id].FrameSkip
+		// An absent frame_skip or evaluation_frame_skip keeps the preset's;
+		// an explicit 0 is refused.
+		for _, f := range []struct {
+			key       string
+			got, base *int
+		}{{"frame_skip", &v.FrameSkip, &old.FrameSkip}, {"evaluation_frame_skip", &v.EvaluationFrameSkip, &old.EvaluationFrameSkip}} {
+			if *f.got != 0 {
+				continue
+			}
+			*f.got = *f.base
 			for j := 0; j+1 < len(block.Content); j += 2 {
-				if block.Content[j].Value == "frame_skip" {
-					return fmt.Errorf("line %d: env.%s.frame_skip: 0, want ≥ 1 (1: every frame)", block.Content[j].Line, id)
+				if block.Content[j].Value == f.key {
+					return fmt.Errorf("line %d: env.%s.%s: 0, want ≥ 1 (1: every frame)", block.Content[j].Line, id, f.key)
 				}
 			}
 		}
@@ -426,8 +447,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("env.%s.frame_skip: %d, want ≥ 1 (1: every frame)", e, ec.FrameSkip)
 		case ec.FrameSkip > 1 && !ce.Counted:
 			return fmt.Errorf("env.%s.frame_skip: %d: holding actions is supported where the lattice model is built from rollouts (LunarLander); %s's model is sampled one simulator step per lattice step", e, ec.FrameSkip, e)
+		case ec.EvaluationFrameSkip != 0 && ec.EvaluationFrameSkip != 1 && ec.EvaluationFrameSkip != ec.FrameSkip:
+			return fmt.Errorf("env.%s.evaluation_frame_skip: %d, want 1 (every frame) or frame_skip %d (the lattice's rate)", e, ec.EvaluationFrameSkip, max(ec.FrameSkip, 1))
 		}
-		if _, err := ce.Features(ec.Features); err != nil {
+		if _, err := ce.Features(ec.Features, ec.FrameSkip); err != nil {
 			return fmt.Errorf("env.%s.features: %w", e, err)
 		}
 		switch {

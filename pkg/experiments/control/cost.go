@@ -14,7 +14,7 @@ import (
 // config costs — on this machine, and as N shards × C cores — before
 // starting it. A unit's cost is
 //
-//	expert, eval        steps · perStep[kind][env]
+//	expert, eval        steps · perStep[kind][env]  (+ (k−1) · perHeldFrame[env] per step of an eval held k frames)
 //	irl                 pairs · iterations · perPairIter[env]
 //	ladder              pairs · perPair[ladder][env] + modelCost[env]
 //	fidelity            pairs · perPair[fidelity][env]
@@ -35,6 +35,12 @@ var perStep = map[string]map[string]float64{
 	"expert": {"Pendulum-v1": 11.5e-6, "CartPole-v1": 19.4e-6, "Acrobot-v1": 4.3e-6, "LunarLanderContinuous-v3": 23e-6},
 	"eval":   {"Pendulum-v1": 6.9e-6, "CartPole-v1": 12.8e-6, "Acrobot-v1": 4.6e-6, "LunarLanderContinuous-v3": 20e-6},
 }
+
+// perHeldFrame is seconds per extra simulator frame of an evaluation run
+// that holds each action (env.<id>.evaluation_frame_skip): LunarLander's
+// 500k-decision units took 47–55 s held 8 frames against 8 s on every
+// frame (2 units at a time, load 2; branch lunar4), (50 − 8)/(7 · 500k).
+var perHeldFrame = map[string]float64{"LunarLanderContinuous-v3": 12e-6}
 
 // perPairIter is seconds per state–action pair and iteration of the
 // budget (irl_iterations) of a local IRL fit (model build included); the
@@ -96,7 +102,11 @@ func (s *Study) unitCost(t task) (float64, error) {
 	case "expert":
 		return float64(ec.TotalExpertSteps) * perStep["expert"][t.env], nil
 	case "eval":
-		return float64(ec.EvaluationSteps) * perStep["eval"][t.env], nil
+		per := perStep["eval"][t.env]
+		if k := ec.EvaluationFrameSkip; k > 1 { // each decision holds its action for k frames
+			per += float64(k-1) * perHeldFrame[t.env]
+		}
+		return float64(ec.EvaluationSteps) * per, nil
 	case "irl":
 		// A finite-horizon fit's sweeps scale with its horizon, which
 		// frame_skip k divides by k (LunarLander's rate is for k = 1).

@@ -20,6 +20,10 @@ type evalSpec struct {
 	PPO      ppo.Config `json:"ppo"`
 	Steps    int        `json:"steps"`
 	LogEvery int        `json:"log_every"`
+	// FrameSkip is env.<id>.evaluation_frame_skip when > 1: PPO decides
+	// once every FrameSkip frames and holds its action (envs.FrameSkip),
+	// so a learned reward is the reward of one held (lattice) step.
+	FrameSkip int `json:"frame_skip,omitempty"`
 }
 
 // EvalFile is the content of an evaluation unit: the PPO learning curve.
@@ -88,7 +92,11 @@ func (s *Study) evalUnit(j evalJob) (unit, evalSpec, error) {
 	if j.Method != MethodTrue {
 		rk = ru.key
 	}
-	sp := evalSpec{"eval", unitVersion, j.Env, j.Client, j.Seed, rk, c, ec.EvaluationSteps, s.cfg.LogEvery}
+	sp := evalSpec{Kind: "eval", Version: unitVersion, Env: j.Env, Client: j.Client, Seed: j.Seed, Reward: rk, PPO: c,
+		Steps: ec.EvaluationSteps, LogEvery: s.cfg.LogEvery}
+	if ec.EvaluationFrameSkip > 1 {
+		sp.FrameSkip = ec.EvaluationFrameSkip
+	}
 	return unit{"eval", fmt.Sprintf("%s-%s-%s-c%d-s%d", j.Env, j.Lattice, j.Method, j.Client, j.Seed), key(sp), ".json"}, sp, nil
 }
 
@@ -115,7 +123,11 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 		}
 		opts.Reward = r
 	}
-	tr, err := ppo.NewTrainer(sp.PPO, clientMaker(j.Env, j.Client, j.Seed), opts)
+	mk := clientMaker(j.Env, j.Client, j.Seed)
+	if sp.FrameSkip > 1 {
+		mk = heldMaker(mk, sp.FrameSkip)
+	}
+	tr, err := ppo.NewTrainer(sp.PPO, mk, opts)
 	if err != nil {
 		return err
 	}

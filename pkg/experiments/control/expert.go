@@ -60,6 +60,18 @@ func clientMaker(env string, client int, seed uint64) ppo.EnvMaker {
 	}
 }
 
+// heldMaker returns mk's environments with every action held for skip
+// frames (envs.FrameSkip).
+func heldMaker(mk ppo.EnvMaker, skip int) ppo.EnvMaker {
+	return func(i int) (envs.Env, error) {
+		e, err := mk(i)
+		if err != nil {
+			return nil, err
+		}
+		return envs.NewFrameSkip(e, skip)
+	}
+}
+
 func (s *Study) runExpert(ctx context.Context, u unit, sp expertSpec) error {
 	tr, err := ppo.NewTrainer(sp.PPO, clientMaker(sp.Env, sp.Client, sp.Seed), ppo.Options{Seed: seedOf(sp.Seed, "expert", sp.Client), Workers: 1})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 )
 
@@ -183,6 +184,118 @@ func TestFrameSkipConfig(t *testing.T) {
 		{"env:\n  " + lunarEnv + ":\n    frame_skip: 0\n", "frame_skip: 0"},
 		{"env:\n  " + lunarEnv + ":\n    frame_skip: -2\n", "frame_skip: -2"},
 		{"env:\n  Pendulum-v1:\n    frame_skip: 2\n", "Pendulum-v1.frame_skip: 2"},
+	} {
+		if _, err := load(tc.yaml); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %q: error %v, want one naming %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// TestEvaluationFrameSkipConfig: an unset evaluation_frame_skip and an
+// explicit 1 give the same evaluation keys for every environment of the
+// default study and for LunarLander; on LunarLander (frame_skip 8) an
+// evaluation_frame_skip of 8 changes the evaluation units' keys (of the
+// true reward too) and no other unit's, and their PPO acts through a hold
+// of 8 frames; 0, a negative value and a value other than 1 and frame_skip
+// are refused, naming the key; the cost model prices the held frames.
+func TestEvaluationFrameSkipConfig(t *testing.T) {
+	const lunarEnv = "LunarLanderContinuous-v3"
+	base := DefaultConfig()
+	base.Envs = append(base.Envs, lunarEnv)
+	base.Env = cloneEnv(base.Env)
+	lec := base.Env[lunarEnv]
+	lec.FrameSkip, lec.EvaluationFrameSkip = 8, 0
+	base.Env[lunarEnv] = lec
+	keys := func(c Config, env string) map[string]string {
+		t.Helper()
+		s := &Study{cfg: c}
+		l := c.Lattices[env][0]
+		out := map[string]string{}
+		for _, m := range []string{MethodTrue, MethodProjected, MethodLocal} {
+			u, _, err := s.evalUnit(evalJob{env, l, m, c.Seed, 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out["eval "+m] = u.key
+		}
+		lu, _, err := s.ladderUnit(env, l, 0, c.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iu, _, err := s.irlUnit(env, l, 0, c.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["ladder"], out["irl"] = lu.key, iu.key
+		return out
+	}
+	load := func(yaml string) (Config, error) {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return LoadConfig(p, base)
+	}
+	for _, env := range base.Envs {
+		one, err := load("env:\n  " + env + ":\n    evaluation_frame_skip: 1\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k0, k1 := keys(base, env), keys(one, env)
+		for kind, k := range k0 {
+			if k1[kind] != k {
+				t.Errorf("%s %s unit: key %s with evaluation_frame_skip 1, %s without", env, kind, k1[kind], k)
+			}
+		}
+	}
+	eight, err := load("env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: 8\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := eight.Env[lunarEnv]; got.EvaluationFrameSkip != 8 || got.FrameSkip != 8 || got.EvaluationSteps != lec.EvaluationSteps {
+		t.Fatalf("evaluation_frame_skip 8 merged into %+v", got)
+	}
+	k0, k8 := keys(base, lunarEnv), keys(eight, lunarEnv)
+	for kind, k := range k0 {
+		if changed := k8[kind] != k; changed != strings.HasPrefix(kind, "eval") {
+			t.Errorf("%s %s unit: key changed with evaluation_frame_skip 8 = %v", lunarEnv, kind, changed)
+		}
+	}
+	s := &Study{cfg: eight}
+	_, sp, err := s.evalUnit(evalJob{lunarEnv, eight.Lattices[lunarEnv][0], MethodTrue, 1, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := heldMaker(clientMaker(lunarEnv, 0, 1), sp.FrameSkip)(0)
+	if fs, ok := e.(*envs.FrameSkip); err != nil || !ok || fs.Skip != 8 {
+		t.Fatalf("evaluation environment %T (%v), want a hold of 8 frames", e, err)
+	}
+	// The cost model prices the held frames: (k − 1)·perHeldFrame per decision.
+	cost := func(c Config) float64 {
+		t.Helper()
+		s := &Study{cfg: c}
+		u, _, err := s.evalUnit(evalJob{lunarEnv, "-", MethodTrue, 1, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := s.unitCost(task{u: u, env: lunarEnv, lattice: "-"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	steps := float64(lec.EvaluationSteps)
+	if got, want := cost(base), steps*perStep["eval"][lunarEnv]; math.Abs(got-want) > 1e-9*want {
+		t.Errorf("evaluation unit every frame priced %g s, want %g", got, want)
+	}
+	if got, want := cost(eight), steps*(perStep["eval"][lunarEnv]+7*perHeldFrame[lunarEnv]); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("evaluation unit held 8 frames priced %g s, want %g", got, want)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: 0\n", "evaluation_frame_skip: 0"},
+		{"env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: -8\n", "evaluation_frame_skip: -8"},
+		{"env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: 4\n", "evaluation_frame_skip: 4"},
+		{"env:\n  Pendulum-v1:\n    evaluation_frame_skip: 2\n", "Pendulum-v1.evaluation_frame_skip: 2"},
 	} {
 		if _, err := load(tc.yaml); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %q: error %v, want one naming %q", tc.yaml, err, tc.want)

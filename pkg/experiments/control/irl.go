@@ -78,7 +78,7 @@ func (s *Study) probe(env, lattice string) (tasks.ControlProbe, error) {
 	if err != nil {
 		return tasks.ControlProbe{}, err
 	}
-	rbf, err := ce.Features(s.cfg.Env[env].Features)
+	rbf, err := ce.Features(s.cfg.Env[env].Features, s.frameSkip(env))
 	if err != nil {
 		return tasks.ControlProbe{}, err
 	}
