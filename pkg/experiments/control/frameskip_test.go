@@ -148,13 +148,7 @@ func TestFrameSkipConfig(t *testing.T) {
 		out["expert"], out["demos"], out["ladder"], out["irl"], out["fidelity"], out["eval"] = eu.key, du.key, lu.key, iu.key, fu.key, vu.key
 		return out
 	}
-	load := func(yaml string) (Config, error) {
-		p := filepath.Join(t.TempDir(), "c.yaml")
-		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return LoadConfig(p, base)
-	}
+	load := func(yaml string) (Config, error) { return loadConfigText(t, yaml, base) }
 	for _, env := range base.Envs {
 		one, err := load("env:\n  " + env + ":\n    frame_skip: 1\n")
 		if err != nil {
@@ -229,13 +223,7 @@ func TestEvaluationFrameSkipConfig(t *testing.T) {
 		out["ladder"], out["irl"] = lu.key, iu.key
 		return out
 	}
-	load := func(yaml string) (Config, error) {
-		p := filepath.Join(t.TempDir(), "c.yaml")
-		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return LoadConfig(p, base)
-	}
+	load := func(yaml string) (Config, error) { return loadConfigText(t, yaml, base) }
 	for _, env := range base.Envs {
 		one, err := load("env:\n  " + env + ":\n    evaluation_frame_skip: 1\n")
 		if err != nil {
@@ -301,4 +289,15 @@ func TestEvaluationFrameSkipConfig(t *testing.T) {
 			t.Errorf("config %q: error %v, want one naming %q", tc.yaml, err, tc.want)
 		}
 	}
+}
+
+// loadConfigText loads the config text yaml over base, as LoadConfig loads
+// a file.
+func loadConfigText(t *testing.T, yaml string, base Config) (Config, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return LoadConfig(p, base)
 }
