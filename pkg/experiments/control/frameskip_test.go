@@ -157,12 +157,7 @@ func TestFrameSkipConfig(t *testing.T) {
 		if one.Env[env].FrameSkip != 1 || one.Env[env].TotalExpertSteps != base.Env[env].TotalExpertSteps {
 			t.Fatalf("%s: frame_skip 1 merged into %+v", env, one.Env[env])
 		}
-		k0, k1 := keys(base, env), keys(one, env)
-		for kind, k := range k0 {
-			if k1[kind] != k {
-				t.Errorf("%s %s unit: key %s with frame_skip 1, %s without", env, kind, k1[kind], k)
-			}
-		}
+		sameKeys(t, keys, base, one, env, "frame_skip 1")
 	}
 	four, err := load("env:\n  " + lunarEnv + ":\n    frame_skip: 4\n")
 	if err != nil {
@@ -229,12 +224,7 @@ func TestEvaluationFrameSkipConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k0, k1 := keys(base, env), keys(one, env)
-		for kind, k := range k0 {
-			if k1[kind] != k {
-				t.Errorf("%s %s unit: key %s with evaluation_frame_skip 1, %s without", env, kind, k1[kind], k)
-			}
-		}
+		sameKeys(t, keys, base, one, env, "evaluation_frame_skip 1")
 	}
 	eight, err := load("env:\n  " + lunarEnv + ":\n    evaluation_frame_skip: 8\n")
 	if err != nil {
@@ -300,4 +290,16 @@ func loadConfigText(t *testing.T, yaml string, base Config) (Config, error) {
 		t.Fatal(err)
 	}
 	return LoadConfig(p, base)
+}
+
+// sameKeys reports each unit whose key for env differs between the configs
+// without and with the setting what.
+func sameKeys(t *testing.T, keys func(Config, string) map[string]string, without, with Config, env, what string) {
+	t.Helper()
+	k0, k1 := keys(without, env), keys(with, env)
+	for kind, k := range k0 {
+		if k1[kind] != k {
+			t.Errorf("%s %s unit: key %s with %s, %s without", env, kind, k1[kind], what, k)
+		}
+	}
 }
