@@ -22,8 +22,8 @@ type ColumnStats struct {
 //
 // that is (I − γP_π) V_j = Σ_a π r_j. Each column is solved by GMRES with
 // an ILU(0) preconditioner (the Newton solver's, newton.go) to a relative
-// residual of rtol, blockWidth columns in lock step (block.go), starting from dst's contents when warm (zero
-// otherwise). With rewards = Φ, the columns are the discounted expected
+// residual of rtol, blockWidth columns in lock step (block.go), starting
+// from dst's contents when warm (zero otherwise). With rewards = Φ, the columns are the discounted expected
 // feature sums ψ(s) = ∂V/∂θ of a linear reward θᵀφ, which MaxEnt IRL's
 // Hessian is made of. It panics on a finite horizon or mismatched lengths.
 func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, rtol float64, warm bool) ColumnStats {
