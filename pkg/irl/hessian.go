@@ -37,6 +37,21 @@ import (
 // optimum the warm-started columns often need no product at all.
 const hessianRtol = 1e-3
 
+// hessianRowDrop is the relative visit weight below which a finite
+// horizon's Hessian leaves a state's rows out: at step t, a state with
+// x_t(s) < hessianRowDrop·max_s' x_t(s') adds nothing to the covariance
+// (its ψ_t is still computed, from its merged successor row, for its
+// predecessors). Dropping rows only removes covariance, by at most
+// x_t(s)·max_a‖F_t(s,a) − ψ_t(s)‖²/τ per state. Most visited (t, s) carry
+// almost no weight: on LunarLander's lander lattice at θ = 0, 82 % of the
+// 1.5 million visited (t, s) hold 10⁻⁸ of the visits' mass; dropping
+// below 10⁻⁸ of each step's largest moves that Hessian by 1.1·10⁻⁵ of its
+// norm and takes it from 16.9 to 3.6 s (with the merged rows; 10⁻¹⁰: 10⁻⁷
+// and 5.0 s), and the fit takes the same Newton iterates. The Hessian only
+// steers Newton's steps; convergence is judged on the gradient
+// (TestFiniteHorizonHessianRowDrop).
+const hessianRowDrop = 1e-8
+
 // hessianChunk is the number of rows of scaled F − ψ gathered before one
 // rank-k update of the Hessian.
 const hessianChunk = 256
@@ -149,14 +164,60 @@ func (o *Objective) qFeatures(f []float64, s int, psi []float64) []float64 {
 		fa := f[a*d : (a+1)*d]
 		copy(fa, o.phiRows[k*d:(k+1)*d])
 		for i := m.RowPtr[k]; i < m.RowPtr[k+1]; i++ {
-			w := m.Gamma * m.Prob[i]
-			pn := psi[int(m.Next[i])*d : int(m.Next[i]+1)*d]
-			for j, v := range pn {
-				fa[j] += w * v
-			}
+			floats.AddScaled(fa, m.Gamma*m.Prob[i], psi[int(m.Next[i])*d:int(m.Next[i]+1)*d])
 		}
 	}
 	return f
+}
+
+// mergedRow is one state's successor distribution under a policy, the
+// transitions of all its actions summed per successor.
+type mergedRow struct {
+	pos  []int32 // per state: its index in next, −1 when absent
+	next []int32
+	w    []float64
+}
+
+func (r *mergedRow) init(S int) {
+	if len(r.pos) == S {
+		return
+	}
+	r.pos = make([]int32, S)
+	for i := range r.pos {
+		r.pos[i] = -1
+	}
+}
+
+// meanFeatures sets ps (length d) to ψ(s) = Σ_a π(a|s)φ(s,a) + γ Σ_s'
+// P_π(s'|s) ψ'(s') for the action probabilities p of state s and the
+// successor values psi of ψ', summing each successor's weight over the
+// actions first: on the replay lattices many actions reach the same
+// cells, so this reads fewer rows of ψ' than Σ_a π(a|s)F(s,a).
+func (o *Objective) meanFeatures(ps []float64, s int, p, psi []float64) {
+	m, d, r := o.m, o.d, &o.merge
+	A := m.NumActions
+	r.next, r.w = r.next[:0], r.w[:0]
+	for a, pa := range p {
+		if pa == 0 {
+			continue
+		}
+		k := s*A + a
+		floats.AddScaled(ps, pa, o.phiRows[k*d:(k+1)*d])
+		for i := m.RowPtr[k]; i < m.RowPtr[k+1]; i++ {
+			j := m.Next[i]
+			if q := r.pos[j]; q >= 0 {
+				r.w[q] += pa * m.Prob[i]
+				continue
+			}
+			r.pos[j] = int32(len(r.next))
+			r.next = append(r.next, j)
+			r.w = append(r.w, pa*m.Prob[i])
+		}
+	}
+	for q, j := range r.next {
+		r.pos[j] = -1
+		floats.AddScaled(ps, m.Gamma*r.w[q], psi[int(j)*d:int(j+1)*d])
+	}
 }
 
 // stationaryCov adds Σ_{s,a} d(s,a)(F − ψ)(F − ψ)ᵀ to acc for the
@@ -219,19 +280,26 @@ func (o *Objective) finiteHorizonCov(acc blas64.Symmetric) {
 	c := covAccumulator{acc: acc, rows: o.hrows, d: d}
 	next, cur := o.psiNext, o.psi
 	clear(next)
+	o.merge.init(S)
 	for t := T - 1; t >= 0; t-- {
+		xt := x[t*S : (t+1)*S]
+		cut := o.rowDrop * floats.Max(xt)
 		for s := range S {
 			ps := cur[s*d : (s+1)*d]
 			clear(ps)
-			xs := x[t*S+s]
+			xs := xt[s]
 			if m.IsTerminal(s) || xs == 0 {
 				// An unvisited state's ψ_t enters no visited pair's F_{t−1}
 				// with a nonzero weight: every successor of a pair taken
 				// with probability π > 0 from a visited state is visited.
 				continue
 			}
-			f := o.qFeatures(o.frow, s, next)
 			p := o.pol.At(t, s)
+			if xs < cut {
+				o.meanFeatures(ps, s, p, next)
+				continue
+			}
+			f := o.qFeatures(o.frow, s, next)
 			for a, pa := range p {
 				fa := f[a*d : (a+1)*d]
 				for j, v := range fa {

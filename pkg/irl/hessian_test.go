@@ -1,8 +1,11 @@
 package irl
 
 import (
+	"fmt"
+	"gonum.org/v1/gonum/mat"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
@@ -84,4 +87,62 @@ func TestHessianFiniteDifferences(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFiniteHorizonHessianRowDrop checks the finite horizon's row drop
+// (hessianRowDrop): with a threshold large enough to drop most states, ψ
+// (computed for dropped states from their merged successor rows) still
+// gives μ_π = Σ_s D₀(s)ψ₀(s) to rounding, and the Hessian differs from the
+// one with every row by a positive semidefinite matrix (the dropped rows'
+// covariance), which grows with the threshold.
+func TestFiniteHorizonHessianRowDrop(t *testing.T) {
+	m := mdptest.RandomMDP(731, 14, 3, 3, 1, 0.95, 12)
+	d := 5
+	phi := randomFeatures(731, m.NumPairs(), d)
+	rng := rand.New(rand.NewPCG(731, 2))
+	theta := make([]float64, d)
+	for j := range theta {
+		theta[j] = rng.NormFloat64()
+	}
+	demos, _ := expertDemos(m, phi, theta, 1, 20, 12, 731)
+	o, err := NewObjective(m, phi, demos, Config{Temperature: 0.5, L2: 0.1, Solver: mdp.Options{Tol: 1e-14, MaxIter: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	grad := make([]float64, o.Dim())
+	o.Eval(grad, theta)
+	muPi := append([]float64(nil), o.ExpectedFeatures()...)
+	hessianAt := func(drop float64) *mat.SymDense {
+		o.rowDrop = drop
+		h, _ := o.Hessian(nil, 0)
+		approx.Slices(t, fmt.Sprintf("Σ D₀ψ against μ_π (row drop %g)", drop), o.StartFeatures(), muPi, 1e-10*floats.Norm(muPi, math.Inf(1)), 0)
+		return mat.NewSymDense(o.Dim(), slices.Clone(h.RawSymmetric().Data))
+	}
+	full := hessianAt(0)
+	scale := mat.Norm(full, 2)
+	prevTrace := 0.0
+	for _, drop := range []float64{0.05, 0.3, 0.9} {
+		var diff mat.SymDense
+		diff.AddSym(hessianAt(drop), scaledSym(-1, full))
+		var eig mat.EigenSym
+		if !eig.Factorize(&diff, false) {
+			t.Fatal("eigendecomposition failed")
+		}
+		if lo := floats.Min(eig.Values(nil)); lo < -1e-12*scale {
+			t.Fatalf("row drop %g: H_drop − H has eigenvalue %g < 0 (‖H‖ %g): dropping rows must only remove covariance", drop, lo, scale)
+		}
+		tr := mat.Trace(&diff)
+		if !(tr > prevTrace) {
+			t.Fatalf("row drop %g: trace(H_drop − H) = %g, not above %g at the smaller threshold", drop, tr, prevTrace)
+		}
+		prevTrace = tr
+	}
+}
+
+// scaledSym returns a·s as a new matrix.
+func scaledSym(a float64, s *mat.SymDense) *mat.SymDense {
+	var out mat.SymDense
+	out.ScaleSym(a, s)
+	return &out
 }

@@ -315,11 +315,14 @@ type Objective struct {
 
 	// Hessian buffers (hessian.go), allocated on its first call: Φ's rows
 	// contiguous, ψ (and ψ_{t+1} for a finite horizon), gathered rows, one
-	// state's F, the accumulated covariance and the state visits x_t.
+	// state's F, the accumulated covariance and the state visits x_t; for a
+	// finite horizon, one state's merged successor row under π_t (merge).
 	phiRows, psi, psiNext []float64
 	psiWarm               bool
 	lastTheta             []float64 // θ of the last Eval
 	hrows, frow, hacc, xt []float64
+	merge                 mergedRow
+	rowDrop               float64 // hessianRowDrop, 0 in tests that need every row
 }
 
 // NewObjective checks the inputs and precomputes μ_D and the initial
@@ -351,7 +354,7 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	for _, t := range tails {
 		muD[d-1] += t / float64(len(demos))
 	}
-	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD, absorbing: cfg.Absorbing}
+	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD, absorbing: cfg.Absorbing, rowDrop: hessianRowDrop}
 	if cfg.InitFromMDP {
 		o.init = m.Init
 	} else {
