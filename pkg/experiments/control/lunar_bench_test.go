@@ -92,12 +92,21 @@ func lunarBenchSetup(b *testing.B, cfg Config) (*Study, *tasks.ControlEnv, *disc
 // gives, the absorbing state).
 // Gymnasium's heuristic controller stands in for the PPO expert (rollouts
 // and 20 deterministic demonstrations), so the benchmark needs no training.
+// Sub-benchmarks: the default lattice and `fine` (8⁴·3·1³, issue 36's
+// "LunarLander fine fit").
 // Reported: model-s and fit-s (wall), iterations, grad-norm, converged (1
 // when ‖∇‖ ≤ irl.grad_tol), horizon, and the model's cloned cells and
 // simulator steps.
 func BenchmarkLunarLocalFit(b *testing.B) {
+	for _, lattice := range []string{DefaultConfig().Lattices[lunarBenchEnv][0], "fine"} {
+		b.Run(lattice, func(b *testing.B) { benchLunarLocalFit(b, lattice) })
+	}
+}
+
+func benchLunarLocalFit(b *testing.B, lattice string) {
 	const env = lunarBenchEnv
 	cfg := DefaultConfig()
+	cfg.Lattices[env] = []string{lattice}
 	s, ce, g, phi, mc := lunarBenchSetup(b, cfg)
 	h, err := s.horizon(env)
 	if err != nil {
