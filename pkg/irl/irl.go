@@ -415,12 +415,11 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 	}
 	features.Reward(o.reward, o.phi, theta)
 	o.predictValues(theta)
-	o.vals = o.ws.SoftValueIteration(o.vals, o.reward, o.tau)
+	o.vals, o.pol = o.ws.SoftValuesAndPolicy(o.vals, o.pol, o.reward, o.tau)
 	o.lastTheta = append(o.lastTheta[:0], theta...)
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
 	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)
-	o.pol = o.ws.SoftPolicy(o.pol, o.vals, o.tau)
 	o.visits = o.ws.Visits(o.visits, o.pol, o.init)
 	FeatureCounts(o.muPi, o.phi, o.visits)
 	for j := range grad {
