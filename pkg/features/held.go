@@ -18,14 +18,22 @@ import (
 // block's eight columns, in order:
 //
 //	‖(x̂′, ŷ′)‖ − ‖(x, y)‖,  ‖(ẋ̂′, ŷ̇′)‖ − ‖(ẋ, ẏ)‖,  |angle′̂| − |angle|,  main(a),  side(a),
-//	touchdown,  touchdown·‖(ẋ̂′, ŷ̇′)‖,  off-screen
+//	touchdown,  touchdown·‖(ẋ̂′, ŷ̇′)‖,  off-screen,
+//	leg1,  leg2,  rest,  crash
 //
 // so that the reward of a held step without leg contacts or termination is,
 // up to the prediction's error, −100, −100, −100, −0.30·Frames and
 // −0.03·Frames times the first five. Touchdown is 1 when no leg touches and
 // the prediction reaches the pad's height (ŷ′ ≤ 0), where a landing or a
 // crash begins, whose outcome the touchdown speed tells apart; off-screen is
-// 1 when |x̂′| ≥ 1, where the episode ends with −100. Terms names the
+// 1 when |x̂′| ≥ 1, where the episode ends with −100. The last four are the
+// end of the episode and the legs' +10 (LanderEnd): leg1 and leg2 are each
+// leg's predicted contact after the step less its contact flag now (the
+// change of the potential's leg terms over ten), rest is 1 when the lander
+// stands on a leg, engines off, below Box2D's sleep tolerances (where the
+// episode ends with +100 once it has stayed so for half a second), and
+// crash is 1 when the predicted hull reaches the ground or |x̂′| ≥ 1 (where
+// it ends with −100). Terms names the
 // columns the block has, in order (HeldLanderTerms lists them all), so that
 // the spec's JSON, and every key made from it, says what the block holds. The point's first 8 coordinates are the
 // observation, the next 2 the action (main, lateral), as the control
@@ -40,10 +48,11 @@ type HeldLander struct {
 
 // HeldLanderTerms lists the columns a HeldLander block can have, in the
 // order of the type's documentation.
-var HeldLanderTerms = []string{"distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen"}
+var HeldLanderTerms = []string{"distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen",
+	"leg1", "leg2", "rest", "crash"}
 
 // maxHeldLanderCols bounds a HeldLander block's columns (a stack buffer's size).
-const maxHeldLanderCols = 8
+const maxHeldLanderCols = 12
 
 // Gymnasium's LunarLander constants (lunar_lander.py) and the lander's
 // rigid-body constants that Box2D derives from them.
@@ -153,6 +162,7 @@ func (h *HeldLander) eval(dst, x []float64) {
 	PredictLander(p[:], x, x[8], x[9], h.Frames)
 	m, s := LanderThrottles(x[8], x[9])
 	touch := p[1] <= 0 && x[6] == 0 && x[7] == 0
+	end := PredictLanderEnd(x, p[:], m, s)
 	for i, t := range h.Terms {
 		v := 0.0
 		switch t {
@@ -178,6 +188,14 @@ func (h *HeldLander) eval(dst, x []float64) {
 			if math.Abs(p[0]) >= 1 {
 				v = 1
 			}
+		case "leg1":
+			v = b2f(end.Contact[0]) - x[6]
+		case "leg2":
+			v = b2f(end.Contact[1]) - x[7]
+		case "rest":
+			v = b2f(end.Rest)
+		case "crash":
+			v = b2f(end.Crash)
 		}
 		dst[i] = v
 	}
