@@ -32,8 +32,9 @@ import (
 // change of the potential's leg terms over ten), rest is 1 when the lander
 // stands on a leg, engines off, below Box2D's sleep tolerances (where the
 // episode ends with +100 once it has stayed so for half a second), and
-// crash is 1 when the predicted hull reaches the ground or |x̂′| ≥ 1 (where
-// it ends with −100). Terms names the
+// crash is 1 when the feet are predicted to hit the ground faster than
+// 2 m/s, the hull to reach it, or |x̂′| ≥ 1 (where it ends with −100);
+// these four come from PredictLanderOnGround whatever Ground says. Terms names the
 // columns the block has, in order (HeldLanderTerms lists them all), so that
 // the spec's JSON, and every key made from it, says what the block holds. The point's first 8 coordinates are the
 // observation, the next 2 the action (main, lateral), as the control
@@ -44,6 +45,10 @@ type HeldLander struct {
 	// Terms names the block's columns, in order: a non-empty subset of
 	// HeldLanderTerms without repeats.
 	Terms []string `json:"terms"`
+	// Ground, when set, predicts the potential's terms with
+	// PredictLanderOnGround (the pad a floor under the feet) instead of
+	// PredictLander; the end terms (LanderEnd) are the same either way.
+	Ground bool `json:"ground,omitempty"`
 }
 
 // HeldLanderTerms lists the columns a HeldLander block can have, in the
@@ -123,6 +128,26 @@ func LanderThrottles(main, lateral float64) (m, s float64) {
 // Box2D step of semi-implicit Euler under gravity. It leaves out wind,
 // turbulence, contacts and the legs' joints: a prediction, not a simulation.
 func PredictLander(dst, obs []float64, main, lateral float64, frames int) []float64 {
+	p, _ := predictLander(dst, obs, main, lateral, frames, false)
+	return p
+}
+
+// PredictLanderOnGround is PredictLander with a floor under the feet (obs
+// has the 8 coordinates, leg flags included): after each frame, a foot
+// below the ground's height (flat; the pad's, or where the lower foot
+// stands while a leg touches, as PredictLanderEnd takes it) lifts the
+// lander until it stands on it and stops its fall (ẏ ≥ 0), as the legs
+// hold a lander that stands on them — where PredictLander lets it fall
+// through, so that a landed lander would seem to gain speed and lose
+// height every step.
+func PredictLanderOnGround(dst, obs []float64, main, lateral float64, frames int) []float64 {
+	p, _ := predictLander(dst, obs, main, lateral, frames, true)
+	return p
+}
+
+// predictLander is PredictLander, with the floor when ground is set; it
+// also returns the largest downward speed (m/s) the floor stopped.
+func predictLander(dst, obs []float64, main, lateral float64, frames int, ground bool) ([]float64, float64) {
 	// Observation units to world units: x = (X − W/2)/(W/2), y likewise
 	// over H/2, ẋ = VX·(W/2)/FPS, ẏ = VY·(H/2)/FPS, ω̂ = 20·ω/FPS, with
 	// W/2 = 10 m and H/2 = 20/3 m.
@@ -131,6 +156,10 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 	VX, VY := obs[2]*fps/hw, obs[3]*fps/hh
 	th, om := obs[4], obs[5]*fps/20
 	m, s := LanderThrottles(main, lateral)
+	floor, impact := 0.0, 0.0
+	if ground {
+		floor = landerGround(obs)
+	}
 	for range frames {
 		sin, cos := math.Sincos(th)
 		if m > 0 { // along the hull's axis (−sin θ, cos θ)
@@ -149,11 +178,16 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 		X += VX * landerDt
 		Y += VY * landerDt
 		th += om * landerDt
+		if f := lowerFoot(Y, th) - floor; ground && f < 0 {
+			Y -= f
+			impact = math.Max(impact, -VY)
+			VY = math.Max(VY, 0)
+		}
 	}
 	dst[0], dst[1] = X/hw, Y/hh
 	dst[2], dst[3] = VX*hw/fps, VY*hh/fps
 	dst[4], dst[5] = th, om*20/fps
-	return dst[:6]
+	return dst[:6], impact
 }
 
 // eval writes the block's columns at point x (observation, then action) into dst.
@@ -162,7 +196,13 @@ func (h *HeldLander) eval(dst, x []float64) {
 	PredictLander(p[:], x, x[8], x[9], h.Frames)
 	m, s := LanderThrottles(x[8], x[9])
 	touch := p[1] <= 0 && x[6] == 0 && x[7] == 0
-	end := PredictLanderEnd(x, p[:], m, s)
+	var end LanderEnd
+	if h.hasEnd() {
+		end = PredictLanderEnd(x, x[8], x[9], h.Frames)
+	}
+	if h.Ground {
+		PredictLanderOnGround(p[:], x, x[8], x[9], h.Frames)
+	}
 	for i, t := range h.Terms {
 		v := 0.0
 		switch t {
@@ -199,6 +239,17 @@ func (h *HeldLander) eval(dst, x []float64) {
 		}
 		dst[i] = v
 	}
+}
+
+// hasEnd reports whether the block has a LanderEnd term.
+func (h *HeldLander) hasEnd() bool {
+	for _, t := range h.Terms {
+		switch t {
+		case "leg1", "leg2", "rest", "crash":
+			return true
+		}
+	}
+	return false
 }
 
 // names returns the labels of the block's columns: each term and the frames.

@@ -7,64 +7,68 @@ import (
 	"github.com/fedirl/fedirl/pkg/approx"
 )
 
-// TestPredictLanderEndClosedForms: the end events at hand-made predicted
-// states against their closed forms in world units (y = 0 puts a level
-// lander's feet on the pad; its hull's bottom is 10/30 m above them, so
-// the level hull reaches the pad at y = −(8/30)/(20/3) = −0.04; tilted by
-// θ the foot on the low side reaches it first, at hull height
-// 0.6·cos θ + 0.75·|sin θ|), and through the held block's columns.
+// TestPredictLanderEndClosedForms: the end events of one frame with the
+// engines off from hand-made observations, against their closed forms in
+// world units: the frame takes ẏ down by 0.2 m/s and y by 0.004 m
+// (Box2D's semi-implicit Euler under gravity 10); y = 0 puts a level
+// lander's feet on the pad, and the floor stops them there (PredictLanderOnGround); tilted
+// by θ the lower foot sits 0.6·(1 − cos θ) − 0.75·|sin θ| above the level
+// one; a fall faster than 2 m/s onto the floor is a crash, and so is a
+// hull vertex on the ground (upside down, the hull's top 17/30 m above
+// its origin is below it) and |x| ≥ 1; rest needs a leg's flag, the
+// engines off and the speed and turn rate under Box2D's sleep tolerances
+// (0.01 m/s, 2°/s).
 func TestPredictLanderEndClosedForms(t *testing.T) {
-	const hh = 20.0 / 3
-	still := []float64{0, 0, 0, 0, 0, 0, 1, 1}
+	const hh, fps, drop = 20.0 / 3, 50.0, 0.004
+	tilt := 0.6*(1-math.Cos(0.2)) - 0.75*math.Sin(0.2) // the lower foot's offset at |θ| = 0.2
+	obs := func(x, y, vy, angle, om, leg1, leg2 float64) []float64 {
+		return []float64{x, y / hh, 0, vy * hh / fps, angle, om * 20 / fps, leg1, leg2}
+	}
 	for _, c := range []struct {
-		name          string
-		pred          [6]float64
-		leg1, leg2    bool
-		crash         bool
-		obs           []float64
-		m, s          float64
-		rest          bool
-		restWhy, note string
+		name       string
+		obs        []float64
+		main, lat  float64
+		leg1, leg2 bool
+		crash      bool
+		rest       bool
+		anyContact bool // the contacts are not the point (an engine or a turn tilts or lifts the lander)
 	}{
-		{name: "level, feet just above", pred: [6]float64{0, 0.001}, obs: still, rest: true},
-		{name: "level, feet on the pad", pred: [6]float64{0, 0}, leg1: true, leg2: true, obs: still, rest: true},
-		{name: "level, hull just above", pred: [6]float64{0, -0.0399}, leg1: true, leg2: true, obs: still, rest: true},
-		{name: "level, hull on the pad", pred: [6]float64{0, -0.0401}, leg1: true, leg2: true, crash: true, obs: still, rest: true},
-		// θ = −0.2: leg 1 (+x) low; its foot touches at hull height 0.6·cos 0.2 + 0.75·sin 0.2.
-		{name: "tilted, low foot just above", pred: [6]float64{0, (0.6*math.Cos(0.2)+0.75*math.Sin(0.2))/hh - 0.6/hh + 1e-4, 0, 0, -0.2}, obs: still, rest: true},
-		{name: "tilted, low foot on the pad", pred: [6]float64{0, (0.6*math.Cos(0.2)+0.75*math.Sin(0.2))/hh - 0.6/hh - 1e-4, 0, 0, -0.2}, leg1: true, obs: still, rest: true},
-		{name: "tilted the other way", pred: [6]float64{0, (0.6*math.Cos(0.2)+0.75*math.Sin(0.2))/hh - 0.6/hh - 1e-4, 0, 0, 0.2}, leg2: true, obs: still, rest: true},
-		{name: "off-screen", pred: [6]float64{-1, 1}, crash: true, obs: still, rest: true},
-		{name: "upside down in the air", pred: [6]float64{0, 0.5, 0, 0, math.Pi}, obs: still, rest: true},
-		{name: "one leg is enough to rest", pred: [6]float64{0, 1}, obs: []float64{0, 0, 0, 0, 0, 0, 0, 1}, rest: true},
-		{name: "no leg, no rest", pred: [6]float64{0, 1}, obs: []float64{0, 0, 0, 0, 0, 0, 0, 0}},
-		{name: "main engine on", pred: [6]float64{0, 1}, obs: still, m: 0.5},
-		{name: "side engine on", pred: [6]float64{0, 1}, obs: still, s: -0.7},
-		// 0.01 m/s is ẋ = 0.01·10/50 = 0.002 along x, ẏ = 0.01·(20/3)/50 along y.
-		{name: "below the sleep speed", pred: [6]float64{0, 1}, obs: []float64{0, 0, 0.0019, 0, 0, 0, 1, 1}, rest: true},
-		{name: "above the sleep speed", pred: [6]float64{0, 1}, obs: []float64{0, 0, 0, -0.0014, 0, 0, 1, 1}},
-		// 2°/s is ω̂ = 20·(π/90)/50.
-		{name: "turning too fast to sleep", pred: [6]float64{0, 1}, obs: []float64{0, 0, 0, 0, 0, 0.4 * math.Pi / 90 * 1.01, 1, 1}},
+		{name: "level, feet a frame's drop above", obs: obs(0, drop+1e-6, 0, 0, 0, 0, 0)},
+		{name: "level, feet on the pad", obs: obs(0, 0, 0, 0, 0, 0, 0), leg1: true, leg2: true},
+		{name: "level, falling at 1.5 m/s", obs: obs(0, 0.01, -1.5, 0, 0, 0, 0), leg1: true, leg2: true},
+		{name: "level, falling at 2.5 m/s", obs: obs(0, 0.01, -2.5, 0, 0, 0, 0), leg1: true, leg2: true, crash: true},
+		{name: "tilted, the low foot just above", obs: obs(0, -tilt+drop+1e-6, 0, -0.2, 0, 0, 0)},
+		{name: "tilted, the low foot (leg 1) down", obs: obs(0, -tilt+drop-1e-4, 0, -0.2, 0, 0, 0), leg1: true},
+		{name: "tilted the other way (leg 2)", obs: obs(0, -tilt+drop-1e-4, 0, 0.2, 0, 0, 0), leg2: true},
+		{name: "off-screen", obs: obs(-1, 5, 0, 0, 0, 0, 0), crash: true},
+		{name: "upside down, hull above the pad", obs: obs(0, 0, 0, math.Pi, 0, 0, 0)},
+		{name: "upside down, hull on the pad", obs: obs(0, -0.05, 0, math.Pi, 0, 0, 0), crash: true},
+		{name: "standing on both legs", obs: obs(0, 0, 0, 0, 0, 1, 1), leg1: true, leg2: true, rest: true},
+		{name: "one leg is enough to rest", obs: obs(0, 0, 0, 0, 0, 0, 1), leg1: true, leg2: true, rest: true},
+		{name: "main engine on (its 0.6 throttle lifts the lander off)", obs: obs(0, 0, 0, 0, 0, 1, 1), main: 0.2},
+		{name: "side engine on", obs: obs(0, 0, 0, 0, 0, 1, 1), lat: -0.7, anyContact: true},
+		{name: "below the sleep speed", obs: obs(0, 0, -0.0099, 0, 0, 1, 1), leg1: true, leg2: true, rest: true},
+		{name: "above the sleep speed", obs: obs(0, 0, -0.0101, 0, 0, 1, 1), leg1: true, leg2: true},
+		{name: "turning too fast to sleep", obs: obs(0, 0, 0, 0, math.Pi/90*1.01, 1, 1), anyContact: true},
 	} {
-		e := PredictLanderEnd(c.obs, c.pred[:], c.m, c.s)
-		if e.Contact != [2]bool{c.leg1, c.leg2} || e.Crash != c.crash || e.Rest != c.rest {
+		e := PredictLanderEnd(c.obs, c.main, c.lat, 1)
+		if !c.anyContact && e.Contact != [2]bool{c.leg1, c.leg2} || e.Crash != c.crash || e.Rest != c.rest {
 			t.Errorf("%s: %+v, want contacts %v %v, crash %v, rest %v", c.name, e, c.leg1, c.leg2, c.crash, c.rest)
 		}
 	}
 	// Through the block: leg columns are the predicted contact less the
-	// flag, at a point whose prediction is computed.
-	h := HeldLander{Frames: 8, Terms: []string{"leg1", "leg2", "rest", "crash", "main"}}
-	x := []float64{0.1, 0.01, 0, -0.05, 0, 0, 1, 0, -1, 0} // low, sinking, leg 1 down, engines off
-	var p [6]float64
-	PredictLander(p[:], x, x[8], x[9], 8)
-	e := PredictLanderEnd(x, p[:], 0, 0)
-	got := make([]float64, 5)
+	// flag; the floor keeps a landed lander's speed and height.
+	h := HeldLander{Frames: 8, Terms: []string{"leg1", "leg2", "rest", "crash", "speed", "distance"}, Ground: true}
+	x := append(obs(0.1, 0, 0, 0, 0, 1, 0), -1, 0) // landed on leg 1, engines off
+	got := make([]float64, len(h.Terms))
 	h.eval(got, x)
-	want := []float64{b2f(e.Contact[0]) - 1, b2f(e.Contact[1]), b2f(e.Rest), b2f(e.Crash), 0}
+	want := []float64{0, 1, 1, 0, 0, 0}
 	for i := range want {
-		approx.Equal(t, h.Terms[i], got[i], want[i], 0, 0)
+		approx.Equal(t, h.Terms[i], got[i], want[i], 1e-12, 0)
 	}
-	if !e.Contact[0] || !e.Contact[1] || e.Crash {
-		t.Errorf("sinking at 0.05 from y = 0.01 for 8 frames: %+v, want both feet down and no crash", e)
+	h.Ground = false // falling through the pad: faster and farther
+	h.eval(got, x)
+	if got[4] <= 0.1 || got[5] <= 0 {
+		t.Errorf("without the floor: speed change %v, distance change %v; want the fall's", got[4], got[5])
 	}
 }

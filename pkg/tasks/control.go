@@ -467,6 +467,12 @@ func init() {
 			Action: []discretize.AxisSpec{openAxis("main", 3, -1, 1), openAxis("lateral", 3, -1, 1)},
 		}
 	}
+	// landerGround moves a lattice's lowest y point from −0.1 to 0, where a
+	// level lander's feet touch the pad (its hull does at −0.04).
+	landerGround := func(g discretize.GridSpec) discretize.GridSpec {
+		g.State[1].Lo = 0
+		return g
+	}
 	registerControl(&ControlEnv{
 		Name: "LunarLanderContinuous-v3",
 		// lander is the paper lattice with 5 points on angle and angular
@@ -474,7 +480,8 @@ func init() {
 		// which the paper's single point hides from the planner
 		// (README-control, LunarLander).
 		Grids: map[string]discretize.GridSpec{"paper": ll(5, 5, 5, 5, 1, 1, 1),
-			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1)},
+			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1),
+			"lander2": ll(5, 5, 5, 5, 5, 5, 2), "lander2g": landerGround(ll(5, 5, 5, 5, 5, 5, 2))},
 		RBF: func() features.RBFSpec {
 			one := func(name string) features.RBFAxis {
 				return features.RBFAxis{Name: name, Centres: []float64{0}, Bandwidth: 1}
@@ -512,9 +519,13 @@ func init() {
 		// held_end: the shaping and fuel columns of held, and in place of
 		// its end-of-episode proxies the events the true reward pays for
 		// (features.LanderEnd): each leg's predicted contact change (the
-		// potential's +10 per leg), rest (+100) and crash (−100).
+		// potential's +10 per leg), rest (+100) and crash (−100); the
+		// shaping columns predicted with the pad as a floor, so that a
+		// landed lander is not seen falling through it.
 		HeldEnd: func(frames int) features.RBFSpec {
-			return lunarHeld(frames, "distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash")
+			p := lunarHeld(frames, "distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash")
+			p.HeldLander.Ground = true
+			return p
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
