@@ -29,8 +29,8 @@ import (
 // 1 when |x̂′| ≥ 1, where the episode ends with −100. The last four are the
 // end of the episode and the legs' +10 (LanderEnd): leg1 and leg2 are each
 // leg's predicted contact after the step less its contact flag now (the
-// change of the potential's leg terms over ten), rest is 1 when the lander
-// stands on a leg, engines off, below Box2D's sleep tolerances (where the
+// change of the potential's leg terms over ten), rest is 1 when a foot is
+// predicted on the ground, engines off, below Box2D's sleep tolerances (where the
 // episode ends with +100 once it has stayed so for half a second), and
 // crash is 1 when the feet are predicted to hit the ground faster than
 // 2 m/s, the hull to reach it, or |x̂′| ≥ 1 (where it ends with −100);

@@ -13,12 +13,12 @@ type LanderEnd struct {
 	// is the observation's coordinate 6, on the hull's +x side): its foot,
 	// on the predicted hull at the predicted angle, on the ground.
 	Contact [2]bool
-	// Rest is true when the lander stands on a leg (the observation's
-	// flags; one is enough: on a slope, or while the other's contact
-	// flickers, the lander falls asleep all the same), both engines are off
-	// and its speed and turn rate are below Box2D's sleep tolerances, the
-	// state in which Gymnasium's lander falls asleep after half a second
-	// and the episode ends with +100.
+	// Rest is true when a foot is predicted on the ground (Contact; not the
+	// observation's flags, which flicker while the lander settles and which
+	// a lattice with one point per flag does not have), both engines are
+	// off and the speed and turn rate are below Box2D's sleep tolerances:
+	// the state in which Gymnasium's lander falls asleep after half a
+	// second and the episode ends with +100.
 	Rest bool
 	// Crash is true when the feet hit the ground faster than
 	// landerCrashSpeed, a vertex of the predicted hull reaches the ground
@@ -83,7 +83,7 @@ func PredictLanderEnd(obs []float64, main, lateral float64, frames int) LanderEn
 	// World speeds from the observation: ẋ = VX·10/FPS, ẏ = VY·(20/3)/FPS,
 	// ω̂ = 20·ω/FPS.
 	vx, vy, om := obs[2]*fps/10, obs[3]*fps/hh, obs[5]*fps/20
-	e.Rest = (obs[6] == 1 || obs[7] == 1) && m == 0 && s == 0 &&
+	e.Rest = (e.Contact[0] || e.Contact[1]) && m == 0 && s == 0 &&
 		math.Hypot(vx, vy) <= landerLinearSleep && math.Abs(om) <= landerAngularSleep
 	return e
 }
