@@ -519,13 +519,12 @@ func init() {
 		// held_end: the shaping and fuel columns of held, and in place of
 		// its end-of-episode proxies the events the true reward pays for
 		// (features.LanderEnd): each leg's predicted contact change (the
-		// potential's +10 per leg), rest (+100) and crash (−100); the
-		// shaping columns predicted with the pad as a floor, so that a
-		// landed lander is not seen falling through it.
+		// potential's +10 per leg), rest (+100) and crash (−100). The
+		// shaping columns are held's (no floor under the feet: with one,
+		// PPO on them with the true weights returned −85 instead of +21,
+		// README-control).
 		HeldEnd: func(frames int) features.RBFSpec {
-			p := lunarHeld(frames, "distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash")
-			p.HeldLander.Ground = true
-			return p
+			return lunarHeld(frames, "distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash")
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
