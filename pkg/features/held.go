@@ -34,7 +34,8 @@ import (
 // episode ends with +100 once it has stayed so for half a second), and
 // crash is 1 when the feet are predicted to hit the ground faster than
 // 2 m/s, the hull to reach it, or |x̂′| ≥ 1 (where it ends with −100);
-// these four come from PredictLanderOnGround whatever Ground says. Terms names the
+// these four come from a prediction with a floor under the feet
+// (PredictLanderEnd). Terms names the
 // columns the block has, in order (HeldLanderTerms lists them all), so that
 // the spec's JSON, and every key made from it, says what the block holds. The point's first 8 coordinates are the
 // observation, the next 2 the action (main, lateral), as the control
@@ -45,10 +46,6 @@ type HeldLander struct {
 	// Terms names the block's columns, in order: a non-empty subset of
 	// HeldLanderTerms without repeats.
 	Terms []string `json:"terms"`
-	// Ground, when set, predicts the potential's terms with
-	// PredictLanderOnGround (the pad a floor under the feet) instead of
-	// PredictLander; the end terms (LanderEnd) are the same either way.
-	Ground bool `json:"ground,omitempty"`
 }
 
 // HeldLanderTerms lists the columns a HeldLander block can have, in the
@@ -132,21 +129,14 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 	return p
 }
 
-// PredictLanderOnGround is PredictLander with a floor under the feet (obs
-// has the 8 coordinates, leg flags included): after each frame, a foot
-// below the ground's height (flat; the pad's, or where the lower foot
-// stands while a leg touches, as PredictLanderEnd takes it) lifts the
+// predictLander is PredictLander, and with ground set it puts a floor
+// under the feet (obs has the 8 coordinates, leg flags included): after
+// each frame, a foot below the ground's height (flat; the pad's, or where
+// the lower foot stands while a leg touches, landerGround) lifts the
 // lander until it stands on it and stops its fall (ẏ ≥ 0), as the legs
-// hold a lander that stands on them — where PredictLander lets it fall
-// through, so that a landed lander would seem to gain speed and lose
-// height every step.
-func PredictLanderOnGround(dst, obs []float64, main, lateral float64, frames int) []float64 {
-	p, _ := predictLander(dst, obs, main, lateral, frames, true)
-	return p
-}
-
-// predictLander is PredictLander, with the floor when ground is set; it
-// also returns the largest downward speed (m/s) the floor stopped.
+// hold a lander that stands on them, where PredictLander lets it fall
+// through. It also returns the largest downward speed (m/s) the floor
+// stopped.
 func predictLander(dst, obs []float64, main, lateral float64, frames int, ground bool) ([]float64, float64) {
 	// Observation units to world units: x = (X − W/2)/(W/2), y likewise
 	// over H/2, ẋ = VX·(W/2)/FPS, ẏ = VY·(H/2)/FPS, ω̂ = 20·ω/FPS, with
@@ -199,9 +189,6 @@ func (h *HeldLander) eval(dst, x []float64) {
 	var end LanderEnd
 	if h.hasEnd() {
 		end = PredictLanderEnd(x, x[8], x[9], h.Frames)
-	}
-	if h.Ground {
-		PredictLanderOnGround(p[:], x, x[8], x[9], h.Frames)
 	}
 	for i, t := range h.Terms {
 		v := 0.0

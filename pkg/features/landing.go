@@ -7,7 +7,8 @@ import "math"
 // the episode's end (+100 at rest, −100 on a crash) reward, as functions of
 // the observation before the step and the action alone (the same map for
 // every client: no terrain, wind or contact solver), from the step's
-// PredictLanderOnGround prediction.
+// PredictLander prediction with a floor under the feet (the legs stop the
+// fall where a foot meets the ground).
 type LanderEnd struct {
 	// Contact is each leg's predicted ground contact after the step (leg 1
 	// is the observation's coordinate 6, on the hull's +x side): its foot,
