@@ -478,7 +478,10 @@ func init() {
 		// lander is the paper lattice with 5 points on angle and angular
 		// velocity: the attitude every action of a landing depends on,
 		// which the paper's single point hides from the planner
-		// (README-control, LunarLander).
+		// (README-control, LunarLander). lander2 adds both leg flags and
+		// lander2g moves y's lowest point to the pad as well: measured,
+		// and worse for the planner (README-control, "The episode's end as
+		// features, and both leg flags").
 		Grids: map[string]discretize.GridSpec{"paper": ll(5, 5, 5, 5, 1, 1, 1),
 			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1),
 			"lander2": ll(5, 5, 5, 5, 5, 5, 2), "lander2g": landerGround(ll(5, 5, 5, 5, 5, 5, 2))},
