@@ -18,14 +18,24 @@ import (
 // block's eight columns, in order:
 //
 //	‖(x̂′, ŷ′)‖ − ‖(x, y)‖,  ‖(ẋ̂′, ŷ̇′)‖ − ‖(ẋ, ẏ)‖,  |angle′̂| − |angle|,  main(a),  side(a),
-//	touchdown,  touchdown·‖(ẋ̂′, ŷ̇′)‖,  off-screen
+//	touchdown,  touchdown·‖(ẋ̂′, ŷ̇′)‖,  off-screen,
+//	leg1,  leg2,  rest,  crash
 //
 // so that the reward of a held step without leg contacts or termination is,
 // up to the prediction's error, −100, −100, −100, −0.30·Frames and
 // −0.03·Frames times the first five. Touchdown is 1 when no leg touches and
 // the prediction reaches the pad's height (ŷ′ ≤ 0), where a landing or a
 // crash begins, whose outcome the touchdown speed tells apart; off-screen is
-// 1 when |x̂′| ≥ 1, where the episode ends with −100. Terms names the
+// 1 when |x̂′| ≥ 1, where the episode ends with −100. The last four are the
+// end of the episode and the legs' +10 (LanderEnd): leg1 and leg2 are each
+// leg's predicted contact after the step less its contact flag now (the
+// change of the potential's leg terms over ten), rest is 1 when a foot is
+// predicted on the ground, engines off, below Box2D's sleep tolerances (where the
+// episode ends with +100 once it has stayed so for half a second), and
+// crash is 1 when the feet are predicted to hit the ground faster than
+// 2 m/s, the hull to reach it, or |x̂′| ≥ 1 (where it ends with −100);
+// these four come from a prediction with a floor under the feet
+// (PredictLanderEnd). Terms names the
 // columns the block has, in order (HeldLanderTerms lists them all), so that
 // the spec's JSON, and every key made from it, says what the block holds. The point's first 8 coordinates are the
 // observation, the next 2 the action (main, lateral), as the control
@@ -40,10 +50,11 @@ type HeldLander struct {
 
 // HeldLanderTerms lists the columns a HeldLander block can have, in the
 // order of the type's documentation.
-var HeldLanderTerms = []string{"distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen"}
+var HeldLanderTerms = []string{"distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen",
+	"leg1", "leg2", "rest", "crash"}
 
 // maxHeldLanderCols bounds a HeldLander block's columns (a stack buffer's size).
-const maxHeldLanderCols = 8
+const maxHeldLanderCols = 12
 
 // Gymnasium's LunarLander constants (lunar_lander.py) and the lander's
 // rigid-body constants that Box2D derives from them.
@@ -114,6 +125,19 @@ func LanderThrottles(main, lateral float64) (m, s float64) {
 // Box2D step of semi-implicit Euler under gravity. It leaves out wind,
 // turbulence, contacts and the legs' joints: a prediction, not a simulation.
 func PredictLander(dst, obs []float64, main, lateral float64, frames int) []float64 {
+	p, _ := predictLander(dst, obs, main, lateral, frames, false)
+	return p
+}
+
+// predictLander is PredictLander, and with ground set it puts a floor
+// under the feet (obs has the 8 coordinates, leg flags included): after
+// each frame, a foot below the ground's height (flat; the pad's, or where
+// the lower foot stands while a leg touches, landerGround) lifts the
+// lander until it stands on it and stops its fall (ẏ ≥ 0), as the legs
+// hold a lander that stands on them, where PredictLander lets it fall
+// through. It also returns the largest downward speed (m/s) the floor
+// stopped.
+func predictLander(dst, obs []float64, main, lateral float64, frames int, ground bool) ([]float64, float64) {
 	// Observation units to world units: x = (X − W/2)/(W/2), y likewise
 	// over H/2, ẋ = VX·(W/2)/FPS, ẏ = VY·(H/2)/FPS, ω̂ = 20·ω/FPS, with
 	// W/2 = 10 m and H/2 = 20/3 m.
@@ -122,6 +146,10 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 	VX, VY := obs[2]*fps/hw, obs[3]*fps/hh
 	th, om := obs[4], obs[5]*fps/20
 	m, s := LanderThrottles(main, lateral)
+	floor, impact := 0.0, 0.0
+	if ground {
+		floor = landerGround(obs)
+	}
 	for range frames {
 		sin, cos := math.Sincos(th)
 		if m > 0 { // along the hull's axis (−sin θ, cos θ)
@@ -140,11 +168,16 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 		X += VX * landerDt
 		Y += VY * landerDt
 		th += om * landerDt
+		if f := lowerFoot(Y, th) - floor; ground && f < 0 {
+			Y -= f
+			impact = math.Max(impact, -VY)
+			VY = math.Max(VY, 0)
+		}
 	}
 	dst[0], dst[1] = X/hw, Y/hh
 	dst[2], dst[3] = VX*hw/fps, VY*hh/fps
 	dst[4], dst[5] = th, om*20/fps
-	return dst[:6]
+	return dst[:6], impact
 }
 
 // eval writes the block's columns at point x (observation, then action) into dst.
@@ -153,6 +186,10 @@ func (h *HeldLander) eval(dst, x []float64) {
 	PredictLander(p[:], x, x[8], x[9], h.Frames)
 	m, s := LanderThrottles(x[8], x[9])
 	touch := p[1] <= 0 && x[6] == 0 && x[7] == 0
+	var end LanderEnd
+	if h.hasEnd() {
+		end = PredictLanderEnd(x, x[8], x[9], h.Frames)
+	}
 	for i, t := range h.Terms {
 		v := 0.0
 		switch t {
@@ -178,9 +215,28 @@ func (h *HeldLander) eval(dst, x []float64) {
 			if math.Abs(p[0]) >= 1 {
 				v = 1
 			}
+		case "leg1":
+			v = b2f(end.Contact[0]) - x[6]
+		case "leg2":
+			v = b2f(end.Contact[1]) - x[7]
+		case "rest":
+			v = b2f(end.Rest)
+		case "crash":
+			v = b2f(end.Crash)
 		}
 		dst[i] = v
 	}
+}
+
+// hasEnd reports whether the block has a LanderEnd term.
+func (h *HeldLander) hasEnd() bool {
+	for _, t := range h.Terms {
+		switch t {
+		case "leg1", "leg2", "rest", "crash":
+			return true
+		}
+	}
+	return false
 }
 
 // names returns the labels of the block's columns: each term and the frames.

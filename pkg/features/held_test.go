@@ -14,7 +14,7 @@ import (
 // with two Gaussian centres on x, one wide one on each other coordinate of
 // the observation's first six, |angle|, the held block and a bias.
 func heldSpec(frames int) *RBFSpec {
-	s := &RBFSpec{Axes: make([]RBFAxis, 10), HeldLander: &HeldLander{Frames: frames, Terms: HeldLanderTerms}, Bias: true,
+	s := &RBFSpec{Axes: make([]RBFAxis, 10), HeldLander: &HeldLander{Frames: frames, Terms: HeldLanderTerms[:8]}, Bias: true,
 		Extra: []ExtraFeature{{Kind: ExtraAbs, Axis: 4}}}
 	for k := range s.Axes {
 		s.Axes[k] = RBFAxis{Centres: []float64{0}, Categorical: true}

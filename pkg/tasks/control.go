@@ -156,6 +156,10 @@ type ControlEnv struct {
 	// frames frames (env.<id>.frame_skip): features of the state and the
 	// action held through the step (see its Note).
 	Held func(frames int) features.RBFSpec
+	// HeldEnd, when set, returns the feature set "held_end": the held
+	// step's features with the episode's end and the legs' contacts in
+	// place of its end-of-episode proxies (see its Note).
+	HeldEnd func(frames int) features.RBFSpec
 	// StateOf writes the state coordinates of an observation into dst
 	// (angles recovered with atan2 from their cosine and sine).
 	StateOf func(dst, obs []float64) []float64
@@ -251,6 +255,10 @@ const (
 	// through a lattice step of several frames (ControlEnv.Held), for
 	// environments that have one.
 	FeaturesHeld = "held"
+	// FeaturesHeldEnd is the held set with the events that end an episode
+	// and the legs' contacts predicted over the held step
+	// (ControlEnv.HeldEnd), for environments that have one.
+	FeaturesHeldEnd = "held_end"
 )
 
 // Features returns the named feature set of this environment for lattice
@@ -275,8 +283,13 @@ func (e *ControlEnv) Features(set string, frames int) (features.RBFSpec, error) 
 			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
 		return e.Held(max(frames, 1)), nil
+	case FeaturesHeldEnd:
+		if e.HeldEnd == nil {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
+		}
+		return e.HeldEnd(max(frames, 1)), nil
 	}
-	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential, FeaturesHeld)
+	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential, FeaturesHeld, FeaturesHeldEnd)
 }
 
 // Probe returns the probe of a task on this environment with the given grid and the paper's features.
@@ -454,14 +467,24 @@ func init() {
 			Action: []discretize.AxisSpec{openAxis("main", 3, -1, 1), openAxis("lateral", 3, -1, 1)},
 		}
 	}
+	// landerGround moves a lattice's lowest y point from −0.1 to 0, where a
+	// level lander's feet touch the pad (its hull does at −0.04).
+	landerGround := func(g discretize.GridSpec) discretize.GridSpec {
+		g.State[1].Lo = 0
+		return g
+	}
 	registerControl(&ControlEnv{
 		Name: "LunarLanderContinuous-v3",
 		// lander is the paper lattice with 5 points on angle and angular
 		// velocity: the attitude every action of a landing depends on,
 		// which the paper's single point hides from the planner
-		// (README-control, LunarLander).
+		// (README-control, LunarLander). lander2 adds both leg flags and
+		// lander2g moves y's lowest point to the pad as well: measured,
+		// and worse for the planner (README-control, "The episode's end as
+		// features, and both leg flags").
 		Grids: map[string]discretize.GridSpec{"paper": ll(5, 5, 5, 5, 1, 1, 1),
-			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1)},
+			"fine": ll(8, 8, 8, 8, 3, 1, 1), "ultra": ll(12, 12, 12, 12, 5, 1, 1), "lander": ll(5, 5, 5, 5, 5, 5, 1),
+			"lander2": ll(5, 5, 5, 5, 5, 5, 2), "lander2g": landerGround(ll(5, 5, 5, 5, 5, 5, 2))},
 		RBF: func() features.RBFSpec {
 			one := func(name string) features.RBFAxis {
 				return features.RBFAxis{Name: name, Centres: []float64{0}, Bandwidth: 1}
@@ -494,16 +517,32 @@ func init() {
 		// reward of a held step has no constant term, and a positive one
 		// pays PPO to hover until the time limit (README-control).
 		Held: func(frames int) features.RBFSpec {
-			p := lunarPotential()
-			p.NoProduct, p.Extra, p.Bias = true, nil, false
-			p.HeldLander = &features.HeldLander{Frames: frames, Terms: slices.Clone(features.HeldLanderTerms)}
-			return p
+			return lunarHeld(frames, "distance", "speed", "angle", "main", "side", "touchdown", "touchdown_speed", "off_screen")
+		},
+		// held_end: the shaping and fuel columns of held, and in place of
+		// its end-of-episode proxies the events the true reward pays for
+		// (features.LanderEnd): each leg's predicted contact change (the
+		// potential's +10 per leg), rest (+100) and crash (−100). The
+		// shaping columns are held's (no floor under the feet: with one,
+		// PPO on them with the true weights returned −85 instead of +21,
+		// README-control).
+		HeldEnd: func(frames int) features.RBFSpec {
+			return lunarHeld(frames, "distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash")
 		},
 		StateOf: func(dst, obs []float64) []float64 { copy(dst, obs[:8]); return dst },
 		Note: "the state is the observation (x, y, ẋ, ẏ, angle, angular velocity, two leg contacts); the paper's 5⁴·1³ state grid with 1 point for angle, angular velocity and each leg flag; " +
 			"actions 3 main × 3 lateral levels (the appendix's \"3\" read per coordinate, so the paper lattice has 625·9 = 5625 pairs, not 1875); the model is built from the client's own ε-greedy expert rollouts (replay clones of their states, or their counted transitions)",
 		Counted: true,
 	})
+}
+
+// lunarHeld returns a LunarLander feature set of the HeldLander block of
+// the given terms alone: no RBF columns and no bias.
+func lunarHeld(frames int, terms ...string) features.RBFSpec {
+	p := lunarPotential()
+	p.NoProduct, p.Extra, p.Bias = true, nil, false
+	p.HeldLander = &features.HeldLander{Frames: frames, Terms: terms}
+	return p
 }
 
 // lunarPotential returns LunarLander's feature set "potential".

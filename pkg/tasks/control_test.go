@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -285,11 +286,37 @@ func TestLunarHeldSet(t *testing.T) {
 	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesHeld, 8); err == nil {
 		t.Fatal("a held set was returned for an environment without one")
 	}
+	// held_end: held's shaping and fuel columns, then the legs' contact
+	// changes, rest and crash; θ = 1 on rest pays a lander standing still
+	// on its legs with the engines off, and nothing once an engine fires.
+	end, err := e.Features(FeaturesHeldEnd, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"distance", "speed", "angle", "main", "side", "leg1", "leg2", "rest", "crash"}; end.HeldLander == nil || !slices.Equal(end.HeldLander.Terms, want) || end.Bias || end.Dim() != len(want) {
+		t.Fatalf("held_end set %+v of %d features, want the terms %v and no bias", end.HeldLander, end.Dim(), want)
+	}
+	theta = make([]float64, end.Dim())
+	theta[7] = 1
+	pe := ControlProbe{Env: e.Name, Grid: g, RBF: end}
+	if r, err = pe.RewardFunc(theta); err != nil {
+		t.Fatal(err)
+	}
+	landed := []float64{0.05, 0, 0, 0, 0.01, 0, 1, 1}
+	if got := r(landed, []float64{-1, 0}); got != 1 {
+		t.Errorf("landed, engines off: rest %v, want 1", got)
+	}
+	if got := r(landed, []float64{0.3, 0}); got != 0 {
+		t.Errorf("landed, main engine on: rest %v, want 0", got)
+	}
+	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesHeldEnd, 8); err == nil {
+		t.Fatal("a held_end set was returned for an environment without one")
+	}
 }
 
 // TestControlProbeSize: the size read from a probe's JSON alone is the
 // built probe's: its pairs and its feature count, for LunarLander's paper,
-// potential and held sets (product columns, extra columns, the held
+// potential, held and held_end sets (product columns, extra columns, the held
 // block without a product grid).
 func TestControlProbeSize(t *testing.T) {
 	e, err := LookupControl("LunarLanderContinuous-v3")
@@ -300,7 +327,7 @@ func TestControlProbeSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, set := range []string{FeaturesPaper, FeaturesPotential, FeaturesHeld} {
+	for _, set := range []string{FeaturesPaper, FeaturesPotential, FeaturesHeld, FeaturesHeldEnd} {
 		spec, err := e.Features(set, 8)
 		if err != nil {
 			t.Fatal(err)

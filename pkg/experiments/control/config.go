@@ -86,9 +86,10 @@ type EnvConfig struct {
 	Bins map[string]int `yaml:"bins,omitempty"`
 	// Features names the feature set: "paper" (64 RBF + bias),
 	// "quadratic" (a set that spans the reward), "potential" (one that spans
-	// the shaping potential) or "held" (features of the state and the action
-	// held through a lattice step of frame_skip frames), the last three
-	// where the environment has one (tasks.ControlEnv).
+	// the shaping potential), "held" (features of the state and the action
+	// held through a lattice step of frame_skip frames) or "held_end" (held
+	// with the episode's end and the legs' contacts predicted over the
+	// step), the last four where the environment has one (tasks.ControlEnv).
 	Features string `yaml:"features"`
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
