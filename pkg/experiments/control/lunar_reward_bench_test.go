@@ -2,7 +2,9 @@ package control
 
 import (
 	"context"
+	"github.com/fedirl/fedirl/pkg/discretize"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -107,5 +109,68 @@ func BenchmarkLunarRewardParts(b *testing.B) {
 				b.ReportMetric(mean, "true-return")
 			}
 		})
+	}
+}
+
+// BenchmarkLunarLatticeReward measures the ceiling of rung (b) on
+// LunarLander's default lattice: PPO trained on the lattice true reward
+// itself, r(cell(s), action(a)) of client 0's replay model (the model of
+// BenchmarkLunarLocalFit: Gymnasium's heuristic controller's rollouts held
+// frame_skip frames, the study's clones), which is what a least-squares
+// projection onto one-hot features of (cell, action) would give; every
+// decision held frame_skip frames, 500k decisions, the evaluation preset,
+// seeds 1–3; the deterministic policy then plays 20 held episodes of the
+// unmodified simulator (true-return: the mean over seeds, and per seed).
+// Run with -benchtime 1x (about 5 min on one core).
+func BenchmarkLunarLatticeReward(b *testing.B) {
+	const env = lunarBenchEnv
+	cfg := DefaultConfig()
+	s, ce, g, _, mc := lunarBenchSetup(b, cfg)
+	rc := cfg.ModelRollouts
+	hold := s.frameSkip(env)
+	rollouts, _ := heuristicEpisodes(rc.Episodes, hold, 1000, rc.Epsilon, rand.New(rand.NewPCG(1, 2)), ce.StateOf)
+	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
+	m, r, _, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, rollouts,
+		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward,
+			Seed: mc.Seed, Gamma: mc.Gamma}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	A := m.NumActions
+	pcfg, err := ppo.Preset(env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		mean := 0.0
+		for seed := uint64(1); seed <= 3; seed++ {
+			st := make([]float64, len(g.States.Axes))
+			reward := func(obs, act []float64) float64 {
+				return r[g.SnapState(ce.StateOf(st, obs))*A+g.SnapAction(act)]
+			}
+			mk := heldMaker(func(i int) (envs.Env, error) {
+				return registry.Make(env, 0, nil, seedOf(seed, "noise", 0, i))
+			}, hold)
+			tr, err := ppo.NewTrainer(pcfg, mk, ppo.Options{Seed: seedOf(seed, "eval", 0), Workers: 1, Reward: reward})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := tr.Learn(context.Background(), 500_000); err != nil {
+				b.Fatal(err)
+			}
+			raw, err := mk(99)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rets := ppo.Evaluate(tr.Policy(), raw, 20, seed, true, 1000)
+			v := 0.0
+			for _, x := range rets {
+				v += x / float64(len(rets))
+			}
+			b.ReportMetric(v, "true-return-s"+string(rune('0'+seed)))
+			mean += v / 3
+		}
+		b.ReportMetric(mean, "true-return")
 	}
 }
