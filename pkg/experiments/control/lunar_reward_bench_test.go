@@ -87,22 +87,11 @@ func BenchmarkLunarRewardParts(b *testing.B) {
 						e, err := registry.Make(env, 0, nil, seedOf(seed, "noise", 0, i))
 						return &lunarRewardPart{Env: e, variant: variant}, err
 					}
-					tr, err := ppo.NewTrainer(cfg, mk, ppo.Options{Seed: seedOf(seed, "eval", 0), Workers: 1})
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := tr.Learn(context.Background(), 500_000); err != nil {
-						b.Fatal(err)
-					}
 					raw, err := registry.Make(env, 0, nil, seedOf(seed, "noise", 0, 99))
 					if err != nil {
 						b.Fatal(err)
 					}
-					rets := ppo.Evaluate(tr.Policy(), raw, 20, seed, true, 1000)
-					r := 0.0
-					for _, v := range rets {
-						r += v / float64(len(rets))
-					}
+					r := trainAndPlay(b, cfg, mk, ppo.Options{Seed: seedOf(seed, "eval", 0), Workers: 1}, raw, seed)
 					b.ReportMetric(r, "true-return-s"+string(rune('0'+seed)))
 					mean += r / 3
 				}
@@ -152,25 +141,34 @@ func BenchmarkLunarLatticeReward(b *testing.B) {
 			mk := heldMaker(func(i int) (envs.Env, error) {
 				return registry.Make(env, 0, nil, seedOf(seed, "noise", 0, i))
 			}, hold)
-			tr, err := ppo.NewTrainer(pcfg, mk, ppo.Options{Seed: seedOf(seed, "eval", 0), Workers: 1, Reward: reward})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := tr.Learn(context.Background(), 500_000); err != nil {
-				b.Fatal(err)
-			}
 			raw, err := mk(99)
 			if err != nil {
 				b.Fatal(err)
 			}
-			rets := ppo.Evaluate(tr.Policy(), raw, 20, seed, true, 1000)
-			v := 0.0
-			for _, x := range rets {
-				v += x / float64(len(rets))
-			}
+			v := trainAndPlay(b, pcfg, mk, ppo.Options{Seed: seedOf(seed, "eval", 0), Workers: 1, Reward: reward}, raw, seed)
 			b.ReportMetric(v, "true-return-s"+string(rune('0'+seed)))
 			mean += v / 3
 		}
 		b.ReportMetric(mean, "true-return")
 	}
+}
+
+// trainAndPlay trains PPO (cfg, opts) on mk's environments for 500k steps
+// and returns the mean return of its deterministic policy over 20 episodes
+// of play, the episodes seeded from seed.
+func trainAndPlay(b *testing.B, cfg ppo.Config, mk ppo.EnvMaker, opts ppo.Options, play envs.Env, seed uint64) float64 {
+	b.Helper()
+	tr, err := ppo.NewTrainer(cfg, mk, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.Learn(context.Background(), 500_000); err != nil {
+		b.Fatal(err)
+	}
+	rets := ppo.Evaluate(tr.Policy(), play, 20, seed, true, 1000)
+	r := 0.0
+	for _, v := range rets {
+		r += v / float64(len(rets))
+	}
+	return r
 }
