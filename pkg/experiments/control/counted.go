@@ -45,6 +45,13 @@ type RolloutConfig struct {
 	FrameSkip int `json:"frame_skip,omitempty" yaml:"-"`
 }
 
+// replayConfig returns the replay model's settings for these rollouts and
+// the client's lattice-model settings mc (its seed and γ).
+func (rc RolloutConfig) replayConfig(mc discretize.ModelConfig) discretize.ReplayConfig {
+	return discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor,
+		HaltReward: rc.HaltReward, Seed: mc.Seed, Gamma: mc.Gamma}
+}
+
 // frameSkip returns env.<id>.frame_skip, 1 when unset.
 func (s *Study) frameSkip(env string) int { return max(s.cfg.Env[env].FrameSkip, 1) }
 
@@ -193,7 +200,6 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 	newSim := func() (discretize.Replayer, error) {
 		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
-	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps,
-		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward, Seed: mc.Seed, Gamma: mc.Gamma}, workers)
+	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps, rc.replayConfig(mc), workers)
 	return m, r, err
 }

@@ -125,9 +125,7 @@ func benchLunarLocalFit(b *testing.B, lattice string) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		m, _, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts),
-			discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward,
-				Seed: mc.Seed, Gamma: mc.Gamma}, 0)
+		m, _, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts), rc.replayConfig(mc), 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -119,9 +119,7 @@ func BenchmarkLunarLatticeReward(b *testing.B) {
 	hold := s.frameSkip(env)
 	rollouts, _ := heuristicEpisodes(rc.Episodes, hold, 1000, rc.Epsilon, rand.New(rand.NewPCG(1, 2)), ce.StateOf)
 	newSim := func() (discretize.Replayer, error) { return newHoldSim(hold) }
-	m, r, _, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, rollouts,
-		discretize.ReplayConfig{Clones: rc.Clones, Expand: rc.Expand, Count: rc.Count, Successor: rc.Successor, HaltReward: rc.HaltReward,
-			Seed: mc.Seed, Gamma: mc.Gamma}, 0)
+	m, r, _, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, rollouts, rc.replayConfig(mc), 0)
 	if err != nil {
 		b.Fatal(err)
 	}
