@@ -495,19 +495,18 @@ func (ws *Workspace) softRange(w, lo, hi int) {
 		v := mx
 		if tau > 0 {
 			sum := 0.0
-			if ws.expOut == nil {
-				for _, qa := range q {
-					if z := (qa - mx) * invTau; z > expNegligible {
-						sum += math.Exp(z)
-					}
-				}
-			} else {
-				es, zs := ws.expOut[k0:k0+A], ws.zOut[k0:k0+A]
-				for a, qa := range q {
+			var es, zs []float64 // SoftValuesAndPolicy's
+			if ws.expOut != nil {
+				es, zs = ws.expOut[k0:k0+A], ws.zOut[k0:k0+A]
+			}
+			for a, qa := range q {
+				if zs != nil {
 					zs[a] = math.NaN()
-					if z := (qa - mx) * invTau; z > expNegligible {
-						e := math.Exp(z)
-						sum += e
+				}
+				if z := (qa - mx) * invTau; z > expNegligible {
+					e := math.Exp(z)
+					sum += e
+					if zs != nil {
 						es[a], zs[a] = e, z
 					}
 				}
@@ -563,12 +562,8 @@ func (ws *Workspace) SoftValuesAndPolicy(dst *Values, pol *Policy, reward []floa
 	}
 	ws.checkReward(reward)
 	dst, _ = ws.prepValues(dst)
-	if pol == nil {
-		pol = &Policy{}
-	}
-	T, SA := m.steps(), m.NumPairs()
-	pol.NumStates, pol.NumActions, pol.Steps = m.NumStates, m.NumActions, T
-	pol.Prob = resize(pol.Prob, T*SA)
+	pol = ws.prepPolicy(pol)
+	SA := m.NumPairs()
 	if len(ws.fuseExp) != 2*SA {
 		ws.fuseExp = make([]float64, 2*SA)
 	}
@@ -590,17 +585,26 @@ func (ws *Workspace) SoftPolicy(dst *Policy, v *Values, tau float64) *Policy {
 	if v.Steps != T || len(v.Q) != T*m.NumPairs() {
 		panic("mdp: values do not fit the MDP")
 	}
-	if dst == nil {
-		dst = &Policy{}
-	}
-	dst.NumStates, dst.NumActions, dst.Steps = m.NumStates, m.NumActions, T
-	dst.Prob = resize(dst.Prob, T*m.NumPairs())
+	dst = ws.prepPolicy(dst)
 	ws.polTarget, ws.polValues, ws.tau = dst, v, tau
 	for t := 0; t < T; t++ {
 		ws.t = t
 		ws.pool.run(ws.softPolFn, ws.bounds)
 	}
 	ws.polTarget, ws.polValues = nil, nil
+	return dst
+}
+
+// prepPolicy returns dst (allocated if nil) shaped for a soft policy of
+// the workspace's MDP: one row of action probabilities per step and state.
+func (ws *Workspace) prepPolicy(dst *Policy) *Policy {
+	m := ws.m
+	if dst == nil {
+		dst = &Policy{}
+	}
+	T := m.steps()
+	dst.NumStates, dst.NumActions, dst.Steps = m.NumStates, m.NumActions, T
+	dst.Prob = resize(dst.Prob, T*m.NumPairs())
 	return dst
 }
 
@@ -634,28 +638,20 @@ func (ws *Workspace) softPolicyRange(_, lo, hi int) {
 			mx = max(mx, qa)
 		}
 		sum := 0.0
-		if ws.expOut == nil {
-			for a, qa := range q {
-				p[a] = 0
-				if z := (qa - mx) / tau; z > expUnderflow {
+		var es, zs []float64 // the value sweep's exponentials (SoftValuesAndPolicy)
+		if ws.expOut != nil {
+			es, zs = ws.expOut[s*A:(s+1)*A], ws.zOut[s*A:(s+1)*A]
+		}
+		for a, qa := range q {
+			p[a] = 0
+			if z := (qa - mx) / tau; z > expUnderflow {
+				if zs != nil && zs[a] == z {
+					p[a] = es[a]
+				} else {
 					p[a] = math.Exp(z)
 				}
-				sum += p[a]
 			}
-		} else {
-			// The value sweep's exponential where its argument was this one.
-			es, zs := ws.expOut[s*A:(s+1)*A], ws.zOut[s*A:(s+1)*A]
-			for a, qa := range q {
-				p[a] = 0
-				if z := (qa - mx) / tau; z > expUnderflow {
-					if zs[a] == z {
-						p[a] = es[a]
-					} else {
-						p[a] = math.Exp(z)
-					}
-				}
-				sum += p[a]
-			}
+			sum += p[a]
 		}
 		for a := range p {
 			p[a] /= sum
