@@ -138,13 +138,10 @@ func PredictLander(dst, obs []float64, main, lateral float64, frames int) []floa
 // through. It also returns the largest downward speed (m/s) the floor
 // stopped.
 func predictLander(dst, obs []float64, main, lateral float64, frames int, ground bool) ([]float64, float64) {
-	// Observation units to world units: x = (X − W/2)/(W/2), y likewise
-	// over H/2, ẋ = VX·(W/2)/FPS, ẏ = VY·(H/2)/FPS, ω̂ = 20·ω/FPS, with
-	// W/2 = 10 m and H/2 = 20/3 m.
-	const hw, hh, fps = 10.0, 20.0 / 3, 50.0
+	const hw, hh, fps = landerHalfW, landerHalfH, landerFPS
 	X, Y := obs[0]*hw, obs[1]*hh
-	VX, VY := obs[2]*fps/hw, obs[3]*fps/hh
-	th, om := obs[4], obs[5]*fps/20
+	VX, VY, om := landerVelocity(obs)
+	th := obs[4]
 	m, s := LanderThrottles(main, lateral)
 	floor, impact := 0.0, 0.0
 	if ground {
@@ -178,6 +175,17 @@ func predictLander(dst, obs []float64, main, lateral float64, frames int, ground
 	dst[2], dst[3] = VX*hw/fps, VY*hh/fps
 	dst[4], dst[5] = th, om*20/fps
 	return dst[:6], impact
+}
+
+// Observation units to world units: x = (X − W/2)/(W/2), y likewise over
+// H/2, ẋ = VX·(W/2)/FPS, ẏ = VY·(H/2)/FPS, ω̂ = 20·ω/FPS, with W/2 = 10 m
+// and H/2 = 20/3 m.
+const landerHalfW, landerHalfH, landerFPS = 10.0, 20.0 / 3, 50.0
+
+// landerVelocity returns the world velocities (m/s, rad/s) of observation
+// obs: VX, VY and the angular velocity ω.
+func landerVelocity(obs []float64) (vx, vy, om float64) {
+	return obs[2] * landerFPS / landerHalfW, obs[3] * landerFPS / landerHalfH, obs[5] * landerFPS / 20
 }
 
 // eval writes the block's columns at point x (observation, then action) into dst.

@@ -63,12 +63,11 @@ var landerHull = [6][2]float64{{-14.0 / 30, 17.0 / 30}, {-17.0 / 30, 0}, {-17.0 
 // where the lower foot stands while a leg touches (landerGround: off the
 // pad the terrain is higher or lower).
 func PredictLanderEnd(obs []float64, main, lateral float64, frames int) LanderEnd {
-	const hh, fps = 20.0 / 3, 50.0
 	var e LanderEnd
 	var pred [6]float64
 	_, impact := predictLander(pred[:], obs, main, lateral, frames, true)
 	m, s := LanderThrottles(main, lateral)
-	hy := pred[1]*hh + landerHullY - landerGround(obs) // the hull origin's height
+	hy := pred[1]*landerHalfH + landerHullY - landerGround(obs) // the hull origin's height
 	sin, cos := math.Sincos(pred[4])
 	for k, side := range [2]float64{1, -1} {
 		e.Contact[k] = hy+side*landerFootAway*sin-landerHullY*cos <= 1e-9 // the floor's rounding
@@ -81,9 +80,7 @@ func PredictLanderEnd(obs []float64, main, lateral float64, frames int) LanderEn
 	if math.Abs(pred[0]) >= 1 || impact > landerCrashSpeed {
 		e.Crash = true
 	}
-	// World speeds from the observation: ẋ = VX·10/FPS, ẏ = VY·(20/3)/FPS,
-	// ω̂ = 20·ω/FPS.
-	vx, vy, om := obs[2]*fps/10, obs[3]*fps/hh, obs[5]*fps/20
+	vx, vy, om := landerVelocity(obs)
 	e.Rest = (e.Contact[0] || e.Contact[1]) && m == 0 && s == 0 &&
 		math.Hypot(vx, vy) <= landerLinearSleep && math.Abs(om) <= landerAngularSleep
 	return e
