@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
 
@@ -184,10 +187,44 @@ type cloneOut struct {
 // the same model whatever the number of workers (≤ 0: GOMAXPROCS).
 func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), stateOf func(dst, obs []float64) []float64,
 	episodes []Episode, cfg ReplayConfig, workers int) (*mdp.MDP, []float64, ReplayStats, error) {
+	m, r, _, st, err := ReplayModelSteps(ctx, g, newSim, stateOf, episodes, cfg, workers, StepFeatures{})
+	return m, r, st, err
+}
+
+// StepFeatures is a vector function of one observed step: the state x it
+// was taken in (lattice coordinates), the action applied, the state next
+// it reached and whether it terminated the episode, written into dst (Dim
+// entries).
+type StepFeatures struct {
+	Dim  int
+	Eval func(dst, x, action, next []float64, terminated bool)
+}
+
+// ReplayModelSteps is ReplayModel that also returns, with feat.Eval set,
+// the mean of feat over each pair's steps (a NumPairs × feat.Dim matrix,
+// the pair's row averaging the same clones and counted steps as its
+// reward; a zero row where no step was taken: the placeholders of cells
+// never cloned and the terminal state), as the true lattice reward is the
+// mean of the steps' rewards. A reward linear in such features of the
+// observed step is then linear in these rows on the lattice.
+func ReplayModelSteps(ctx context.Context, g *Grid, newSim func() (Replayer, error), stateOf func(dst, obs []float64) []float64,
+	episodes []Episode, cfg ReplayConfig, workers int, feat StepFeatures) (*mdp.MDP, []float64, *mat.Dense, ReplayStats, error) {
 	var st ReplayStats
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, st, err
+		return nil, nil, nil, st, err
+	}
+	d := 0
+	if feat.Eval != nil {
+		if feat.Dim < 1 {
+			return nil, nil, nil, st, fmt.Errorf("discretize: replay step features of dimension %d, want ≥ 1", feat.Dim)
+		}
+		d = feat.Dim
+	}
+	// fsum holds each pair's sum of step features (d columns; nil without).
+	var fsum, fbuf []float64
+	if d > 0 {
+		fsum, fbuf = make([]float64, g.NumStates()*g.NumActions()*d), make([]float64, d)
 	}
 	cells, A := g.NumCells(), g.NumActions()
 	visits := make([][]visit, cells)
@@ -197,14 +234,14 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 	}
 	for e, ep := range episodes {
 		if len(ep.States) != len(ep.Actions)+1 {
-			return nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d states for %d actions, want actions + 1", e, len(ep.States), len(ep.Actions))
+			return nil, nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d states for %d actions, want actions + 1", e, len(ep.States), len(ep.Actions))
 		}
 		if cfg.Count && len(ep.Rewards) != len(ep.Actions) {
-			return nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d rewards for %d actions; counting the recorded steps needs one per action", e, len(ep.Rewards), len(ep.Actions))
+			return nil, nil, nil, st, fmt.Errorf("discretize: replay episode %d has %d rewards for %d actions; counting the recorded steps needs one per action", e, len(ep.Rewards), len(ep.Actions))
 		}
 		for t := range ep.Actions { // the state after the last action cannot be stepped
 			if len(ep.States[t]) != g.StateDim() || len(ep.Actions[t]) != g.ActionDim() {
-				return nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: state of %d and action of %d coordinates, the grid has %d and %d",
+				return nil, nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: state of %d and action of %d coordinates, the grid has %d and %d",
 					e, t, len(ep.States[t]), len(ep.Actions[t]), g.StateDim(), g.ActionDim())
 			}
 			c := g.SnapState(ep.States[t])
@@ -212,7 +249,7 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 			if cfg.Count {
 				r := ep.Rewards[t]
 				if math.IsNaN(r) || math.IsInf(r, 0) {
-					return nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: reward %v is not finite", e, t, r)
+					return nil, nil, nil, st, fmt.Errorf("discretize: replay episode %d step %d: reward %v is not finite", e, t, r)
 				}
 				next := int32(g.Terminal())
 				if t < len(ep.Actions)-1 || !ep.Terminated {
@@ -224,6 +261,10 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 					o.y = successorPoint(g, cfg.Successor, nil, c, ep.States[t], ep.States[t+1])
 				}
 				recorded[k] = append(recorded[k], o)
+				if d > 0 {
+					feat.Eval(fbuf, ep.States[t], ep.Actions[t], ep.States[t+1], next == int32(g.Terminal()))
+					floats.Add(fsum[k*d:(k+1)*d], fbuf)
+				}
 			}
 		}
 	}
@@ -234,7 +275,7 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 	for w := range sims {
 		var err error
 		if sims[w], err = newSim(); err != nil {
-			return nil, nil, st, fmt.Errorf("discretize: creating simulator %d: %w", w, err)
+			return nil, nil, nil, st, fmt.Errorf("discretize: creating simulator %d: %w", w, err)
 		}
 	}
 	done := make([]bool, cells)
@@ -260,7 +301,7 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 				defer wg.Done()
 				cl := &cloner{g: g, sim: sims[w], eps: episodes, stateOf: stateOf, state: make([]float64, g.StateDim()),
 					origin: make([]float64, g.StateDim()), act: make([]float64, g.ActionDim()), tailAct: make([]float64, g.ActionDim()),
-					successor: cfg.Successor}
+					successor: cfg.Successor, feat: feat, f: make([]float64, d)}
 				for {
 					i := int(cursor.Add(1)) - 1
 					if i >= len(round) || ctx.Err() != nil {
@@ -278,6 +319,9 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 							}
 							o.cell, o.from, o.act = int32(c), int32(vi), int32(a)
 							out = append(out, o)
+							if d > 0 {
+								floats.Add(fsum[(c*A+a)*d:(c*A+a+1)*d], cl.f)
+							}
 						}
 						rows[c*A+a] = out
 					}
@@ -288,10 +332,10 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 		}
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
-			return nil, nil, st, err
+			return nil, nil, nil, st, err
 		}
 		if err := errors.Join(errs...); err != nil {
-			return nil, nil, st, err
+			return nil, nil, nil, st, err
 		}
 		for _, c := range round {
 			done[c] = true
@@ -359,6 +403,9 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 			}
 		}
 		reward[k] = rsum / float64(len(out))
+		if d > 0 {
+			floats.Scale(w, fsum[k*d:(k+1)*d])
+		}
 		slices.SortStableFunc(entries, func(x, y succ) int { return cmp.Compare(x.next, y.next) })
 		for i, e := range entries {
 			if int(e.next) < cells {
@@ -388,9 +435,13 @@ func ReplayModel(ctx context.Context, g *Grid, newSim func() (Replayer, error), 
 		m.Init[s] = 1 / float64(cells)
 	}
 	if err := m.Validate(); err != nil {
-		return nil, nil, st, fmt.Errorf("discretize: replay model: %w", err)
+		return nil, nil, nil, st, fmt.Errorf("discretize: replay model: %w", err)
 	}
-	return m, reward, st, nil
+	var fm *mat.Dense
+	if d > 0 {
+		fm = mat.NewDense(S*A, d, fsum)
+	}
+	return m, reward, fm, st, nil
 }
 
 // pickVisits returns up to k of vs, in their order, chosen without
@@ -418,6 +469,8 @@ type cloner struct {
 	state, origin, act, tailAct []float64
 	successor                   string
 	steps                       int64
+	feat                        StepFeatures
+	f                           []float64 // the last clone's step features
 }
 
 // clone replays visit v (a state in cell c) and steps it with action level a.
@@ -443,7 +496,7 @@ func (cl *cloner) clone(v visit, c, a int) (cloneOut, error) {
 		obs0 = o
 	}
 	interp := interpolates(cl.successor)
-	if interp { // the cloned state, before the step overwrites the observation
+	if interp || cl.feat.Eval != nil { // the cloned state, before the step overwrites the observation
 		if cl.stateOf != nil {
 			cl.stateOf(cl.origin, obs0)
 		} else {
@@ -454,12 +507,15 @@ func (cl *cloner) clone(v visit, c, a int) (cloneOut, error) {
 	if math.IsNaN(r) || math.IsInf(r, 0) {
 		return cloneOut{}, fmt.Errorf("reward %v is not finite", r)
 	}
-	if term {
-		return cloneOut{next: int32(cl.g.Terminal()), r: r}, nil
-	}
 	x := obs
 	if cl.stateOf != nil {
 		x = cl.stateOf(cl.state, obs)
+	}
+	if cl.feat.Eval != nil {
+		cl.feat.Eval(cl.f, cl.origin, cl.act, x, term)
+	}
+	if term {
+		return cloneOut{next: int32(cl.g.Terminal()), r: r}, nil
 	}
 	o := cloneOut{next: int32(cl.g.SnapState(x)), r: r, clonable: !trunc}
 	if interp {

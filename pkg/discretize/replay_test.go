@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/lunar"
 )
@@ -129,7 +131,7 @@ func TestReplayModelMatchesDirectClones(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps, _ := recordLunar(t, 3)
-	m, r, st, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, discretize.ReplayConfig{Clones: 100000, Gamma: 0.99}, 2)
+	m, r, fm, st, err := discretize.ReplayModelSteps(context.Background(), g, lunarSim, nil, eps, discretize.ReplayConfig{Clones: 100000, Gamma: 0.99}, 2, probeStep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +152,20 @@ func TestReplayModelMatchesDirectClones(t *testing.T) {
 			g.Action(act, a)
 			count := map[int32]int{}
 			rsum := 0.0
+			fsum := make([]float64, probeStep.Dim)
 			for _, v := range vs {
 				env, _ := lunar.New(lunarParams())
 				env.Reset(eps[v[0]].Seed)
 				for _, pa := range eps[v[0]].Actions[:v[1]] {
 					env.Step(pa)
 				}
+				x := eps[v[0]].States[v[1]] // the cloned state
 				obs, rew, term, _ := env.Step(act)
+				fsum[0] += obs[1] - x[1]
+				fsum[1] += act[0] * obs[3]
+				if term {
+					fsum[2]++
+				}
 				next := int32(g.Terminal())
 				if !term {
 					next = int32(g.SnapState(obs))
@@ -176,22 +185,48 @@ func TestReplayModelMatchesDirectClones(t *testing.T) {
 			if want := rsum / float64(len(vs)); math.Abs(r[c*g.NumActions()+a]-want) > 1e-9*max(1, math.Abs(want)) {
 				t.Fatalf("cell %d action %d: reward %v, direct clones %v", c, a, r[c*g.NumActions()+a], want)
 			}
+			for j, f := range fsum {
+				if got, want := fm.At(c*g.NumActions()+a, j), f/float64(len(vs)); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) {
+					t.Fatalf("cell %d action %d: step feature %d's mean %v, direct clones %v", c, a, j, got, want)
+				}
+			}
 			checked++
 		}
 	}
 	if checked < 18 {
 		t.Fatalf("only %d rows checked", checked)
 	}
-	// An unvisited cell keeps a self-loop with reward 0.
+	// An unvisited cell keeps a self-loop with reward 0 and no step features.
 	for c := range g.NumCells() {
 		if _, ok := visits[c]; !ok {
-			if next, _ := m.Successors(c, 0); len(next) != 1 || int(next[0]) != c || r[c*g.NumActions()] != 0 {
+			if next, _ := m.Successors(c, 0); len(next) != 1 || int(next[0]) != c || r[c*g.NumActions()] != 0 || fm.At(c*g.NumActions(), 0) != 0 {
 				t.Fatalf("unvisited cell %d: row %v reward %v, want a self-loop with reward 0", c, next, r[c*g.NumActions()])
 			}
 			break
 		}
 	}
+	// The model and reward are ReplayModel's.
+	m0, r0, _, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, discretize.ReplayConfig{Clones: 100000, Gamma: 0.99}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m0.Next, m.Next) || !slices.Equal(m0.Prob, m.Prob) || !slices.Equal(r0, r) {
+		t.Fatal("ReplayModelSteps's model differs from ReplayModel's")
+	}
+	if _, _, _, _, err := discretize.ReplayModelSteps(context.Background(), g, lunarSim, nil, eps, discretize.ReplayConfig{}, 1,
+		discretize.StepFeatures{Eval: probeStep.Eval}); err == nil {
+		t.Fatal("step features of dimension 0 accepted")
+	}
 }
+
+// probeStep is a step feature map of the tests: y′ − y, main·ẏ′ and the
+// termination.
+var probeStep = discretize.StepFeatures{Dim: 3, Eval: func(dst, x, action, next []float64, terminated bool) {
+	dst[0], dst[1], dst[2] = next[1]-x[1], action[0]*next[3], 0
+	if terminated {
+		dst[2] = 1
+	}
+}}
 
 // TestReplayModelIndependentOfWorkers checks the same model, reward and
 // statistics with 1 and 2 workers, with K below the visits and one
@@ -207,16 +242,16 @@ func TestReplayModelIndependentOfWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps, _ := recordLunar(t, 2)
-	cfg := discretize.ReplayConfig{Clones: 2, Expand: 1, Seed: 9, Gamma: 0.99}
-	a, ra, sa, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, cfg, 1)
+	cfg := discretize.ReplayConfig{Clones: 2, Expand: 1, Count: true, Seed: 9, Gamma: 0.99}
+	a, ra, fa, sa, err := discretize.ReplayModelSteps(context.Background(), g, lunarSim, nil, eps, cfg, 1, probeStep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, rb, sb, err := discretize.ReplayModel(context.Background(), g, lunarSim, nil, eps, cfg, 2)
+	b, rb, fb, sb, err := discretize.ReplayModelSteps(context.Background(), g, lunarSim, nil, eps, cfg, 2, probeStep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(a.RowPtr, b.RowPtr) || !slices.Equal(a.Next, b.Next) || !slices.Equal(a.Prob, b.Prob) || !slices.Equal(ra, rb) || sa != sb {
+	if !slices.Equal(a.RowPtr, b.RowPtr) || !slices.Equal(a.Next, b.Next) || !slices.Equal(a.Prob, b.Prob) || !slices.Equal(ra, rb) || sa != sb || !mat.Equal(fa, fb) {
 		t.Fatal("the replay model differs between 1 and 2 workers")
 	}
 	if sa.Expanded == 0 {

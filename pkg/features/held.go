@@ -44,8 +44,18 @@ type HeldLander struct {
 	// Frames is the number of frames the action is held (≥ 1).
 	Frames int `json:"frames"`
 	// Terms names the block's columns, in order: a non-empty subset of
-	// HeldLanderTerms without repeats.
+	// HeldLanderTerms without repeats (of ObservedHeldLanderTerms when
+	// Observed).
 	Terms []string `json:"terms"`
+	// Observed makes the block a feature of the observed held step
+	// (s, a, s′) wherever that step is known (RBFSpec.EvalStep): each
+	// term's change and event from the observation after the step instead
+	// of a prediction of it, so that a reward of these features is the
+	// true reward's form on every step a simulator takes (HeldLander.evalStep).
+	// On a lattice point without an observed step (RBFSpec.Eval: the
+	// server's probe) the block is the nominal prediction, as without
+	// Observed.
+	Observed bool `json:"observed,omitempty"`
 }
 
 // HeldLanderTerms lists the columns a HeldLander block can have, in the
@@ -91,6 +101,9 @@ func (h *HeldLander) Validate(axes int) error {
 		return fmt.Errorf("%w: held_lander.terms: empty, want some of %s", ErrRBFSpec, strings.Join(HeldLanderTerms, ", "))
 	}
 	for i, t := range h.Terms {
+		if h.Observed && !slices.Contains(ObservedHeldLanderTerms, t) {
+			return fmt.Errorf("%w: held_lander.terms[%d]: %q has no observed counterpart, want one of %s with observed", ErrRBFSpec, i, t, strings.Join(ObservedHeldLanderTerms, ", "))
+		}
 		if !slices.Contains(HeldLanderTerms, t) {
 			return fmt.Errorf("%w: held_lander.terms[%d]: %q, want one of %s", ErrRBFSpec, i, t, strings.Join(HeldLanderTerms, ", "))
 		}

@@ -367,6 +367,18 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 // length Dim); this is the learned reward r(x) that a policy optimizer
 // queries at continuous state–action points.
 func (s *RBFSpec) Reward(theta, x []float64) float64 {
+	r := s.pointReward(theta, x)
+	if s.HeldLander != nil {
+		var h [maxHeldLanderCols]float64
+		c := s.heldCols()
+		s.HeldLander.eval(h[:c], x)
+		r += floats.Dot(s.heldTheta(theta), h[:c])
+	}
+	return r
+}
+
+// pointReward returns θᵀφ(x) over every column but the HeldLander block's.
+func (s *RBFSpec) pointReward(theta, x []float64) float64 {
 	s.checkPoint(x)
 	if len(theta) != s.Dim() {
 		panic(fmt.Sprintf("features: RBF θ has length %d, want %d", len(theta), s.Dim()))
@@ -384,17 +396,16 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 		v, _, _ := s.Extra[i].value(x)
 		r += theta[n+i] * v
 	}
-	n += len(s.Extra)
-	if s.HeldLander != nil {
-		var h [maxHeldLanderCols]float64
-		c := s.heldCols()
-		s.HeldLander.eval(h[:c], x)
-		r += floats.Dot(theta[n:n+c], h[:c])
-	}
 	if s.Bias {
-		r += theta[n+s.heldCols()]
+		r += theta[n+len(s.Extra)+s.heldCols()]
 	}
 	return r
+}
+
+// heldTheta returns the entries of θ that weigh the HeldLander block.
+func (s *RBFSpec) heldTheta(theta []float64) []float64 {
+	n := s.NumCentres() + len(s.Extra)
+	return theta[n : n+s.heldCols()]
 }
 
 // Gradient writes ∇_x θᵀφ(x) (one entry per axis; 0 along categorical axes)

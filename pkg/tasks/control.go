@@ -259,6 +259,13 @@ const (
 	// and the legs' contacts predicted over the held step
 	// (ControlEnv.HeldEnd), for environments that have one.
 	FeaturesHeldEnd = "held_end"
+	// FeaturesHeldStep is the held_end set computed from the observed
+	// held step (s, a, s′) wherever one is known (features.HeldLander's
+	// Observed): the client's replay model averages its columns over each
+	// pair's replayed steps, a policy optimizer's reward takes them from
+	// the step it took, and the server's probe has held_end's nominal
+	// prediction.
+	FeaturesHeldStep = "held_step"
 )
 
 // Features returns the named feature set of this environment for lattice
@@ -288,8 +295,17 @@ func (e *ControlEnv) Features(set string, frames int) (features.RBFSpec, error) 
 			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
 		return e.HeldEnd(max(frames, 1)), nil
+	case FeaturesHeldStep:
+		if e.HeldEnd == nil {
+			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
+		}
+		spec := e.HeldEnd(max(frames, 1))
+		block := *spec.HeldLander
+		block.Observed = true
+		spec.HeldLander = &block
+		return spec, nil
 	}
-	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential, FeaturesHeld, FeaturesHeldEnd)
+	return features.RBFSpec{}, fmt.Errorf("feature set %q: unknown (known: %s, %s, %s, %s, %s, %s)", set, FeaturesPaper, FeaturesQuadratic, FeaturesPotential, FeaturesHeld, FeaturesHeldEnd, FeaturesHeldStep)
 }
 
 // Probe returns the probe of a task on this environment with the given grid and the paper's features.
@@ -313,10 +329,14 @@ func (p ControlProbe) Features() (*discretize.Grid, *mat.Dense, error) {
 }
 
 // RewardFunc returns the learned reward r(obs, a) = θᵀφ(state(obs), a) of
-// probe p for a policy optimizer: obs is a raw observation and action the
-// action applied (a Discrete action as its index). The returned function
-// allocates nothing and is not safe for concurrent use.
-func (p ControlProbe) RewardFunc(theta []float64) (func(obs, action []float64) float64, error) {
+// probe p for a policy optimizer (ppo.RewardFunc's shape): obs is a raw
+// observation, action the action applied (a Discrete action as its index),
+// next the observation the step returned and terminated whether it ended
+// the episode. Features of the observed step (features.RBFSpec.StepDependent)
+// are taken from (state(obs), a) to state(next); the others ignore next
+// and terminated. The returned function allocates nothing and is not safe
+// for concurrent use.
+func (p ControlProbe) RewardFunc(theta []float64) (func(obs, action, next []float64, terminated bool) float64, error) {
 	e, err := LookupControl(p.Env)
 	if err != nil {
 		return nil, err
@@ -332,10 +352,14 @@ func (p ControlProbe) RewardFunc(theta []float64) (func(obs, action []float64) f
 		return nil, fmt.Errorf("reward: the RBF spec has %d axes, the grid %d", len(p.RBF.Axes), ns+na)
 	}
 	theta = append([]float64(nil), theta...)
-	x := make([]float64, ns+na)
-	return func(obs, action []float64) float64 {
+	x, y := make([]float64, ns+na), make([]float64, ns)
+	step := p.RBF.StepDependent()
+	return func(obs, action, next []float64, terminated bool) float64 {
 		e.StateOf(x[:ns], obs)
 		copy(x[ns:], action)
+		if step {
+			return p.RBF.RewardStep(theta, x, e.StateOf(y, next), terminated)
+		}
 		return p.RBF.Reward(theta, x)
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/ot"
@@ -73,7 +74,7 @@ func TestRewardAtCellsEqualsMatrixRows(t *testing.T) {
 		for s := range g.NumCells() {
 			obs := observation(env, g.States.Point(x, s))
 			for a := range g.NumActions() {
-				got := r(obs, g.Action(act, a))
+				got := r(obs, g.Action(act, a), nil, false)
 				worst = math.Max(worst, math.Abs(got-want[s*g.NumActions()+a]))
 			}
 		}
@@ -234,11 +235,11 @@ func TestLunarPotentialSpansShaping(t *testing.T) {
 		phi := -100*math.Hypot(obs[0], obs[1]) - 100*math.Hypot(obs[2], obs[3]) - 100*math.Abs(obs[4]) + 10*obs[6] + 10*obs[7]
 		a1 := []float64{2*rng.Float64() - 1, 2*rng.Float64() - 1}
 		a2 := []float64{2*rng.Float64() - 1, 2*rng.Float64() - 1}
-		if got := r(obs, a1); math.Abs(got-phi) > 1e-9*math.Abs(phi) {
+		if got := r(obs, a1, nil, false); math.Abs(got-phi) > 1e-9*math.Abs(phi) {
 			t.Fatalf("obs %v: θᵀφ = %v, Φ = %v", obs, got, phi)
 		}
-		if r(obs, a1) != r(obs, a2) {
-			t.Fatalf("obs %v: the reward depends on the action (%v at %v, %v at %v)", obs, r(obs, a1), a1, r(obs, a2), a2)
+		if r(obs, a1, nil, false) != r(obs, a2, nil, false) {
+			t.Fatalf("obs %v: the reward depends on the action (%v at %v, %v at %v)", obs, r(obs, a1, nil, false), a1, r(obs, a2, nil, false), a2)
 		}
 	}
 	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesPotential, 1); err == nil {
@@ -279,7 +280,7 @@ func TestLunarHeldSet(t *testing.T) {
 	}
 	obs := []float64{0.1, 0.8, 0, -0.3, 0.05, 0, 0, 0}
 	for _, c := range []struct{ main, want float64 }{{-0.5, 0}, {0.2, 0.6}, {1, 1}} {
-		if got := r(obs, []float64{c.main, 0}); math.Abs(got-c.want) > 1e-12 {
+		if got := r(obs, []float64{c.main, 0}, nil, false); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("main %v: reward %v, want the throttle %v", c.main, got, c.want)
 		}
 	}
@@ -303,14 +304,47 @@ func TestLunarHeldSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	landed := []float64{0.05, 0, 0, 0, 0.01, 0, 1, 1}
-	if got := r(landed, []float64{-1, 0}); got != 1 {
+	if got := r(landed, []float64{-1, 0}, nil, false); got != 1 {
 		t.Errorf("landed, engines off: rest %v, want 1", got)
 	}
-	if got := r(landed, []float64{0.3, 0}); got != 0 {
+	if got := r(landed, []float64{0.3, 0}, nil, false); got != 0 {
 		t.Errorf("landed, main engine on: rest %v, want 0", got)
 	}
 	if _, err := (&ControlEnv{Name: "x"}).Features(FeaturesHeldEnd, 8); err == nil {
 		t.Fatal("a held_end set was returned for an environment without one")
+	}
+	// held_step: held_end's block of the observed step; at a lattice point
+	// (the server's probe) it is held_end's nominal prediction, and its
+	// reward reads the step's next observation (the legs' contact change).
+	step, err := e.Features(FeaturesHeldStep, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.HeldLander == nil || !step.HeldLander.Observed || !slices.Equal(step.HeldLander.Terms, end.HeldLander.Terms) || end.HeldLander.Observed {
+		t.Fatalf("held_step set %+v: want held_end's terms, observed (held_end's block %+v)", step.HeldLander, end.HeldLander)
+	}
+	x := []float64{0.1, 0.3, 0.05, -0.2, 0.02, 0.01, 0, 0, 0.4, 0.7}
+	if a, b := step.Eval(nil, x), end.Eval(nil, x); !slices.Equal(a, b) {
+		t.Fatalf("held_step at a point %v, held_end %v", a, b)
+	}
+	theta = make([]float64, step.Dim())
+	theta[5] = 10 // leg1
+	ps := ControlProbe{Env: e.Name, Grid: g, RBF: step}
+	if r, err = ps.RewardFunc(theta); err != nil {
+		t.Fatal(err)
+	}
+	obs = []float64{0.1, 0.01, 0, -0.1, 0, 0, 0, 0}
+	touched := []float64{0.1, 0.0, 0, -0.05, 0, 0, 1, 0}
+	if got := r(obs, []float64{-1, 0}, touched, false); got != 10 {
+		t.Errorf("leg 1 touching down over the step: reward %v, want 10", got)
+	}
+	if got := r(obs, []float64{-1, 0}, obs, false); got != 0 {
+		t.Errorf("no contact change: reward %v, want 0", got)
+	}
+	bad := step
+	bad.HeldLander = &features.HeldLander{Frames: 8, Terms: []string{"touchdown"}, Observed: true}
+	if err := bad.Validate(); err == nil {
+		t.Error("an observed block with the term touchdown (no observed counterpart) validated")
 	}
 }
 

@@ -89,8 +89,16 @@ type EnvConfig struct {
 	// the shaping potential), "held" (features of the state and the action
 	// held through a lattice step of frame_skip frames) or "held_end" (held
 	// with the episode's end and the legs' contacts predicted over the
-	// step), the last four where the environment has one (tasks.ControlEnv).
+	// step) or "held_step" (held_end's columns taken from the observed step
+	// s → s′: averaged over each pair's replayed steps by the client's
+	// model, from the step taken by a policy optimizer's reward), the last
+	// five where the environment has one (tasks.ControlEnv).
 	Features string `yaml:"features"`
+	// Absorbing, when set, overrides irl.absorbing for this environment:
+	// false for a feature set without a bias column, into which the
+	// absorbing state's value cannot be folded (LunarLander's held_step,
+	// whose rest and crash columns value the episode's end themselves).
+	Absorbing *bool `yaml:"absorbing,omitempty"`
 	// DPClip is the clipping norm C of the clients' θ under privacy (> 0
 	// when privacy.epsilon > 0; θ's scale differs by environment).
 	DPClip float64 `yaml:"dp_clip,omitempty"`
@@ -451,8 +459,15 @@ func (c Config) Validate() error {
 		case ec.EvaluationFrameSkip != 0 && ec.EvaluationFrameSkip != 1 && ec.EvaluationFrameSkip != ec.FrameSkip:
 			return fmt.Errorf("env.%s.evaluation_frame_skip: %d, want 1 (every frame) or frame_skip %d (the lattice's rate)", e, ec.EvaluationFrameSkip, max(ec.FrameSkip, 1))
 		}
-		if _, err := ce.Features(ec.Features, ec.FrameSkip); err != nil {
+		spec, err := ce.Features(ec.Features, ec.FrameSkip)
+		if err != nil {
 			return fmt.Errorf("env.%s.features: %w", e, err)
+		}
+		if ec.absorbing(c.IRL) && !spec.Bias {
+			return fmt.Errorf("env.%s.features %q has no bias column to fold the absorbing state's value into: set env.%s.absorbing: false (the set's own columns value the episode's end) or choose a set with a bias", e, ec.Features, e)
+		}
+		if spec.StepDependent() && (c.ModelRollouts.Clones < 1 || !ce.Counted) {
+			return fmt.Errorf("env.%s.features %q: features of the observed step need a replay model (model_rollouts.clones ≥ 1)", e, ec.Features)
 		}
 		switch {
 		case c.Privacy.Epsilon == 0 && ec.DPClip != 0:
@@ -621,4 +636,13 @@ func (c Config) validateClients() error {
 		}
 	}
 	return nil
+}
+
+// absorbing returns irl.absorbing for this environment: ec.Absorbing where
+// set, the study's irl.absorbing otherwise.
+func (ec EnvConfig) absorbing(irl IRLConfig) bool {
+	if ec.Absorbing != nil {
+		return *ec.Absorbing
+	}
+	return irl.Absorbing
 }

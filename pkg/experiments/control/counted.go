@@ -7,9 +7,12 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -108,19 +111,26 @@ func (s *Study) rollouts(env string, client int, seed uint64) (*RolloutConfig, s
 	return &r, eu.key, nil
 }
 
-// latticeModel returns a client's lattice model (infinite horizon) and its
-// true lattice reward, built once per process for the client's ladder,
-// local IRL and fidelity units (sharedWork): sampled in cells (s.model)
-// when rc is nil, built from the client's expert rollouts (rolloutModel)
-// otherwise. The MDP is a shallow copy whose slices must not be written.
-func (s *Study) latticeModel(ctx context.Context, probeKey string, g *discretize.Grid, env string, client int, seed uint64,
-	mc discretize.ModelConfig, rc *RolloutConfig, workers int) (*mdp.MDP, []float64, error) {
+// latticeModel returns a client's lattice model (infinite horizon), its
+// true lattice reward and the client's feature matrix, built once per
+// process for the client's ladder, local IRL and fidelity units
+// (sharedWork): sampled in cells (s.model) when rc is nil, built from the
+// client's expert rollouts (rolloutModel) otherwise. The feature matrix is
+// the probe's phi, except for features of the observed step
+// (features.RBFSpec.StepDependent) on a model built from rollouts: each
+// pair its replayed steps observed has the mean of those steps' features
+// (clientFeatures). The MDP is a shallow copy whose slices must not be
+// written, and so is the matrix.
+func (s *Study) latticeModel(ctx context.Context, p tasks.ControlProbe, g *discretize.Grid, phi *mat.Dense, env string, client int, seed uint64,
+	mc discretize.ModelConfig, rc *RolloutConfig, workers int) (*mdp.MDP, []float64, *mat.Dense, error) {
+	probeKey := key(p)
 	if rc == nil {
-		return s.model(ctx, probeKey, g, env, client, mc, workers)
+		m, r, err := s.model(ctx, probeKey, g, env, client, mc, workers)
+		return m, r, phi, err
 	}
 	eu, _, err := s.expertUnit(env, client, seed)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	k := key(struct {
 		Probe    string
@@ -130,26 +140,44 @@ func (s *Study) latticeModel(ctx context.Context, probeKey string, g *discretize
 		Rollouts RolloutConfig
 		Expert   string
 	}{probeKey, client, seed, mc, *rc, eu.key})
-	return s.shared.cachedModel(k, func() (*mdp.MDP, []float64, error) {
-		return s.rolloutModel(ctx, g, env, client, seed, eu, mc, *rc, workers)
+	m, r, f, err := s.shared.cachedModel(k, func() (*mdp.MDP, []float64, *mat.Dense, error) {
+		return s.rolloutModel(ctx, g, p.RBF, env, client, seed, eu, mc, *rc, workers)
 	})
+	if err != nil || f == nil {
+		return m, r, phi, err
+	}
+	return m, r, clientFeatures(phi, f, discretize.ObservedPairs(m, r, rc.HaltReward)), nil
+}
+
+// clientFeatures returns phi with each observed pair's row replaced by its
+// row of the mean step features f.
+func clientFeatures(phi, f *mat.Dense, observed []bool) *mat.Dense {
+	out := mat.DenseCopyOf(phi)
+	for k, o := range observed {
+		if o {
+			out.SetRow(k, f.RawRowView(k))
+		}
+	}
+	return out
 }
 
 // rolloutModel runs the client's ε-greedy expert rollouts and builds the
-// replay (or counted) model from them.
-func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string, client int, seed uint64, eu unit,
-	mc discretize.ModelConfig, rc RolloutConfig, workers int) (*mdp.MDP, []float64, error) {
+// replay (or counted) model from them, with the mean features of each
+// pair's replayed steps where spec's features depend on the observed step
+// (nil otherwise).
+func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, spec features.RBFSpec, env string, client int, seed uint64, eu unit,
+	mc discretize.ModelConfig, rc RolloutConfig, workers int) (*mdp.MDP, []float64, *mat.Dense, error) {
 	_, pol, err := s.readExpert(eu)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ce, err := tasks.LookupControl(env)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	e, err := heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	space := e.ActionSpace()
 	rng := rand.New(rand.NewPCG(seedOf(seed, "rollouts", client), 0))
@@ -159,7 +187,7 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 	x, nx := make([]float64, g.StateDim()), make([]float64, g.StateDim())
 	for ep := range rc.Episodes {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		rec := discretize.Episode{Seed: seedOf(seed, "rollout-reset", client, ep)}
 		obs := e.Reset(rec.Seed)
@@ -176,7 +204,7 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 			ce.StateOf(nx, obs)
 			if rc.Clones == 0 {
 				if err := c.AddState(x, act, nx, term, r); err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 			}
 			rec.Actions = append(rec.Actions, slices.Clone(act))
@@ -191,15 +219,34 @@ func (s *Study) rolloutModel(ctx context.Context, g *discretize.Grid, env string
 		eps = append(eps, rec)
 	}
 	if rc.Clones == 0 {
+		if spec.StepDependent() {
+			return nil, nil, nil, fmt.Errorf("features of the observed step need a replay model (model_rollouts.clones ≥ 1), not counted rollouts")
+		}
 		m, err := c.Model(mc.Gamma)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return m, c.Reward(), nil
+		return m, c.Reward(), nil, nil
 	}
 	newSim := func() (discretize.Replayer, error) {
 		return heldEnv(env, client, rc.FrameSkip, seedOf(seed, "rollout-noise", client))
 	}
-	m, r, _, err := discretize.ReplayModel(ctx, g, newSim, ce.StateOf, eps, rc.replayConfig(mc), workers)
-	return m, r, err
+	m, r, f, _, err := discretize.ReplayModelSteps(ctx, g, newSim, ce.StateOf, eps, rc.replayConfig(mc), workers, stepFeatures(spec, g))
+	return m, r, f, err
+}
+
+// stepFeatures returns spec's features of an observed step on g's state
+// and action coordinates for discretize.ReplayModelSteps, or none (a zero
+// StepFeatures) where spec's features do not depend on the step.
+func stepFeatures(spec features.RBFSpec, g *discretize.Grid) discretize.StepFeatures {
+	if !spec.StepDependent() {
+		return discretize.StepFeatures{}
+	}
+	ns := g.StateDim()
+	return discretize.StepFeatures{Dim: spec.Dim(), Eval: func(dst, x, action, next []float64, terminated bool) {
+		xa := make([]float64, ns+len(action)) // called from the replay's workers
+		copy(xa, x)
+		copy(xa[ns:], action)
+		spec.EvalStep(dst, xa, next, terminated)
+	}}
 }

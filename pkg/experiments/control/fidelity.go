@@ -123,7 +123,7 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 	if err != nil {
 		return err
 	}
-	m, rTrue, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
+	m, rTrue, phi, err := s.latticeModel(ctx, sp.Probe, g, phi, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}

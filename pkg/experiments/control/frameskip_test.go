@@ -114,7 +114,7 @@ func TestFrameSkipConfig(t *testing.T) {
 	base.Envs = append(base.Envs, lunarEnv)
 	base.Env = cloneEnv(base.Env)
 	lec := base.Env[lunarEnv]
-	lec.FrameSkip = 0 // unset (the preset's is 8)
+	lec.FrameSkip, lec.EvaluationFrameSkip = 0, 0 // unset (the preset's are 8)
 	base.Env[lunarEnv] = lec
 	keys := func(c Config, env string) map[string]string {
 		t.Helper()

@@ -140,6 +140,7 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	}
 	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(env, client, seed),
 		IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations, Horizon: h}
+	sp.IRL.Absorbing = s.cfg.Env[env].absorbing(s.cfg.IRL)
 	if s.cfg.weak(client) {
 		sp.Iterations = s.cfg.WeakClients.IRLIterations
 	}
@@ -168,7 +169,7 @@ func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed
 	if err != nil {
 		return fail(err)
 	}
-	m, _, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, seed, sp.Model, sp.Rollouts, workers) // the ladder's and fidelity's model too
+	m, _, phi, err := s.latticeModel(ctx, sp.Probe, g, phi, sp.Env, sp.Client, seed, sp.Model, sp.Rollouts, workers) // the ladder's and fidelity's model too
 	if err != nil {
 		return fail(fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err))
 	}

@@ -142,7 +142,7 @@ func (s *Study) runLadder(ctx context.Context, u unit, sp ladderSpec, lattice st
 	if err != nil {
 		return err
 	}
-	m, r, err := s.latticeModel(ctx, key(sp.Probe), g, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
+	m, r, phi, err := s.latticeModel(ctx, sp.Probe, g, phi, sp.Env, sp.Client, sp.Seed, sp.Model, sp.Rollouts, workers)
 	if err != nil {
 		return fmt.Errorf("%s client %d %s lattice model: %w", sp.Env, sp.Client, lattice, err)
 	}

@@ -87,9 +87,11 @@ func lunarBenchSetup(b *testing.B, cfg Config) (*Study, *tasks.ControlEnv, *disc
 // default lattice and feature set as the default study runs it: the replay
 // model (model_rollouts: its ε-greedy rollouts, K clones per visited cell
 // and action, its successor rule and halt reward; env.<id>.frame_skip
-// frames per lattice step) and MaxEnt under the well-posed protocol (the
-// irl.optimizer to irl.grad_tol or irl_iterations, the horizon irl.horizon
-// gives, the absorbing state).
+// frames per lattice step), with the client's own feature rows where the
+// features are of the observed step (held_step, the default), and MaxEnt
+// under the well-posed protocol (the irl.optimizer to irl.grad_tol or
+// irl_iterations, the horizon irl.horizon gives, the environment's
+// absorbing setting).
 // Gymnasium's heuristic controller stands in for the PPO expert (rollouts
 // and 20 deterministic demonstrations), so the benchmark needs no training.
 // Sub-benchmarks: the default lattice and `fine` (8⁴·3·1³, issue 36's
@@ -108,6 +110,10 @@ func benchLunarLocalFit(b *testing.B, lattice string) {
 	cfg := DefaultConfig()
 	cfg.Lattices[env] = []string{lattice}
 	s, ce, g, phi, mc := lunarBenchSetup(b, cfg)
+	p, err := s.probe(env, lattice)
+	if err != nil {
+		b.Fatal(err)
+	}
 	h, err := s.horizon(env)
 	if err != nil {
 		b.Fatal(err)
@@ -125,16 +131,21 @@ func benchLunarLocalFit(b *testing.B, lattice string) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		m, _, st, err := discretize.ReplayModel(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts), rc.replayConfig(mc), 0)
+		m, r, f, st, err := discretize.ReplayModelSteps(context.Background(), g, newSim, ce.StateOf, slices.Clone(rollouts), rc.replayConfig(mc), 0,
+			stepFeatures(p.RBF, g))
 		if err != nil {
 			b.Fatal(err)
+		}
+		phiC := phi
+		if f != nil { // the client's own rows, as latticeModel gives them
+			phiC = clientFeatures(phi, f, discretize.ObservedPairs(m, r, rc.HaltReward))
 		}
 		modelS := time.Since(start).Seconds()
 		m.Horizon = h
 		start = time.Now()
 		ic := cfg.IRL
-		res, err := irl.MaxEnt(context.Background(), m, phi, trajs, irl.Config{LearningRate: ic.LearningRate, Temperature: ic.Temperature,
-			L2: ic.L2, MaxIter: cfg.Env[env].IRLIterations, Optimizer: ic.Optimizer, GradTol: ic.GradTol, Absorbing: ic.Absorbing,
+		res, err := irl.MaxEnt(context.Background(), m, phiC, trajs, irl.Config{LearningRate: ic.LearningRate, Temperature: ic.Temperature,
+			L2: ic.L2, MaxIter: cfg.Env[env].IRLIterations, Optimizer: ic.Optimizer, GradTol: ic.GradTol, Absorbing: cfg.Env[env].absorbing(ic),
 			Solver: mdp.Options{Tol: ic.SolverTol, Anderson: ic.Anderson, Newton: ic.Solver == "newton"}})
 		if err != nil {
 			b.Fatal(err)

@@ -133,7 +133,7 @@ func BenchmarkLunarLatticeReward(b *testing.B) {
 		mean := 0.0
 		for seed := uint64(1); seed <= 3; seed++ {
 			st := make([]float64, len(g.States.Axes))
-			reward := func(obs, act []float64) float64 {
+			reward := func(obs, act, _ []float64, _ bool) float64 {
 				return r[g.SnapState(ce.StateOf(st, obs))*A+g.SnapAction(act)]
 			}
 			mk := heldMaker(func(i int) (envs.Env, error) {

@@ -89,14 +89,17 @@ func lunarRollouts() RolloutConfig {
 // Zoo's 1M-step preset lands at 147–257 under the clients' wind, 2M–3M at
 // 204–285), the quadratic features for Pendulum, evaluation budgets at
 // which PPO on the true reward reaches the experts' level, and
-// LunarLander's lattice steps of 8 frames.
+// LunarLander's lattice steps of 8 frames, at which its evaluations act
+// too, with the held_step features (the true reward's form on the observed
+// step; no bias, so no absorbing value to fold into one: README-control,
+// LunarLander).
 func wellPosedEnv(irlIters int) map[string]EnvConfig {
 	return map[string]EnvConfig{
 		"Pendulum-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesQuadratic},
 		"CartPole-v1": {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 100_000, Features: tasks.FeaturesPaper},
 		"Acrobot-v1":  {TotalExpertSteps: 100_000, IRLIterations: irlIters, EvaluationSteps: 50_000, Features: tasks.FeaturesPaper},
 		"LunarLanderContinuous-v3": {TotalExpertSteps: 2_000_000, IRLIterations: irlIters, EvaluationSteps: 500_000,
-			Features: tasks.FeaturesPaper, FrameSkip: 8},
+			Features: tasks.FeaturesHeldStep, FrameSkip: 8, EvaluationFrameSkip: 8, Absorbing: new(bool)},
 	}
 }
 
@@ -135,7 +138,7 @@ func QuickConfig() Config {
 		"Acrobot-v1": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
 			Bins: map[string]int{"theta1": 6, "theta2": 6, "thdot1": 3, "thdot2": 3}},
 		"LunarLanderContinuous-v3": {TotalExpertSteps: 20_000, IRLIterations: 10, EvaluationSteps: 5_000, Features: tasks.FeaturesPaper,
-			Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}, FrameSkip: 8},
+			Bins: map[string]int{"ll-x": 3, "ll-y": 3, "ll-vx": 3, "ll-vy": 3}, FrameSkip: 8, EvaluationFrameSkip: 8, Absorbing: new(bool)},
 	}
 	c.Lattices = map[string][]string{"Pendulum-v1": {"paper"}, "CartPole-v1": {"paper"}, "Acrobot-v1": {"paper"},
 		"LunarLanderContinuous-v3": {"paper"}}
@@ -165,6 +168,9 @@ func PaperProtocol(c Config) Config {
 			// Every frame, said explicitly: a config.yaml without the key
 			// would reload with the base preset's frame_skip.
 			ec.FrameSkip = 1
+		}
+		if ec.EvaluationFrameSkip > 1 {
+			ec.EvaluationFrameSkip = 1
 		}
 		if it := paperEnv(e).IRLIterations; ec.IRLIterations > it {
 			ec.IRLIterations = it

@@ -55,6 +55,7 @@ type modelEntry struct {
 	once sync.Once
 	m    *mdp.MDP
 	r    []float64
+	f    *mat.Dense // the mean step features of each pair (discretize.ReplayModelSteps), or nil
 	err  error
 }
 
@@ -68,16 +69,21 @@ func (s *Study) model(ctx context.Context, probeKey string, g *discretize.Grid, 
 		Client int
 		Model  discretize.ModelConfig
 	}{probeKey, client, cfg})
-	return s.shared.cachedModel(k, func() (*mdp.MDP, []float64, error) { return trueModel(ctx, g, env, client, cfg, workers) })
+	m, r, _, err := s.shared.cachedModel(k, func() (*mdp.MDP, []float64, *mat.Dense, error) {
+		m, r, err := trueModel(ctx, g, env, client, cfg, workers)
+		return m, r, nil, err
+	})
+	return m, r, err
 }
 
-// cachedModel returns the model and true reward kept under k, built by
-// build on first use (and again after a failed build or once dropped for
-// memory), as a shallow copy of the MDP.
-func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, error)) (*mdp.MDP, []float64, error) {
+// cachedModel returns the model, true reward and step features (nil where
+// none were asked for) kept under k, built by build on first use (and again
+// after a failed build or once dropped for memory), as a shallow copy of
+// the MDP.
+func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, *mat.Dense, error)) (*mdp.MDP, []float64, *mat.Dense, error) {
 	e := sharedEntry(&w.mu, &w.models, k)
 	e.once.Do(func() {
-		e.m, e.r, e.err = build()
+		e.m, e.r, e.f, e.err = build()
 		if e.err != nil {
 			return
 		}
@@ -98,10 +104,10 @@ func (w *sharedWork) cachedModel(k string, build func() (*mdp.MDP, []float64, er
 			delete(w.models, k) // a cancelled build is not remembered
 		}
 		w.mu.Unlock()
-		return nil, nil, e.err
+		return nil, nil, nil, e.err
 	}
 	m := *e.m
-	return &m, e.r, nil
+	return &m, e.r, e.f, nil
 }
 
 // modelSize is the approximate memory of m's slices in bytes.

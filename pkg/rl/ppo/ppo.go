@@ -50,12 +50,16 @@ const (
 // (copies NEnvs and above are used for evaluation).
 type EnvMaker func(i int) (envs.Env, error)
 
-// RewardFunc is a learned reward r(s, a): obs is the raw observation before
-// the step and action the action applied to the environment (clipped to a
-// Box; a Discrete action as its index). It is called from one goroutine, once
-// per environment step in a fixed order; implementations must not retain or
-// modify the slices.
-type RewardFunc func(obs, action []float64) float64
+// RewardFunc is a learned reward r(s, a, s′) of one environment step, as
+// imitation's reward networks take (state, action, next state, done): obs
+// is the raw observation before the step, action the action applied to the
+// environment (clipped to a Box; a Discrete action as its index), next the
+// observation the step returned (before any reset) and terminated whether
+// it ended the episode (not a truncation). A reward r(s, a) ignores the
+// last two. It is called from one goroutine, once per environment step in a
+// fixed order, after the step; implementations must not retain or modify
+// the slices.
+type RewardFunc func(obs, action, next []float64, terminated bool) float64
 
 // Options are the run settings that are not PPO hyperparameters.
 type Options struct {
@@ -457,13 +461,11 @@ func (t *Trainer) collect() {
 			}
 			t.bufStart[row] = b2f(t.epStart[i])
 			obsI := t.rawObs[i*d : (i+1)*d]
-			learned := 0.0
-			if t.opts.Reward != nil {
-				learned = t.opts.Reward(obsI, ea)
-			}
 			next, r, term, trunc := e.Step(ea)
 			t.steps++
+			learned := 0.0
 			if t.opts.Reward != nil {
+				learned = t.opts.Reward(obsI, ea, next, term)
 				t.stepRew[i] = learned
 			} else {
 				t.stepRew[i], learned = r, r

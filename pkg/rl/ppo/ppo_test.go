@@ -378,11 +378,21 @@ func TestLearnedRewardOverride(t *testing.T) {
 	// On CartPole the true reward is 1 per step; a learned reward of 2 per step
 	// must log learned returns of exactly twice the true ones, and training on
 	// −obs[2]² must still log CartPole's true returns (episode lengths).
-	var seen int
-	reward := func(obs, act []float64) float64 {
-		if len(obs) != 4 || len(act) != 1 || (act[0] != 0 && act[0] != 1) {
-			t.Fatalf("reward called with obs %v act %v", obs, act)
+	// The step's next observation and termination reach the reward: a
+	// terminated CartPole step ends beyond its failure thresholds (|x| >
+	// 2.4 or |θ| > 0.2095 rad), and a step moves the cart by ẋ·τ.
+	var seen, ends int
+	reward := func(obs, act, next []float64, terminated bool) float64 {
+		if len(obs) != 4 || len(act) != 1 || (act[0] != 0 && act[0] != 1) || len(next) != 4 {
+			t.Fatalf("reward called with obs %v act %v next %v", obs, act, next)
 		}
+		if terminated {
+			ends++
+			if math.Abs(next[0]) <= 2.4 && math.Abs(next[2]) <= 0.2095 {
+				t.Fatalf("a terminated step's next observation %v is within CartPole's thresholds", next)
+			}
+		}
+		approx.Equal(t, "x′ − x", next[0]-obs[0], 0.02*obs[1], 1e-12, 1e-12)
 		seen++
 		return 2
 	}
@@ -393,8 +403,8 @@ func TestLearnedRewardOverride(t *testing.T) {
 	if err := tr.Learn(context.Background(), 2048); err != nil {
 		t.Fatal(err)
 	}
-	if seen != tr.Steps() {
-		t.Fatalf("reward called %d times for %d steps", seen, tr.Steps())
+	if seen != tr.Steps() || ends == 0 {
+		t.Fatalf("reward called %d times for %d steps, %d of them terminated", seen, tr.Steps(), ends)
 	}
 	for _, p := range tr.Curve() {
 		if p.Episodes == 0 {
