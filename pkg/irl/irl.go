@@ -176,6 +176,15 @@ type Config struct {
 	// reward with a zero-valued terminal state that ranks every trajectory
 	// the same is θᵀφ − θ_abs (fold θ_abs into a constant feature).
 	Absorbing bool `json:"absorbing"`
+	// EmpiricalFeatures, when set, is μ_D (one entry per column of Φ): the
+	// demonstrations' discounted feature sums, averaged over them, in place
+	// of the sums of Φ's rows at their (snapped) pairs. For features of the
+	// observed step (s, a, s′), whose Φ rows are means over a model's steps
+	// from every state of a cell, the demonstrations' own steps give them
+	// exactly (and their shaping terms telescope along each episode as the
+	// true reward's do). The demonstrations still give the start states and,
+	// with Absorbing, the absorbing tails.
+	EmpiricalFeatures []float64 `json:"-"`
 	// Solver configures the dynamic programming (see mdp.Options); WarmStart is always on in MaxEnt.
 	Solver mdp.Options `json:"-"`
 	// OnIteration, if set, is called after each evaluation of the objective.
@@ -350,6 +359,21 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	muD, err := EmpiricalFeatureExpectations(nil, m, phi, demos)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.EmpiricalFeatures != nil {
+		nd := d
+		if cfg.Absorbing {
+			nd-- // the absorbing indicator's entry stays the demonstrations' (0; tails below)
+		}
+		if len(cfg.EmpiricalFeatures) != nd {
+			return nil, fmt.Errorf("irl: %d empirical feature expectations for %d features", len(cfg.EmpiricalFeatures), nd)
+		}
+		for j, v := range cfg.EmpiricalFeatures {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("irl: empirical feature expectation %d is %v", j, v)
+			}
+		}
+		copy(muD, cfg.EmpiricalFeatures)
 	}
 	for _, t := range tails {
 		muD[d-1] += t / float64(len(demos))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/features"
@@ -263,6 +264,61 @@ func TestConfigErrors(t *testing.T) {
 	for _, c := range cases {
 		if _, err := MaxEnt(context.Background(), m, c.phi, demos, c.cfg); err == nil {
 			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
+// TestEmpiricalFeaturesGiven: Config.EmpiricalFeatures replaces μ_D: set
+// to the demonstrations' own feature sums it changes nothing, bit for bit;
+// set to other values the gradient at θ moves by exactly their difference
+// (∇ = μ_D − μ_π − λθ), with and without the absorbing state; a wrong
+// length or a non-finite entry is refused.
+func TestEmpiricalFeaturesGiven(t *testing.T) {
+	m := mdptest.RandomMDP(41, 7, 3, 3, 1, 0.9, 0)
+	const d = 4
+	phi := randomFeatures(41, m.NumPairs(), d)
+	demos, _ := expertDemos(m, phi, []float64{1, -0.5, 0.3, 0.2}, 1, 15, 12, 3)
+	theta := []float64{0.2, -0.1, 0.4, 0.05}
+	for _, absorbing := range []bool{false, true} {
+		cfg := Config{Temperature: 1, L2: 0.1, Absorbing: absorbing, Solver: mdp.Options{Tol: 1e-13, MaxIter: 20000}}
+		grad := func(c Config) []float64 {
+			o, err := NewObjective(m, phi, demos, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			g := make([]float64, o.Dim())
+			o.Eval(g, append(slices.Clone(theta), make([]float64, o.Dim()-d)...))
+			return g
+		}
+		g0 := grad(cfg)
+		own, err := EmpiricalFeatureExpectations(nil, m, phi, demos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.EmpiricalFeatures = own
+		if g := grad(c); !slices.Equal(g, g0) {
+			t.Fatalf("absorbing %v: μ_D given as the demonstrations' own sums moved the gradient: %v, want %v", absorbing, g, g0)
+		}
+		shift := []float64{0.5, -1, 0, 2}
+		c.EmpiricalFeatures = slices.Clone(own)
+		floats.Add(c.EmpiricalFeatures, shift)
+		g := grad(c)
+		for j := range g {
+			want := g0[j]
+			if j < d {
+				want += shift[j]
+			}
+			if math.Abs(g[j]-want) > 1e-12 {
+				t.Fatalf("absorbing %v: ∇[%d] = %v with μ_D shifted by %v, want %v", absorbing, j, g[j], shift, want)
+			}
+		}
+		for _, bad := range [][]float64{{1, 2, 3}, {1, 2, math.NaN(), 4}} {
+			c.EmpiricalFeatures = bad
+			if _, err := NewObjective(m, phi, demos, c); err == nil {
+				t.Fatalf("absorbing %v: μ_D %v accepted", absorbing, bad)
+			}
 		}
 	}
 }

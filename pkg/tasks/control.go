@@ -259,12 +259,18 @@ const (
 	// and the legs' contacts predicted over the held step
 	// (ControlEnv.HeldEnd), for environments that have one.
 	FeaturesHeldEnd = "held_end"
-	// FeaturesHeldStep is the held_end set computed from the observed
-	// held step (s, a, s′) wherever one is known (features.HeldLander's
-	// Observed): the client's replay model averages its columns over each
-	// pair's replayed steps, a policy optimizer's reward takes them from
-	// the step it took, and the server's probe has held_end's nominal
-	// prediction.
+	// FeaturesHeldStep is held_end's columns of the state's change —
+	// the shaping potential's terms, the legs' contacts, rest and crash,
+	// not the throttles — computed from the observed held step (s, a, s′)
+	// wherever one is known (features.HeldLander's Observed): the client's
+	// replay model averages them over each pair's replayed steps, the
+	// demonstrations' μ_D sums them along their own steps, a policy
+	// optimizer's reward takes them from the step it took, and the
+	// server's probe has held_end's nominal prediction. A reward of the
+	// state's change alone (cf. AIRL's state-only rewards): with the
+	// throttle columns MaxEnt explained the expert's engine use by an
+	// engine bonus (θ_main +60, θ_side +50 on client 0, seed 1), which PPO
+	// then chased (true return −280; 252 without them; README-control).
 	FeaturesHeldStep = "held_step"
 )
 
@@ -300,8 +306,12 @@ func (e *ControlEnv) Features(set string, frames int) (features.RBFSpec, error) 
 			return features.RBFSpec{}, fmt.Errorf("feature set %q: %s has none (use %q)", set, e.Name, FeaturesPaper)
 		}
 		spec := e.HeldEnd(max(frames, 1))
-		block := *spec.HeldLander
-		block.Observed = true
+		block := features.HeldLander{Frames: spec.HeldLander.Frames, Observed: true}
+		for _, t := range spec.HeldLander.Terms {
+			if t != "main" && t != "side" {
+				block.Terms = append(block.Terms, t)
+			}
+		}
 		spec.HeldLander = &block
 		return spec, nil
 	}

@@ -11,14 +11,16 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // TestHeldStepRewardIsTheTrueReward: LunarLander's held_step features,
 // weighted by the true reward's coefficients (−100 on each shaping term,
-// −0.30 and −0.03 per frame on the throttles, +10 per leg contact, +100 at
-// rest, −100 on a crash), give the reward PPO is trained on for every held
-// step of 8 frames that the simulator takes: the simulator's own reward,
+// +10 per leg contact, +100 at rest, −100 on a crash), give the reward PPO
+// is trained on for every held step of 8 frames that the simulator takes:
+// the simulator's own reward less its fuel cost (−0.30·main − 0.03·side
+// per frame, features.LanderThrottles, which the set leaves out),
 // to the observation's float32 rounding (10⁻⁴), on every step that does
 // not end the episode; on a step that ends it, rest (+100) and crash
 // (−100) are told apart, the rest of its reward (the shaping of the frames
@@ -39,12 +41,7 @@ func TestHeldStepRewardIsTheTrueReward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	weights := map[string]float64{"distance": -100, "speed": -100, "angle": -100, "main": -0.30 * frames, "side": -0.03 * frames,
-		"leg1": 10, "leg2": 10, "rest": 100, "crash": -100}
-	theta := make([]float64, spec.Dim())
-	for i, term := range spec.HeldLander.Terms {
-		theta[i] = weights[term]
-	}
+	theta := trueHeldStepWeights(t, spec)
 	reward, err := tasks.ControlProbe{Env: env, Grid: g, RBF: spec}.RewardFunc(theta)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +67,9 @@ func TestHeldStepRewardIsTheTrueReward(t *testing.T) {
 				}
 				next, r, term, trunc := e.Step(act)
 				got := reward(obs, act, next, term)
+				if !term {
+					r -= heldFuel(act, frames)
+				}
 				switch {
 				case !term:
 					steps++
@@ -104,13 +104,17 @@ func TestHeldStepRewardIsTheTrueReward(t *testing.T) {
 }
 
 // TestHeldStepStudy runs the tiny LunarLander study with the held_step
-// features (actions held 4 frames, irl absorbing off) through every unit,
-// and checks the client's feature matrix the ladder, the local IRL and
-// fidelity read: on every pair its replay model observed whose steps all
-// continued the episode, the row weighted by the true reward's
-// coefficients is the pair's true lattice reward (the mean simulator
-// reward of the same clones and counted steps) to the observation's
-// float32 rounding; elsewhere it is the probe's nominal row.
+// features (actions held 4 frames, irl absorbing off, replay clones only)
+// through every unit, and checks the client's feature matrix the ladder,
+// the local IRL and fidelity read: on every pair its replay model observed
+// whose steps all continued the episode, the row weighted by the true
+// reward's coefficients is the pair's true lattice reward (the mean
+// simulator reward of the same clones) less the fuel of its action level,
+// to the observation's float32 rounding; elsewhere it is the probe's
+// nominal row. And the local IRL's μ_D is the demonstrations' own steps'
+// features (demoStepFeatures): its shaping columns telescope, so each
+// episode's distance column is its last observation's ‖(x, y)‖ less its
+// first's.
 func TestHeldStepStudy(t *testing.T) {
 	const env, frames = "LunarLanderContinuous-v3", 4
 	c := tinyLunarConfig()
@@ -119,17 +123,13 @@ func TestHeldStepStudy(t *testing.T) {
 	no := false
 	ec.Absorbing = &no
 	c.Env = EnvConfigs{env: ec}
+	c.ModelRollouts.Count = false
 	st := runStudy(t, c, t.TempDir(), 2, Shard{})
-	weights := map[string]float64{"distance": -100, "speed": -100, "angle": -100, "main": -0.30 * frames, "side": -0.03 * frames,
-		"leg1": 10, "leg2": 10, "rest": 100, "crash": -100}
 	_, sp, err := st.ladderUnit(env, "paper", 0, c.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theta := make([]float64, sp.Probe.RBF.Dim())
-	for i, term := range sp.Probe.RBF.HeldLander.Terms {
-		theta[i] = weights[term]
-	}
+	theta := trueHeldStepWeights(t, sp.Probe.RBF)
 	g, phi, err := st.features(sp.Probe)
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +154,9 @@ func TestHeldStepStudy(t *testing.T) {
 		if slices.Contains(next, int32(g.Terminal())) {
 			continue
 		}
-		if got := floats.Dot(phiC.RawRowView(k), theta); math.Abs(got-r[k]) > 1e-4 {
-			t.Fatalf("pair %d: θ*ᵀφ = %v, the true lattice reward %v", k, got, r[k])
+		want := r[k] - heldFuel(g.Action(make([]float64, 2), k%g.NumActions()), frames)
+		if got := floats.Dot(phiC.RawRowView(k), theta); math.Abs(got-want) > 1e-4 {
+			t.Fatalf("pair %d: θ*ᵀφ = %v, the true lattice reward less the fuel %v", k, got, want)
 		}
 		checked++
 	}
@@ -163,4 +164,46 @@ func TestHeldStepStudy(t *testing.T) {
 		t.Fatalf("%d pairs checked, %d rows of the client's own: the test exercises too little", checked, own)
 	}
 	t.Logf("%d observed pairs with the client's own rows, %d of them checked against the true lattice reward", own, checked)
+
+	// μ_D of the local IRL: the demonstrations' own steps.
+	_, isp, err := st.irlUnit(env, "paper", 0, c.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, trajs, icfg, d, err := st.irlProblem(context.Background(), isp, "paper", c.Seed, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isp.DemoFeatures != demoFeaturesObserved || icfg.EmpiricalFeatures == nil {
+		t.Fatalf("irl spec %q, μ_D %v: want the demonstrations' observed steps", isp.DemoFeatures, icfg.EmpiricalFeatures)
+	}
+	one := &Demos{Obs: d.Obs[:d.Lengths[0]+1], Acts: d.Acts[:d.Lengths[0]], States: d.States[:d.Lengths[0]+1], Rews: d.Rews[:d.Lengths[0]],
+		Terminal: []bool{false}, Lengths: d.Lengths[:1]}
+	mu := demoStepFeatures(sp.Probe.RBF, one, g.StateDim(), 1, trajs[:1])
+	first, last := one.States[0], one.States[len(one.States)-1]
+	if want := math.Hypot(last[0], last[1]) - math.Hypot(first[0], first[1]); math.Abs(mu[0]-want) > 1e-12 {
+		t.Fatalf("episode 0's undiscounted distance column %v, its end less its start %v", mu[0], want)
+	}
+}
+
+// trueHeldStepWeights returns θ* of a held_step set: the true reward's
+// coefficients of its terms.
+func trueHeldStepWeights(t *testing.T, spec features.RBFSpec) []float64 {
+	t.Helper()
+	weights := map[string]float64{"distance": -100, "speed": -100, "angle": -100, "leg1": 10, "leg2": 10, "rest": 100, "crash": -100}
+	theta := make([]float64, spec.Dim())
+	for i, term := range spec.HeldLander.Terms {
+		w, ok := weights[term]
+		if !ok {
+			t.Fatalf("held_step term %q: no true weight", term)
+		}
+		theta[i] = w
+	}
+	return theta
+}
+
+// heldFuel is the true reward's fuel cost of action act held for frames frames.
+func heldFuel(act []float64, frames int) float64 {
+	m, s := features.LanderThrottles(act[0], act[1])
+	return float64(frames) * (-0.30*m - 0.03*math.Abs(s))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/discretize"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
+	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -29,6 +30,11 @@ type irlSpec struct {
 	Iterations int                    `json:"iterations"`
 	// Horizon is the lattice MDP's horizon (0 = infinite), from IRL.Horizon.
 	Horizon int `json:"horizon"`
+	// DemoFeatures is "observed" where the features are of the observed
+	// step: μ_D sums them along the demonstrations' own steps
+	// (demoStepFeatures) rather than Φ's rows at their pairs; absent
+	// otherwise, leaving the other units' keys unchanged.
+	DemoFeatures string `json:"demo_features,omitempty"`
 }
 
 // IRLFile is the content of a local IRL unit: θ and its convergence diagnostics.
@@ -141,6 +147,9 @@ func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irl
 	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p, Model: s.modelConfig(env, client, seed),
 		IRL: s.cfg.IRL, Iterations: s.cfg.Env[env].IRLIterations, Horizon: h}
 	sp.IRL.Absorbing = s.cfg.Env[env].absorbing(s.cfg.IRL)
+	if p.RBF.StepDependent() {
+		sp.DemoFeatures = demoFeaturesObserved
+	}
 	if s.cfg.weak(client) {
 		sp.Iterations = s.cfg.WeakClients.IRLIterations
 	}
@@ -181,7 +190,38 @@ func (s *Study) irlProblem(ctx context.Context, sp irlSpec, lattice string, seed
 	cfg := irl.Config{LearningRate: sp.IRL.LearningRate, Temperature: sp.IRL.Temperature, L2: sp.IRL.L2,
 		MaxIter: sp.Iterations, Optimizer: sp.IRL.Optimizer, GradTol: sp.IRL.GradTol, Absorbing: sp.IRL.Absorbing,
 		Solver: mdp.Options{Tol: sp.IRL.SolverTol, Anderson: sp.IRL.Anderson, Newton: sp.IRL.Solver == "newton", Workers: workers}}
+	if sp.DemoFeatures == demoFeaturesObserved {
+		cfg.EmpiricalFeatures = demoStepFeatures(sp.Probe.RBF, d, g.StateDim(), m.Gamma, demos)
+	}
 	return g, m, phi, demos, cfg, d, nil
+}
+
+// demoFeaturesObserved is irlSpec.DemoFeatures for features of the observed step.
+const demoFeaturesObserved = "observed"
+
+// demoStepFeatures returns μ_D of features of the observed step: over the
+// demonstrations d, the mean of each episode's discounted sum (γ per
+// lattice step) of spec.EvalStep along its own steps, as many steps as
+// its snapped trajectory in trajs keeps (SnapTrajectory may truncate at
+// the horizon), the last step of a terminated episode with terminated
+// set. ns is the number of state coordinates.
+func demoStepFeatures(spec features.RBFSpec, d *Demos, ns int, gamma float64, trajs []irl.Trajectory) []float64 {
+	mu := make([]float64, spec.Dim())
+	f := make([]float64, spec.Dim())
+	s, a := 0, 0
+	for ep, n := range d.Lengths {
+		w := 1.0
+		for t := range min(n, len(trajs[ep].Actions)) {
+			x := append(slices.Clone(d.States[s+t][:ns]), d.Acts[a+t]...)
+			spec.EvalStep(f, x, d.States[s+t+1][:ns], d.Terminal[ep] && t == n-1)
+			floats.AddScaled(mu, w, f)
+			w *= gamma
+		}
+		s += n + 1
+		a += n
+	}
+	floats.Scale(1/float64(len(d.Lengths)), mu)
+	return mu
 }
 
 func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, seed uint64, workers int) error {

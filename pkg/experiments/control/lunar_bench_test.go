@@ -87,8 +87,9 @@ func lunarBenchSetup(b *testing.B, cfg Config) (*Study, *tasks.ControlEnv, *disc
 // default lattice and feature set as the default study runs it: the replay
 // model (model_rollouts: its ε-greedy rollouts, K clones per visited cell
 // and action, its successor rule and halt reward; env.<id>.frame_skip
-// frames per lattice step), with the client's own feature rows where the
-// features are of the observed step (held_step, the default), and MaxEnt
+// frames per lattice step), with the client's own feature rows and μ_D
+// from the demonstrations' own steps where the features are of the
+// observed step (held_step, the default), and MaxEnt
 // under the well-posed protocol (the irl.optimizer to irl.grad_tol or
 // irl_iterations, the horizon irl.horizon gives, the environment's
 // absorbing setting).
@@ -144,9 +145,13 @@ func benchLunarLocalFit(b *testing.B, lattice string) {
 		m.Horizon = h
 		start = time.Now()
 		ic := cfg.IRL
-		res, err := irl.MaxEnt(context.Background(), m, phiC, trajs, irl.Config{LearningRate: ic.LearningRate, Temperature: ic.Temperature,
+		icfg := irl.Config{LearningRate: ic.LearningRate, Temperature: ic.Temperature,
 			L2: ic.L2, MaxIter: cfg.Env[env].IRLIterations, Optimizer: ic.Optimizer, GradTol: ic.GradTol, Absorbing: cfg.Env[env].absorbing(ic),
-			Solver: mdp.Options{Tol: ic.SolverTol, Anderson: ic.Anderson, Newton: ic.Solver == "newton"}})
+			Solver: mdp.Options{Tol: ic.SolverTol, Anderson: ic.Anderson, Newton: ic.Solver == "newton"}}
+		if p.RBF.StepDependent() { // μ_D from the demonstrations' own steps, as irlProblem
+			icfg.EmpiricalFeatures = demoStepFeatures(p.RBF, demos, g.StateDim(), m.Gamma, trajs)
+		}
+		res, err := irl.MaxEnt(context.Background(), m, phiC, trajs, icfg)
 		if err != nil {
 			b.Fatal(err)
 		}
