@@ -46,14 +46,14 @@ var perHeldFrame = map[string]float64{"LunarLanderContinuous-v3": 12e-6}
 // perPairIter is seconds per state–action pair and iteration of the
 // budget (irl_iterations) of a local IRL fit (model build included); the
 // Newton fits stop well before the budget, so it is calibrated on the
-// fits as they stop. LunarLander: client 0's irl unit on the lander lattice
-// (10 Newton iterations, the model shared with its ladder unit in the same
-// process) took 19.7 s beside another study (load 2) since the
-// finite-horizon Hessian drops negligible rows, so a lander fit is priced
-// at 140,625 pairs · 100 iterations · 1.1e-5 / 8 = 19 s (it was 137 s,
-// against 68 s measured before).
+// fits as they stop. LunarLander: the 12 irl units of the default
+// LunarLander run on the lander lattice with the held_step features (5–6
+// Newton iterations, the model shared with the ladder unit in the same
+// process) took 5.6–6.8 s, 2 at a time, so a lander fit is priced at
+// 140,625 pairs · 100 iterations · 3.7e-6 / 8 = 6.5 s (19 s with the
+// paper's features, 10 iterations).
 var perPairIter = map[string]float64{
-	"Pendulum-v1": 7.8e-8, "CartPole-v1": 4.75e-7, "Acrobot-v1": 2.2e-7, "LunarLanderContinuous-v3": 1.1e-5,
+	"Pendulum-v1": 7.8e-8, "CartPole-v1": 4.75e-7, "Acrobot-v1": 2.2e-7, "LunarLanderContinuous-v3": 3.7e-6,
 }
 
 // perPair is seconds per state–action pair of a ladder, fidelity or fusion unit.
