@@ -2,6 +2,7 @@ package mdp
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/floats"
 )
@@ -56,7 +57,11 @@ type newtonState struct {
 	capCol []int32
 	capVal []float64
 	cnt    []int
+	dpos   []int32   // per row, the offset of its diagonal
 	pos    [][]int32 // per worker, S entries, −1 when unused
+	// the rows' patterns when the policy keeps every action of a state,
+	// or one (gatherRange)
+	byState, byPair *rowTemplates
 
 	a, at *csr
 	atOK  bool // ILU(0) of at succeeded
@@ -84,7 +89,7 @@ func (ws *Workspace) newton() *newtonState {
 	}
 	m := ws.m
 	S, A := m.NumStates, m.NumActions
-	nt := &newtonState{capPtr: make([]int, S+1), cnt: make([]int, S)}
+	nt := &newtonState{capPtr: make([]int, S+1), cnt: make([]int, S), dpos: make([]int32, S)}
 	for s := 0; s < S; s++ {
 		nt.capPtr[s+1] = nt.capPtr[s] + 1
 		if !m.IsTerminal(s) {
@@ -100,6 +105,7 @@ func (ws *Workspace) newton() *newtonState {
 		}
 		nt.pos = append(nt.pos, p)
 	}
+	nt.byState, nt.byPair = newRowTemplates(m, false, nt.pos[0]), newRowTemplates(m, true, nt.pos[0])
 	nt.a, nt.at = newCSR(S, nnz), newCSR(S, nnz)
 	nt.kr = newGMRES(newtonRestart, S)
 	nt.pol = &Policy{NumStates: S, NumActions: A, Steps: 1, Prob: make([]float64, S*A)}
@@ -112,51 +118,170 @@ func (ws *Workspace) newton() *newtonState {
 }
 
 // gatherRange writes rows [lo,hi) of I − γP_π for ws.pi into capacity
-// storage, columns sorted, and their lengths into cnt. Each entry sums its
-// transitions in storage order, so the matrix does not depend on the
-// number of goroutines.
+// storage, columns sorted, their lengths into cnt and the diagonal's
+// offsets into dpos. A state whose policy keeps every action, or exactly
+// one, takes its row's pattern from a template (rowTemplates) and only
+// scatters its transitions into it; any other subset of actions is
+// merged on the spot (gatherMerge). Each entry sums its transitions in
+// storage order either way, so the matrix is the same bit for bit
+// (TestGatherTemplatesMatchMerge) and does not depend on the number of
+// goroutines.
 func (ws *Workspace) gatherRange(w, lo, hi int) {
 	m, nt := ws.m, ws.nt
 	A := m.NumActions
-	pos := nt.pos[w]
+	rowPtr, prob, g := m.RowPtr, m.Prob, m.Gamma
 	for s := lo; s < hi; s++ {
-		cols, vals := nt.capCol[nt.capPtr[s]:nt.capPtr[s+1]], nt.capVal[nt.capPtr[s]:nt.capPtr[s+1]]
-		cols[0], vals[0], pos[s] = int32(s), 1, 0
-		n := 1
-		if !m.IsTerminal(s) {
-			p := ws.pi.At(0, s)
-			for a := 0; a < A; a++ {
-				if !(p[a] >= dropPolicy) {
+		base := nt.capPtr[s]
+		if m.IsTerminal(s) {
+			nt.capCol[base], nt.capVal[base] = int32(s), 1
+			nt.cnt[s], nt.dpos[s] = 1, 0
+			continue
+		}
+		p := ws.pi.At(0, s)
+		kept, last := 0, 0
+		for a, pa := range p {
+			if pa >= dropPolicy {
+				kept, last = kept+1, a
+			}
+		}
+		var t *rowTemplates
+		l := s
+		switch {
+		case kept == A:
+			t = nt.byState
+		case kept == 1:
+			t, l = nt.byPair, s*A+last
+		default:
+			ws.gatherMerge(w, s)
+			continue
+		}
+		tc := t.col[t.ptr[l]:t.ptr[l+1]]
+		n := len(tc)
+		cols, vals := nt.capCol[base:base+n], nt.capVal[base:base+n]
+		copy(cols, tc)
+		clear(vals)
+		d := t.diag[l]
+		vals[d] = 1
+		off := t.off
+		for a, pa := range p {
+			if !(pa >= dropPolicy) {
+				continue
+			}
+			wgt := g * pa
+			k := s*A + a
+			for i := rowPtr[k]; i < rowPtr[k+1]; i++ {
+				vals[off[i]] -= wgt * prob[i]
+			}
+		}
+		nt.cnt[s], nt.dpos[s] = n, d
+	}
+}
+
+// gatherMerge writes row s of I − γP_π for ws.pi into capacity storage
+// by merging the successors of the actions kept on the spot (pos marks
+// the columns already present), then sorting them by column.
+func (ws *Workspace) gatherMerge(w, s int) {
+	m, nt := ws.m, ws.nt
+	A := m.NumActions
+	pos := nt.pos[w]
+	cols, vals := nt.capCol[nt.capPtr[s]:nt.capPtr[s+1]], nt.capVal[nt.capPtr[s]:nt.capPtr[s+1]]
+	cols[0], vals[0], pos[s] = int32(s), 1, 0
+	n := 1
+	if !m.IsTerminal(s) {
+		p := ws.pi.At(0, s)
+		for a := 0; a < A; a++ {
+			if !(p[a] >= dropPolicy) {
+				continue
+			}
+			wgt := m.Gamma * p[a]
+			k := s*A + a
+			for i := m.RowPtr[k]; i < m.RowPtr[k+1]; i++ {
+				j := m.Next[i]
+				if q := pos[j]; q >= 0 {
+					vals[q] -= wgt * m.Prob[i]
 					continue
 				}
-				wgt := m.Gamma * p[a]
-				k := s*A + a
-				for i := m.RowPtr[k]; i < m.RowPtr[k+1]; i++ {
-					j := m.Next[i]
-					if q := pos[j]; q >= 0 {
-						vals[q] -= wgt * m.Prob[i]
-						continue
-					}
-					pos[j] = int32(n)
-					cols[n], vals[n] = j, -wgt*m.Prob[i]
-					n++
-				}
+				pos[j] = int32(n)
+				cols[n], vals[n] = j, -wgt*m.Prob[i]
+				n++
 			}
 		}
-		cols, vals = cols[:n], vals[:n]
-		for _, j := range cols {
+	}
+	cols, vals = cols[:n], vals[:n]
+	for _, j := range cols {
+		pos[j] = -1
+	}
+	for i := 1; i < n; i++ { // insertion sort by column: rows are short
+		cj, vj := cols[i], vals[i]
+		k := i - 1
+		for ; k >= 0 && cols[k] > cj; k-- {
+			cols[k+1], vals[k+1] = cols[k], vals[k]
+		}
+		cols[k+1], vals[k+1] = cj, vj
+	}
+	nt.cnt[s] = n
+	for q, j := range cols {
+		if int(j) == s {
+			nt.dpos[s] = int32(q)
+			break
+		}
+	}
+}
+
+// rowTemplates holds, for lists of a state's actions (all of them, or
+// one), the sorted distinct columns of their row of I − γP_π (the state
+// itself and every successor) and, for each transition of those actions,
+// its offset in that list: building a row is then a scatter.
+type rowTemplates struct {
+	ptr  []int   // list l spans col[ptr[l]:ptr[l+1]]
+	col  []int32 // sorted columns
+	diag []int32 // per list, the offset of the diagonal
+	off  []int32 // per transition i, its offset in its list
+}
+
+// newRowTemplates returns the templates of m with one list per state
+// (every action) or, when perPair, one per pair. pos is scratch of length
+// S holding −1, left so.
+func newRowTemplates(m *MDP, perPair bool, pos []int32) *rowTemplates {
+	S, A := m.NumStates, m.NumActions
+	nl := S
+	if perPair {
+		nl = S * A
+	}
+	t := &rowTemplates{ptr: make([]int, nl+1), diag: make([]int32, nl), off: make([]int32, len(m.Next))}
+	var row []int32
+	for l := range nl {
+		s, k0, k1 := l, l*A, (l+1)*A // list l: state l, every action
+		if perPair {
+			s, k0, k1 = l/A, l, l+1 // list l: pair l
+		}
+		lo, hi := m.RowPtr[k0], m.RowPtr[k1]
+		if m.IsTerminal(s) {
+			lo, hi = 0, 0
+		}
+		row = append(row[:0], int32(s))
+		pos[s] = 0
+		for i := lo; i < hi; i++ {
+			if j := m.Next[i]; pos[j] < 0 {
+				pos[j] = 0
+				row = append(row, j)
+			}
+		}
+		slices.Sort(row)
+		for q, j := range row {
+			pos[j] = int32(q)
+		}
+		t.diag[l] = pos[s]
+		for i := lo; i < hi; i++ {
+			t.off[i] = pos[m.Next[i]]
+		}
+		for _, j := range row {
 			pos[j] = -1
 		}
-		for i := 1; i < n; i++ { // insertion sort by column: rows are short
-			cj, vj := cols[i], vals[i]
-			k := i - 1
-			for ; k >= 0 && cols[k] > cj; k-- {
-				cols[k+1], vals[k+1] = cols[k], vals[k]
-			}
-			cols[k+1], vals[k+1] = cj, vj
-		}
-		nt.cnt[s] = n
+		t.col = append(t.col, row...)
+		t.ptr[l+1] = len(t.col)
 	}
+	return t
 }
 
 // packRange copies rows [lo,hi) from capacity storage into a.
@@ -167,8 +292,8 @@ func (ws *Workspace) packRange(_, lo, hi int) {
 		base, n := nt.capPtr[s], nt.cnt[s]
 		copy(c.col[c.ptr[s]:c.ptr[s]+n], nt.capCol[base:base+n])
 		copy(c.val[c.ptr[s]:c.ptr[s]+n], nt.capVal[base:base+n])
+		c.diag[s] = c.ptr[s] + int(nt.dpos[s])
 	}
-	c.findDiag(lo, hi)
 }
 
 // build sets nt.a to I − γP_π for ws.pi.

@@ -1,0 +1,74 @@
+package mdp
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fedirl/fedirl/pkg/cpuclock"
+)
+
+// kernelSystem returns the workspace's I − γP_π, with its ILU(0) factors,
+// for the uniform policy on a banded MDP the size of CartPole's fine
+// lattice (43,000 states, 2 actions, 4 successors each: rows of about 9
+// entries), and a right-hand side.
+func kernelSystem(tb testing.TB) (*csr, []float64) {
+	m := bandedForBench(43000, 2, 4, 0.98)
+	ws := NewWorkspace(m, Options{Workers: 1})
+	tb.Cleanup(ws.Close)
+	nt := ws.newton()
+	ws.pi = NewPolicy(m)
+	ws.build()
+	ws.pi = nil
+	if !nt.a.ilu0() {
+		tb.Fatal("ILU(0) failed")
+	}
+	x := make([]float64, m.NumStates)
+	for i := range x {
+		x[i] = float64(i%7) - 3
+	}
+	return nt.a, x
+}
+
+// BenchmarkSparseKernels times the serial kernels of the Newton solver's
+// Krylov iterations on one core: the product with I − γP_π and the ILU(0)
+// substitutions, per row of the matrix.
+func BenchmarkSparseKernels(b *testing.B) {
+	c, x := kernelSystem(b)
+	y := make([]float64, c.n)
+	run := func(b *testing.B, f func()) {
+		cpu0 := cpuclock.ProcessCPU()
+		for b.Loop() {
+			f()
+		}
+		b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N)/float64(c.n), "cpu-ns/row")
+		b.ReportMetric(float64(c.ptr[c.n])/float64(c.n), "entries/row")
+	}
+	b.Run("mul", func(b *testing.B) { run(b, func() { c.mulRange(y, x, 0, c.n) }) })
+	b.Run("precond", func(b *testing.B) {
+		run(b, func() {
+			copy(y, x)
+			c.precond(y)
+		})
+	})
+}
+
+// bandedForBench is mdptest.BandedMDP (which this package's internal tests
+// cannot import): k successors of probability 1/k per pair, within ±100
+// states.
+func bandedForBench(S, A, k int, gamma float64) *MDP {
+	rng := rand.New(rand.NewPCG(1, 2))
+	b := NewBuilder(S, A)
+	b.Gamma = gamma
+	for s := range S {
+		for a := range A {
+			for range k {
+				b.AddTransition(s, a, (s+rng.IntN(200)-100+S)%S, 1/float64(k))
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
