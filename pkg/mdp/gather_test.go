@@ -16,25 +16,7 @@ import (
 func TestGatherTemplatesMatchMerge(t *testing.T) {
 	const S, A = 300, 3
 	rng := rand.New(rand.NewPCG(5, 6))
-	b := NewBuilder(S, A)
-	b.Gamma = 0.95
-	for s := range S {
-		if s%37 == 0 {
-			b.SetTerminal(s)
-			continue
-		}
-		for a := range A {
-			k := 1 + rng.IntN(6)
-			for range k {
-				next := s + rng.IntN(9) - 4 // self-loops and repeats included
-				b.AddTransition(s, a, (next+S)%S, 1/float64(k))
-			}
-		}
-	}
-	m, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := localMDP(S, A, 0.95)
 	for _, workers := range []int{1, 3} {
 		ws := NewWorkspace(m, Options{Workers: workers})
 		nt := ws.newton()
@@ -106,4 +88,72 @@ func popcount(x int) int {
 		n++
 	}
 	return n
+}
+
+// localMDP returns a model with S states and A actions whose pairs have
+// 1–6 transitions of equal weight to states within ±4 (self-loops and
+// repeated successors included), every 37th state terminal; this
+// package's internal tests cannot import mdptest.
+func localMDP(S, A int, gamma float64) *MDP {
+	rng := rand.New(rand.NewPCG(uint64(S), uint64(A)))
+	b := NewBuilder(S, A)
+	b.Gamma = gamma
+	for s := range S {
+		if s%37 == 0 {
+			b.SetTerminal(s)
+			continue
+		}
+		for a := range A {
+			k := 1 + rng.IntN(6)
+			for range k {
+				next := s + rng.IntN(9) - 4
+				b.AddTransition(s, a, (next+S)%S, 1/float64(k))
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// TestNewtonPolicyFromSweepExponentials checks that the Newton solver's
+// policies taken from the sweeps' exponentials leave its values, action
+// values, sweep count and final policy the same, bit for bit, as
+// computing every policy from Q anew, at τ = 1 (the exponents coincide)
+// and τ = 0.37 (they differ in rounding), cold and warm started.
+func TestNewtonPolicyFromSweepExponentials(t *testing.T) {
+	m := localMDP(400, 3, 0.97)
+	rng := rand.New(rand.NewPCG(7, 8))
+	r := make([]float64, m.NumPairs())
+	for _, tau := range []float64{1, 0.37} {
+		opts := Options{Tol: 1e-10, Newton: true, WarmStart: true, Workers: 2}
+		fused, plain := NewWorkspace(m, opts), NewWorkspace(m, opts)
+		plain.noFuse = true
+		var vf, vp *Values
+		var pf, pp *Policy
+		for call := range 3 {
+			for i := range r {
+				r[i] = 20 * rng.NormFloat64()
+			}
+			vf, pf = fused.SoftValuesAndPolicy(vf, pf, r, tau)
+			vp, pp = plain.SoftValuesAndPolicy(vp, pp, r, tau)
+			if vf.Iterations != vp.Iterations || vf.Iterations < 3 {
+				t.Fatalf("τ %g call %d: %d sweeps fused, %d anew (want equal, ≥ 3 so that Newton steps ran)", tau, call, vf.Iterations, vp.Iterations)
+			}
+			for what, pair := range map[string][2][]float64{"V": {vf.V, vp.V}, "Q": {vf.Q, vp.Q}, "policy": {pf.Prob, pp.Prob}} {
+				for i, want := range pair[1] {
+					if math.Float64bits(pair[0][i]) != math.Float64bits(want) {
+						t.Fatalf("τ %g call %d: %s[%d] = %v fused, %v anew", tau, call, what, i, pair[0][i], want)
+					}
+				}
+			}
+		}
+		if fused.expOut != nil {
+			t.Fatal("the sweeps' exponentials are still being stored after the call")
+		}
+		fused.Close()
+		plain.Close()
+	}
 }

@@ -99,6 +99,7 @@ type Workspace struct {
 	// which softPolicyRange reuses (SoftValuesAndPolicy).
 	expOut, zOut []float64
 	fuseExp      []float64 // their storage, 2·S·A
+	noFuse       bool      // tests: the Newton solver's policies computed from Q anew
 
 	nt                                  *newtonState
 	gatherFn, packFn, mulFn, mulBlockFn rangeFn
@@ -301,15 +302,41 @@ func (ws *Workspace) checkReward(reward []float64) {
 // S*A) at temperature tau >= 0 (tau = 0 is the hard max) and returns dst,
 // allocated if nil. See the package comment for the equations.
 func (ws *Workspace) SoftValueIteration(dst *Values, reward []float64, tau float64) *Values {
+	dst = ws.softValueIteration(dst, reward, tau)
+	ws.expOut, ws.zOut = nil, nil
+	return dst
+}
+
+// softValueIteration is SoftValueIteration, leaving the last sweep's
+// exponentials in expOut and zOut when it used them: the Newton solver
+// (infinite horizon, τ > 0) computes the policy of every sweep's Q for its
+// step, and takes those exponentials from the sweep instead of computing
+// them a second time (softPolicyRange), as SoftValuesAndPolicy then does
+// for the policy it returns.
+func (ws *Workspace) softValueIteration(dst *Values, reward []float64, tau float64) *Values {
 	ws.checkReward(reward)
 	if !(tau >= 0) {
 		panic(fmt.Sprintf("mdp: temperature %v is negative", tau))
 	}
 	dst, warm := ws.prepValues(dst)
 	ws.r, ws.tau = reward, tau
-	ws.iterate(dst, warm, ws.softFn, ws.opts.Newton && tau > 0)
+	newton := ws.opts.Newton && tau > 0
+	if newton && ws.m.Horizon == 0 && !ws.noFuse {
+		ws.fuse()
+	}
+	ws.iterate(dst, warm, ws.softFn, newton)
 	ws.r = nil
 	return dst
+}
+
+// fuse makes softRange store its exponentials and their arguments in
+// expOut and zOut, for softPolicyRange.
+func (ws *Workspace) fuse() {
+	SA := ws.m.NumPairs()
+	if len(ws.fuseExp) != 2*SA {
+		ws.fuseExp = make([]float64, 2*SA)
+	}
+	ws.expOut, ws.zOut = ws.fuseExp[:SA], ws.fuseExp[SA:]
 }
 
 // ValueIteration solves the Bellman optimality equations for reward (hard
@@ -553,22 +580,21 @@ func (ws *Workspace) evalRange(w, lo, hi int) {
 // sweep's exponentials wherever the policy's exponent is the same number
 // (always at τ = 1), so the policy costs no second pass over Q and few
 // exponentials: on LunarLander's lander lattice (horizon 125, 140,625
-// pairs) SoftPolicy was 12 % of a local fit.
+// pairs) SoftPolicy was 12 % of a local fit. For an infinite horizon
+// with Options.Newton it reuses the last sweep's exponentials the same way.
 func (ws *Workspace) SoftValuesAndPolicy(dst *Values, pol *Policy, reward []float64, tau float64) (*Values, *Policy) {
 	m := ws.m
 	if m.Horizon == 0 || !(tau > 0) {
-		dst = ws.SoftValueIteration(dst, reward, tau)
-		return dst, ws.SoftPolicy(pol, dst, tau)
+		dst = ws.softValueIteration(dst, reward, tau)
+		pol = ws.SoftPolicy(pol, dst, tau)
+		ws.expOut, ws.zOut = nil, nil
+		return dst, pol
 	}
 	ws.checkReward(reward)
 	dst, _ = ws.prepValues(dst)
 	pol = ws.prepPolicy(pol)
-	SA := m.NumPairs()
-	if len(ws.fuseExp) != 2*SA {
-		ws.fuseExp = make([]float64, 2*SA)
-	}
 	ws.r, ws.tau = reward, tau
-	ws.expOut, ws.zOut = ws.fuseExp[:SA], ws.fuseExp[SA:]
+	ws.fuse()
 	ws.polTarget, ws.polValues = pol, dst
 	ws.iterate(dst, false, ws.softFn, false)
 	ws.r, ws.expOut, ws.zOut, ws.polTarget, ws.polValues = nil, nil, nil, nil, nil
