@@ -212,18 +212,12 @@ func (h *HeldLander) eval(dst, x []float64) {
 		end = PredictLanderEnd(x, x[8], x[9], h.Frames)
 	}
 	for i, t := range h.Terms {
-		v := 0.0
+		v, ok := stepTerm(t, x, p[:], m, s)
+		if ok {
+			dst[i] = v
+			continue
+		}
 		switch t {
-		case "distance":
-			v = math.Hypot(p[0], p[1]) - math.Hypot(x[0], x[1])
-		case "speed":
-			v = math.Hypot(p[2], p[3]) - math.Hypot(x[2], x[3])
-		case "angle":
-			v = math.Abs(p[4]) - math.Abs(x[4])
-		case "main":
-			v = m
-		case "side":
-			v = math.Abs(s)
 		case "touchdown":
 			if touch {
 				v = 1

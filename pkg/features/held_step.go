@@ -41,17 +41,11 @@ func (h *HeldLander) evalStep(dst, x, next []float64, terminated bool) {
 			dst[i] = 0 // the ±100 replaces the last frame's shaping (see above)
 			continue
 		}
+		if c, ok := stepTerm(t, x, next, m, s); ok {
+			dst[i] = c
+			continue
+		}
 		switch t {
-		case "distance":
-			v = math.Hypot(next[0], next[1]) - math.Hypot(x[0], x[1])
-		case "speed":
-			v = math.Hypot(next[2], next[3]) - math.Hypot(x[2], x[3])
-		case "angle":
-			v = math.Abs(next[4]) - math.Abs(x[4])
-		case "main":
-			v = m
-		case "side":
-			v = math.Abs(s)
 		case "leg1":
 			v = next[6] - x[6]
 		case "leg2":
@@ -95,4 +89,24 @@ func (s *RBFSpec) RewardStep(theta, x, next []float64, terminated bool) float64 
 	c := s.heldCols()
 	s.HeldLander.evalStep(h[:c], x, next, terminated)
 	return s.pointReward(theta, x) + floats.Dot(s.heldTheta(theta), h[:c])
+}
+
+// stepTerm returns the columns a held step's prediction and its
+// observation share: each shaping term's change from observation x to
+// after (the predicted or the observed next observation) and the
+// throttles m and s; ok is false for the other terms.
+func stepTerm(t string, x, after []float64, m, s float64) (v float64, ok bool) {
+	switch t {
+	case "distance":
+		return math.Hypot(after[0], after[1]) - math.Hypot(x[0], x[1]), true
+	case "speed":
+		return math.Hypot(after[2], after[3]) - math.Hypot(x[2], x[3]), true
+	case "angle":
+		return math.Abs(after[4]) - math.Abs(x[4]), true
+	case "main":
+		return m, true
+	case "side":
+		return math.Abs(s), true
+	}
+	return 0, false
 }
