@@ -70,11 +70,11 @@ func (s *RBFSpec) StepDependent() bool { return s.HeldLander != nil && s.HeldLan
 // the observed step to the state next (the state's coordinates only) and
 // whether it terminated the episode. Without such a block it is Eval.
 func (s *RBFSpec) EvalStep(dst, x, next []float64, terminated bool) []float64 {
-	dst = s.Eval(dst, x)
-	if s.StepDependent() {
-		n := s.NumCentres() + len(s.Extra)
-		s.HeldLander.evalStep(dst[n:n+s.heldCols()], x, next, terminated)
+	if !s.StepDependent() {
+		return s.Eval(dst, x)
 	}
+	dst = s.evalPoint(dst, x) // the nominal prediction of the block is not needed
+	s.HeldLander.evalStep(s.heldCol(dst), x, next, terminated)
 	return dst
 }
 
@@ -88,7 +88,7 @@ func (s *RBFSpec) RewardStep(theta, x, next []float64, terminated bool) float64 
 	var h [maxHeldLanderCols]float64
 	c := s.heldCols()
 	s.HeldLander.evalStep(h[:c], x, next, terminated)
-	return s.pointReward(theta, x) + floats.Dot(s.heldTheta(theta), h[:c])
+	return s.pointReward(theta, x) + floats.Dot(s.heldCol(theta), h[:c])
 }
 
 // stepTerm returns the columns a held step's prediction and its

@@ -337,6 +337,16 @@ func (s *RBFSpec) checkPoint(x []float64) {
 // Eval writes φ(x) (length Dim) into dst, allocating it when nil or of the
 // wrong length, and returns it. The spec must be valid.
 func (s *RBFSpec) Eval(dst, x []float64) []float64 {
+	dst = s.evalPoint(dst, x)
+	if s.HeldLander != nil {
+		s.HeldLander.eval(s.heldCol(dst), x)
+	}
+	return dst
+}
+
+// evalPoint writes every column of φ(x) but the HeldLander block's into
+// dst (allocating it as Eval does) and returns it.
+func (s *RBFSpec) evalPoint(dst, x []float64) []float64 {
 	s.checkPoint(x)
 	if len(dst) != s.Dim() {
 		dst = make([]float64, s.Dim())
@@ -354,9 +364,6 @@ func (s *RBFSpec) Eval(dst, x []float64) []float64 {
 		dst[n+i], _, _ = s.Extra[i].value(x)
 	}
 	n += len(s.Extra)
-	if s.HeldLander != nil {
-		s.HeldLander.eval(dst[n:n+s.heldCols()], x)
-	}
 	if s.Bias {
 		dst[n+s.heldCols()] = 1
 	}
@@ -372,7 +379,7 @@ func (s *RBFSpec) Reward(theta, x []float64) float64 {
 		var h [maxHeldLanderCols]float64
 		c := s.heldCols()
 		s.HeldLander.eval(h[:c], x)
-		r += floats.Dot(s.heldTheta(theta), h[:c])
+		r += floats.Dot(s.heldCol(theta), h[:c])
 	}
 	return r
 }
@@ -402,10 +409,11 @@ func (s *RBFSpec) pointReward(theta, x []float64) float64 {
 	return r
 }
 
-// heldTheta returns the entries of θ that weigh the HeldLander block.
-func (s *RBFSpec) heldTheta(theta []float64) []float64 {
+// heldCol returns the entries of v (θ, or a feature vector) of the
+// HeldLander block's columns.
+func (s *RBFSpec) heldCol(v []float64) []float64 {
 	n := s.NumCentres() + len(s.Extra)
-	return theta[n : n+s.heldCols()]
+	return v[n : n+s.heldCols()]
 }
 
 // Gradient writes ∇_x θᵀφ(x) (one entry per axis; 0 along categorical axes)
