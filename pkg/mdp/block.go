@@ -33,6 +33,12 @@ const blockRestart = 12
 
 // mulBlockRange sets y = c·x for rows [lo, hi) of block vectors.
 func (c *csr) mulBlockRange(y, x []blk, lo, hi int) {
+	if useAVX && hi > lo {
+		_ = y[hi-1]
+		_ = c.ptr[hi]
+		mulBlockAVX(&y[lo], &x[0], &c.ptr[lo], &c.col[0], &c.val[0], hi-lo)
+		return
+	}
 	for i := lo; i < hi; i++ {
 		var a0, a1, a2, a3, a4, a5, a6, a7 float64
 		p0, p1 := c.ptr[i], c.ptr[i+1]
@@ -59,6 +65,10 @@ func (c *csr) precondBlock(x []blk) {
 	lu, col, ptr, diag, inv := c.lu, c.col, c.ptr, c.diag, c.inv
 	n := c.n
 	x, ptr, diag, inv = x[:n], ptr[:n+1], diag[:n], inv[:n]
+	if useAVX && n > 0 {
+		precondBlockAVX(&x[0], &lu[0], &col[0], &ptr[0], &diag[0], &inv[0], n)
+		return
+	}
 	for i := range n {
 		p0, d := ptr[i], diag[i]
 		ls, cs := lu[p0:d], col[p0:d]
@@ -105,6 +115,10 @@ func (c *csr) precondBlock(x []blk) {
 func blockDots(dst *blk, x, y []blk) {
 	var d blk
 	y = y[:len(x)]
+	if useAVX && len(x) > 0 {
+		blockDotsAVX(dst, &x[0], &y[0], len(x))
+		return
+	}
 	for s := range x {
 		xs, ys := &x[s], &y[s]
 		for jj := range d {
@@ -117,6 +131,10 @@ func blockDots(dst *blk, x, y []blk) {
 // blockAxpy sets y[s][jj] −= a[jj]·x[s][jj].
 func blockAxpy(y []blk, a *blk, x []blk) {
 	x = x[:len(y)]
+	if useAVX && len(y) > 0 {
+		blockAxpyAVX(&y[0], a, &x[0], len(y))
+		return
+	}
 	for s := range y {
 		ys, xs := &y[s], &x[s]
 		for jj := range ys {

@@ -43,13 +43,24 @@ func BenchmarkSparseKernels(b *testing.B) {
 		b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N)/float64(c.n), "cpu-ns/row")
 		b.ReportMetric(float64(c.ptr[c.n])/float64(c.n), "entries/row")
 	}
-	b.Run("mul", func(b *testing.B) { run(b, func() { c.mulRange(y, x, 0, c.n) }) })
-	b.Run("precond", func(b *testing.B) {
-		run(b, func() {
-			copy(y, x)
-			c.precond(y)
+	avx := useAVX
+	defer func() { useAVX = avx }()
+	for _, path := range []struct {
+		name string
+		on   bool
+	}{{"go", false}, {"asm", true}} {
+		if path.on && !avx {
+			continue
+		}
+		useAVX = path.on
+		b.Run(path.name+"/mul", func(b *testing.B) { run(b, func() { c.mulRange(y, x, 0, c.n) }) })
+		b.Run(path.name+"/precond", func(b *testing.B) {
+			run(b, func() {
+				copy(y, x)
+				c.precond(y)
+			})
 		})
-	})
+	}
 }
 
 // bandedForBench is mdptest.BandedMDP (which this package's internal tests

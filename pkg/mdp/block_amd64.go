@@ -1,0 +1,26 @@
+package mdp
+
+import "golang.org/x/sys/cpu"
+
+// useAVX selects the AVX block kernels (block_amd64.s), which round exactly
+// as the Go loops of block.go: the same results, bit for bit
+// (TestBlockKernelsAVXMatchGo).
+var useAVX = cpu.X86.HasAVX
+
+//go:noescape
+func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int)
+
+//go:noescape
+func precondBlockAVX(x *blk, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int)
+
+//go:noescape
+func blockDotsAVX(dst, x, y *blk, n int)
+
+//go:noescape
+func blockAxpyAVX(y, a, x *blk, n int)
+
+//go:noescape
+func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int)
+
+//go:noescape
+func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int)

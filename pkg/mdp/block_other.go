@@ -1,0 +1,26 @@
+//go:build !amd64
+
+package mdp
+
+// useAVX is false off amd64: the block kernels run as plain Go.
+var useAVX = false
+
+func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int) {
+	panic("mdp: mulBlockAVX without AVX")
+}
+
+func precondBlockAVX(x *blk, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int) {
+	panic("mdp: precondBlockAVX without AVX")
+}
+
+func blockDotsAVX(dst, x, y *blk, n int) { panic("mdp: blockDotsAVX without AVX") }
+
+func blockAxpyAVX(y, a, x *blk, n int) { panic("mdp: blockAxpyAVX without AVX") }
+
+func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int) {
+	panic("mdp: mulRowsAsm off amd64")
+}
+
+func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int) {
+	panic("mdp: precondAsm off amd64")
+}
