@@ -143,6 +143,25 @@ func blockAxpy(y []blk, a *blk, x []blk) {
 	}
 }
 
+// blockAddScaled sets y[s][jj] += a[jj]·x[s][jj] (a rounded product, then
+// a rounded sum, as the plain loop).
+func blockAddScaled(y []blk, a *blk, x []blk) {
+	x = x[:len(y)]
+	if useAVX && len(y) > 0 {
+		blockAddScaledAVX(&y[0], a, &x[0], len(y))
+		return
+	}
+	for s := range y {
+		ys, xs := &y[s], &x[s]
+		for jj := range ys {
+			ys[jj] += a[jj] * xs[jj]
+		}
+	}
+}
+
+// blockOnes multiplies by 1 (exactly) in blockAddScaled: x += 1·u is x += u.
+var blockOnes = blk{1, 1, 1, 1, 1, 1, 1, 1}
+
 // blockGMRES holds the buffers of the lock-step GMRES(blockRestart).
 type blockGMRES struct {
 	v    [][]blk // basis, blockRestart+1 block vectors
@@ -151,11 +170,12 @@ type blockGMRES struct {
 	// the Givens rotations and the rotated right-hand side
 	h, cs, sn, g [blockWidth][]float64
 	y            []float64
+	ys           []blk // y of every column, by basis vector
 }
 
 func newBlockGMRES(n int) *blockGMRES {
 	m := blockRestart
-	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), y: make([]float64, m)}
+	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), y: make([]float64, m), ys: make([]blk, m)}
 	for range m + 1 {
 		k.v = append(k.v, make([]blk, n))
 	}
@@ -326,21 +346,37 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 				k.y[i] = s / h[i*(m+1)+i]
 			}
 			for i := range n {
-				yi, vi := k.y[i], k.v[i]
-				for s := range k.u {
-					k.u[s][jj] += yi * vi[s][jj]
-				}
+				k.ys[i][jj] = k.y[i]
 			}
 			if rel[jj] <= rtol || mv[jj] >= maxMatVec {
 				active[jj] = false
 			}
 		}
-		precond(k.u)
-		for s := range x {
+		// u = V y, every column's terms added in i order from +0: whole
+		// block vectors at once while every column's basis reaches i.
+		for i := range m {
+			full, some := true, false
 			for jj := range blockWidth {
-				x[s][jj] += k.u[s][jj]
+				full = full && i < end[jj]
+				some = some || i < end[jj]
+			}
+			switch {
+			case full:
+				blockAddScaled(k.u, &k.ys[i], k.v[i])
+			case some:
+				for jj := range blockWidth {
+					if i >= end[jj] {
+						continue
+					}
+					yi, vi := k.ys[i][jj], k.v[i]
+					for s := range k.u {
+						k.u[s][jj] += yi * vi[s][jj]
+					}
+				}
 			}
 		}
+		precond(k.u)
+		blockAddScaled(x, &blockOnes, k.u)
 	}
 	worst := 0.0
 	for jj := range blockWidth {

@@ -24,3 +24,6 @@ func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int)
 
 //go:noescape
 func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int)
+
+//go:noescape
+func blockAddScaledAVX(y, a, x *blk, n int)

@@ -193,3 +193,33 @@ aloop:
 adone:
 	VZEROUPPER
 	RET
+
+// func blockAddScaledAVX(y, a, x *blk, n int)
+// y[s][jj] += a[jj]·x[s][jj] for s = 0..n-1.
+TEXT ·blockAddScaledAVX(SB), NOSPLIT, $0-32
+	MOVQ    y+0(FP), DI
+	MOVQ    a+8(FP), DX
+	MOVQ    x+16(FP), SI
+	MOVQ    n+24(FP), CX
+	VMOVUPD (DX), Y4
+	VMOVUPD 32(DX), Y5
+	TESTQ   CX, CX
+	JLE     sdone
+
+sloop:
+	VMULPD  (SI), Y4, Y2
+	VMOVUPD (DI), Y0
+	VADDPD  Y2, Y0, Y0
+	VMOVUPD Y0, (DI)
+	VMULPD  32(SI), Y5, Y3
+	VMOVUPD 32(DI), Y1
+	VADDPD  Y3, Y1, Y1
+	VMOVUPD Y1, 32(DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     sloop
+
+sdone:
+	VZEROUPPER
+	RET

@@ -92,6 +92,12 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 		return y
 	})
 	same("update", got, want)
+	got, want = both(func() []blk {
+		y := append([]blk(nil), w...)
+		blockAddScaled(y, &a, x)
+		return y
+	})
+	same("scaled sum", got, want)
 
 	// The single-vector product and substitutions (sparse_amd64.s).
 	xs := make([]float64, n)

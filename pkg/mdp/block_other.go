@@ -24,3 +24,5 @@ func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int) {
 func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int) {
 	panic("mdp: precondAsm off amd64")
 }
+
+func blockAddScaledAVX(y, a, x *blk, n int) { panic("mdp: blockAddScaledAVX without AVX") }

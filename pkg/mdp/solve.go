@@ -531,7 +531,10 @@ func (ws *Workspace) softRange(w, lo, hi int) {
 					zs[a] = math.NaN()
 				}
 				if z := (qa - mx) * invTau; z > expNegligible {
-					e := math.Exp(z)
+					e := 1.0 // math.Exp(0) exactly: the maximum's term
+					if z != 0 {
+						e = math.Exp(z)
+					}
 					sum += e
 					if zs != nil {
 						es[a], zs[a] = e, z
@@ -671,9 +674,12 @@ func (ws *Workspace) softPolicyRange(_, lo, hi int) {
 		for a, qa := range q {
 			p[a] = 0
 			if z := (qa - mx) / tau; z > expUnderflow {
-				if zs != nil && zs[a] == z {
+				switch {
+				case zs != nil && zs[a] == z:
 					p[a] = es[a]
-				} else {
+				case z == 0:
+					p[a] = 1 // math.Exp(0) exactly
+				default:
 					p[a] = math.Exp(z)
 				}
 			}
