@@ -46,14 +46,14 @@ func (c *csr) mulBlockRange(y, x []blk, lo, hi int) {
 		cols = cols[:len(vals)]
 		for k, v := range vals {
 			xj := &x[cols[k]]
-			a0 += v * xj[0]
-			a1 += v * xj[1]
-			a2 += v * xj[2]
-			a3 += v * xj[3]
-			a4 += v * xj[4]
-			a5 += v * xj[5]
-			a6 += v * xj[6]
-			a7 += v * xj[7]
+			a0 += float64(v * xj[0])
+			a1 += float64(v * xj[1])
+			a2 += float64(v * xj[2])
+			a3 += float64(v * xj[3])
+			a4 += float64(v * xj[4])
+			a5 += float64(v * xj[5])
+			a6 += float64(v * xj[6])
+			a7 += float64(v * xj[7])
 		}
 		y[i] = blk{a0, a1, a2, a3, a4, a5, a6, a7}
 	}
@@ -76,14 +76,14 @@ func (c *csr) precondBlock(x []blk) {
 		a := x[i]
 		for k, l := range ls {
 			xj := &x[cs[k]]
-			a[0] -= l * xj[0]
-			a[1] -= l * xj[1]
-			a[2] -= l * xj[2]
-			a[3] -= l * xj[3]
-			a[4] -= l * xj[4]
-			a[5] -= l * xj[5]
-			a[6] -= l * xj[6]
-			a[7] -= l * xj[7]
+			a[0] -= float64(l * xj[0])
+			a[1] -= float64(l * xj[1])
+			a[2] -= float64(l * xj[2])
+			a[3] -= float64(l * xj[3])
+			a[4] -= float64(l * xj[4])
+			a[5] -= float64(l * xj[5])
+			a[6] -= float64(l * xj[6])
+			a[7] -= float64(l * xj[7])
 		}
 		x[i] = a
 	}
@@ -94,14 +94,14 @@ func (c *csr) precondBlock(x []blk) {
 		a := x[i]
 		for k, u := range us {
 			xj := &x[cs[k]]
-			a[0] -= u * xj[0]
-			a[1] -= u * xj[1]
-			a[2] -= u * xj[2]
-			a[3] -= u * xj[3]
-			a[4] -= u * xj[4]
-			a[5] -= u * xj[5]
-			a[6] -= u * xj[6]
-			a[7] -= u * xj[7]
+			a[0] -= float64(u * xj[0])
+			a[1] -= float64(u * xj[1])
+			a[2] -= float64(u * xj[2])
+			a[3] -= float64(u * xj[3])
+			a[4] -= float64(u * xj[4])
+			a[5] -= float64(u * xj[5])
+			a[6] -= float64(u * xj[6])
+			a[7] -= float64(u * xj[7])
 		}
 		s := inv[i]
 		for jj := range a {
@@ -122,7 +122,7 @@ func blockDots(dst *blk, x, y []blk) {
 	for s := range x {
 		xs, ys := &x[s], &y[s]
 		for jj := range d {
-			d[jj] += xs[jj] * ys[jj]
+			d[jj] += float64(xs[jj] * ys[jj])
 		}
 	}
 	*dst = d
@@ -138,7 +138,7 @@ func blockAxpy(y []blk, a *blk, x []blk) {
 	for s := range y {
 		ys, xs := &y[s], &x[s]
 		for jj := range ys {
-			ys[jj] -= a[jj] * xs[jj]
+			ys[jj] -= float64(a[jj] * xs[jj])
 		}
 	}
 }
@@ -154,7 +154,7 @@ func blockAddScaled(y []blk, a *blk, x []blk) {
 	for s := range y {
 		ys, xs := &y[s], &x[s]
 		for jj := range ys {
-			ys[jj] += a[jj] * xs[jj]
+			ys[jj] += float64(a[jj] * xs[jj])
 		}
 	}
 }
@@ -370,7 +370,7 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 					}
 					yi, vi := k.ys[i][jj], k.v[i]
 					for s := range k.u {
-						k.u[s][jj] += yi * vi[s][jj]
+						k.u[s][jj] += float64(yi * vi[s][jj])
 					}
 				}
 			}

@@ -2,8 +2,9 @@
 
 // The block kernels of block.go with AVX, one block (8 float64 columns) in
 // two Y registers. No fused multiply-add: each lane performs the same IEEE
-// operations in the same order as the Go loop it replaces (Go does not fuse
-// on amd64), so the results are the same bit for bit.
+// operations in the same order as the Go loop it replaces (whose products
+// are rounded by an explicit float64 conversion, which forbids the compiler
+// to fuse them under any GOAMD64), so the results are the same bit for bit.
 
 // func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int)
 // For rows i = 0..n-1: y[i] = Σ_{k=ptr[i]}^{ptr[i+1]-1} val[k]·x[col[k]],

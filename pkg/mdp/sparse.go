@@ -85,7 +85,7 @@ func (c *csr) mulRange(y, x []float64, lo, hi int) {
 		p0, p1 := c.ptr[i], c.ptr[i+1]
 		cols, vals := c.col[p0:p1], c.val[p0:p1]
 		for k, j := range cols {
-			acc += vals[k] * x[j]
+			acc += float64(vals[k] * x[j])
 		}
 		y[i] = acc
 	}
@@ -151,7 +151,7 @@ func (c *csr) precond(x []float64) {
 		cs = cs[:len(ls)]
 		acc := x[i]
 		for k, l := range ls {
-			acc -= l * x[cs[k]]
+			acc -= float64(l * x[cs[k]])
 		}
 		x[i] = acc
 	}
@@ -161,7 +161,7 @@ func (c *csr) precond(x []float64) {
 		cs = cs[:len(us)]
 		acc := x[i]
 		for k, u := range us {
-			acc -= u * x[cs[k]]
+			acc -= float64(u * x[cs[k]])
 		}
 		x[i] = acc * inv[i]
 	}
