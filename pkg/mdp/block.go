@@ -71,43 +71,31 @@ func (c *csr) precondBlock(x []blk) {
 	}
 	for i := range n {
 		p0, d := ptr[i], diag[i]
-		ls, cs := lu[p0:d], col[p0:d]
-		cs = cs[:len(ls)]
 		a := x[i]
-		for k, l := range ls {
-			xj := &x[cs[k]]
-			a[0] -= float64(l * xj[0])
-			a[1] -= float64(l * xj[1])
-			a[2] -= float64(l * xj[2])
-			a[3] -= float64(l * xj[3])
-			a[4] -= float64(l * xj[4])
-			a[5] -= float64(l * xj[5])
-			a[6] -= float64(l * xj[6])
-			a[7] -= float64(l * xj[7])
-		}
+		subTerms(&a, lu[p0:d], col[p0:d], x)
 		x[i] = a
 	}
 	for i := n - 1; i >= 0; i-- {
 		d, p1 := diag[i], ptr[i+1]
-		us, cs := lu[d+1:p1], col[d+1:p1]
-		cs = cs[:len(us)]
 		a := x[i]
-		for k, u := range us {
-			xj := &x[cs[k]]
-			a[0] -= float64(u * xj[0])
-			a[1] -= float64(u * xj[1])
-			a[2] -= float64(u * xj[2])
-			a[3] -= float64(u * xj[3])
-			a[4] -= float64(u * xj[4])
-			a[5] -= float64(u * xj[5])
-			a[6] -= float64(u * xj[6])
-			a[7] -= float64(u * xj[7])
-		}
+		subTerms(&a, lu[d+1:p1], col[d+1:p1], x)
 		s := inv[i]
 		for jj := range a {
 			a[jj] *= s
 		}
 		x[i] = a
+	}
+}
+
+// subTerms sets a[jj] −= vals[k]·x[cs[k]][jj] for k in order (a rounded
+// product, then a rounded difference).
+func subTerms(a *blk, vals []float64, cs []int32, x []blk) {
+	cs = cs[:len(vals)]
+	for k, l := range vals {
+		xj := &x[cs[k]]
+		for jj := range a {
+			a[jj] -= float64(l * xj[jj])
+		}
 	}
 }
 
@@ -128,19 +116,14 @@ func blockDots(dst *blk, x, y []blk) {
 	*dst = d
 }
 
-// blockAxpy sets y[s][jj] −= a[jj]·x[s][jj].
+// blockAxpy sets y[s][jj] −= a[jj]·x[s][jj]: blockAddScaled with −a, the
+// same numbers bit for bit (y − a·x is y + (−a)·x in IEEE arithmetic).
 func blockAxpy(y []blk, a *blk, x []blk) {
-	x = x[:len(y)]
-	if useAVX && len(y) > 0 {
-		blockAxpyAVX(&y[0], a, &x[0], len(y))
-		return
+	na := *a
+	for jj := range na {
+		na[jj] = -na[jj]
 	}
-	for s := range y {
-		ys, xs := &y[s], &x[s]
-		for jj := range ys {
-			ys[jj] -= float64(a[jj] * xs[jj])
-		}
-	}
+	blockAddScaled(y, &na, x)
 }
 
 // blockAddScaled sets y[s][jj] += a[jj]·x[s][jj] (a rounded product, then

@@ -2,8 +2,9 @@ package mdp
 
 import "golang.org/x/sys/cpu"
 
-// useAVX selects the AVX block kernels (block_amd64.s), which round exactly
-// as the Go loops of block.go: the same results, bit for bit
+// useAVX selects the assembly Krylov kernels (kernels_amd64.s: AVX for
+// blocks, SSE2 for single vectors), which round exactly as the Go loops of
+// block.go and sparse.go: the same results, bit for bit
 // (TestBlockKernelsAVXMatchGo).
 var useAVX = cpu.X86.HasAVX
 
@@ -15,9 +16,6 @@ func precondBlockAVX(x *blk, lu *float64, col *int32, ptr *int, diag *int, inv *
 
 //go:noescape
 func blockDotsAVX(dst, x, y *blk, n int)
-
-//go:noescape
-func blockAxpyAVX(y, a, x *blk, n int)
 
 //go:noescape
 func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int)

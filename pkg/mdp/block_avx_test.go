@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestBlockKernelsAVXMatchGo: the AVX block kernels (block_amd64.s) give
+// TestBlockKernelsAVXMatchGo: the assembly kernels (kernels_amd64.s) give
 // the Go loops' results bit for bit — the product with I − γP_π over whole
 // and partial row ranges, the ILU(0) substitutions, the per-column dot
 // products and updates — on the CartPole-sized banded benchmark matrix
@@ -99,7 +99,7 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 	})
 	same("scaled sum", got, want)
 
-	// The single-vector product and substitutions (sparse_amd64.s).
+	// The single-vector product and substitutions.
 	xs := make([]float64, n)
 	for s := range xs {
 		xs[s] = x[s][s%blockWidth]

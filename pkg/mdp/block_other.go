@@ -2,7 +2,7 @@
 
 package mdp
 
-// useAVX is false off amd64: the block kernels run as plain Go.
+// useAVX is false off amd64: the Krylov kernels run as plain Go.
 var useAVX = false
 
 func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int) {
@@ -14,8 +14,6 @@ func precondBlockAVX(x *blk, lu *float64, col *int32, ptr *int, diag *int, inv *
 }
 
 func blockDotsAVX(dst, x, y *blk, n int) { panic("mdp: blockDotsAVX without AVX") }
-
-func blockAxpyAVX(y, a, x *blk, n int) { panic("mdp: blockAxpyAVX without AVX") }
 
 func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int) {
 	panic("mdp: mulRowsAsm off amd64")

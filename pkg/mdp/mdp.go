@@ -63,7 +63,7 @@
 // triangular solves of ILU(0) run serially, so results do not depend on the
 // number of goroutines. On amd64 the Krylov kernels (the product with
 // I − γP_π, the ILU(0) substitutions, and the block solves' per-column dot
-// products and updates) are assembly (block_amd64.s, sparse_amd64.s): AVX
+// products and updates) are assembly (kernels_amd64.s): AVX
 // for the blocks of 8 columns, one block in two registers, scalar SSE2 for
 // single vectors. Go does not vectorize these loops, and the blocks' lanes
 // are independent columns, so AVX does 8 columns' multiply–adds in 2
