@@ -93,9 +93,14 @@ func subTerms(a *blk, vals []float64, cs []int32, x []blk) {
 	cs = cs[:len(vals)]
 	for k, l := range vals {
 		xj := &x[cs[k]]
-		for jj := range a {
-			a[jj] -= float64(l * xj[jj])
-		}
+		a[0] -= float64(l * xj[0])
+		a[1] -= float64(l * xj[1])
+		a[2] -= float64(l * xj[2])
+		a[3] -= float64(l * xj[3])
+		a[4] -= float64(l * xj[4])
+		a[5] -= float64(l * xj[5])
+		a[6] -= float64(l * xj[6])
+		a[7] -= float64(l * xj[7])
 	}
 }
 

@@ -148,9 +148,9 @@ func asBlocks(v []float64) []blk {
 	return out
 }
 
-// BenchmarkBlockKernels times the block kernels on one core, AVX and plain
-// Go, on the banded matrix the size of CartPole's fine lattice: per row of
-// the matrix (8 columns at once).
+// BenchmarkBlockKernels times the block kernels on one core, assembly (AVX)
+// and plain Go, on the banded matrix the size of CartPole's fine lattice:
+// per row of the matrix (8 columns at once).
 func BenchmarkBlockKernels(b *testing.B) {
 	c, _ := kernelSystem(b)
 	n := c.n
@@ -161,29 +161,11 @@ func BenchmarkBlockKernels(b *testing.B) {
 			w[s][jj] = float64((s*jj)%5) - 2
 		}
 	}
-	avx := useAVX
-	defer func() { useAVX = avx }()
-	for _, path := range []struct {
-		name string
-		on   bool
-	}{{"go", false}, {"avx", true}} {
-		if path.on && !avx {
-			continue
-		}
-		useAVX = path.on
-		run := func(name string, f func()) {
-			b.Run(path.name+"/"+name, func(b *testing.B) {
-				for b.Loop() {
-					f()
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/row")
-			})
-		}
-		run("mul", func() { c.mulBlockRange(y, x, 0, n) })
-		run("precond", func() { copy(y, x); c.precondBlock(y) })
-		var d blk
-		run("dots", func() { blockDots(&d, x, w) })
-		a := blk{1e-9, 2e-9, 3e-9, 4e-9, 5e-9, 6e-9, 7e-9, 8e-9}
-		run("axpy", func() { blockAxpy(y, &a, w) })
-	}
+	var d blk
+	a := blk{1e-9, 2e-9, 3e-9, 4e-9, 5e-9, 6e-9, 7e-9, 8e-9}
+	benchKernels(b, c,
+		namedKernel{"mul", func() { c.mulBlockRange(y, x, 0, n) }},
+		namedKernel{"precond", func() { copy(y, x); c.precondBlock(y) }},
+		namedKernel{"dots", func() { blockDots(&d, x, w) }},
+		namedKernel{"axpy", func() { blockAxpy(y, &a, w) }})
 }

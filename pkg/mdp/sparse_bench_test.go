@@ -35,31 +35,41 @@ func kernelSystem(tb testing.TB) (*csr, []float64) {
 func BenchmarkSparseKernels(b *testing.B) {
 	c, x := kernelSystem(b)
 	y := make([]float64, c.n)
-	run := func(b *testing.B, f func()) {
-		cpu0 := cpuclock.ProcessCPU()
-		for b.Loop() {
-			f()
-		}
-		b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N)/float64(c.n), "cpu-ns/row")
-		b.ReportMetric(float64(c.ptr[c.n])/float64(c.n), "entries/row")
-	}
-	avx := useAVX
-	defer func() { useAVX = avx }()
+	benchKernels(b, c,
+		namedKernel{"mul", func() { c.mulRange(y, x, 0, c.n) }},
+		namedKernel{"precond", func() { copy(y, x); c.precond(y) }})
+}
+
+// namedKernel is one kernel call of benchKernels.
+type namedKernel struct {
+	name string
+	f    func()
+}
+
+// benchKernels times each kernel on each path, plain Go ("go") and
+// assembly ("asm", where the CPU runs it), as sub-benchmarks path/name,
+// in CPU nanoseconds per row of c.
+func benchKernels(b *testing.B, c *csr, kernels ...namedKernel) {
+	asm := useAVX
+	defer func() { useAVX = asm }()
 	for _, path := range []struct {
 		name string
 		on   bool
 	}{{"go", false}, {"asm", true}} {
-		if path.on && !avx {
+		if path.on && !asm {
 			continue
 		}
 		useAVX = path.on
-		b.Run(path.name+"/mul", func(b *testing.B) { run(b, func() { c.mulRange(y, x, 0, c.n) }) })
-		b.Run(path.name+"/precond", func(b *testing.B) {
-			run(b, func() {
-				copy(y, x)
-				c.precond(y)
+		for _, k := range kernels {
+			b.Run(path.name+"/"+k.name, func(b *testing.B) {
+				cpu0 := cpuclock.ProcessCPU()
+				for b.Loop() {
+					k.f()
+				}
+				b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/float64(b.N)/float64(c.n), "cpu-ns/row")
+				b.ReportMetric(float64(c.ptr[c.n])/float64(c.n), "entries/row")
 			})
-		})
+		}
 	}
 }
 
