@@ -33,7 +33,7 @@ const blockRestart = 12
 
 // mulBlockRange sets y = c·x for rows [lo, hi) of block vectors.
 func (c *csr) mulBlockRange(y, x []blk, lo, hi int) {
-	if useAVX && hi > lo {
+	if useAsm && hi > lo {
 		_ = y[hi-1]
 		_ = c.ptr[hi]
 		mulBlockAVX(&y[lo], &x[0], &c.ptr[lo], &c.col[0], &c.val[0], hi-lo)
@@ -65,7 +65,7 @@ func (c *csr) precondBlock(x []blk) {
 	lu, col, ptr, diag, inv := c.lu, c.col, c.ptr, c.diag, c.inv
 	n := c.n
 	x, ptr, diag, inv = x[:n], ptr[:n+1], diag[:n], inv[:n]
-	if useAVX && n > 0 {
+	if useAsm && n > 0 {
 		precondBlockAVX(&x[0], &lu[0], &col[0], &ptr[0], &diag[0], &inv[0], n)
 		return
 	}
@@ -108,7 +108,7 @@ func subTerms(a *blk, vals []float64, cs []int32, x []blk) {
 func blockDots(dst *blk, x, y []blk) {
 	var d blk
 	y = y[:len(x)]
-	if useAVX && len(x) > 0 {
+	if useAsm && len(x) > 0 {
 		blockDotsAVX(dst, &x[0], &y[0], len(x))
 		return
 	}
@@ -135,7 +135,7 @@ func blockAxpy(y []blk, a *blk, x []blk) {
 // a rounded sum, as the plain loop).
 func blockAddScaled(y []blk, a *blk, x []blk) {
 	x = x[:len(y)]
-	if useAVX && len(y) > 0 {
+	if useAsm && len(y) > 0 {
 		blockAddScaledAVX(&y[0], a, &x[0], len(y))
 		return
 	}
@@ -157,13 +157,12 @@ type blockGMRES struct {
 	// per column: the Hessenberg matrix (column j at h[jj][j*(m+1):]),
 	// the Givens rotations and the rotated right-hand side
 	h, cs, sn, g [blockWidth][]float64
-	y            []float64
-	ys           []blk // y of every column, by basis vector
+	ys           []blk // y = H⁻¹g of every column, by basis vector
 }
 
 func newBlockGMRES(n int) *blockGMRES {
 	m := blockRestart
-	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), y: make([]float64, m), ys: make([]blk, m)}
+	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), ys: make([]blk, m)}
 	for range m + 1 {
 		k.v = append(k.v, make([]blk, n))
 	}
@@ -329,12 +328,9 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 			for i := n - 1; i >= 0; i-- {
 				s := g[i]
 				for l := i + 1; l < n; l++ {
-					s -= h[l*(m+1)+i] * k.y[l]
+					s -= h[l*(m+1)+i] * k.ys[l][jj]
 				}
-				k.y[i] = s / h[i*(m+1)+i]
-			}
-			for i := range n {
-				k.ys[i][jj] = k.y[i]
+				k.ys[i][jj] = s / h[i*(m+1)+i]
 			}
 			if rel[jj] <= rtol || mv[jj] >= maxMatVec {
 				active[jj] = false

@@ -2,11 +2,11 @@ package mdp
 
 import "golang.org/x/sys/cpu"
 
-// useAVX selects the assembly Krylov kernels (kernels_amd64.s: AVX for
+// useAsm selects the assembly Krylov kernels (on any CPU with AVX) (kernels_amd64.s: AVX for
 // blocks, SSE2 for single vectors), which round exactly as the Go loops of
 // block.go and sparse.go: the same results, bit for bit
 // (TestBlockKernelsAVXMatchGo).
-var useAVX = cpu.X86.HasAVX
+var useAsm = cpu.X86.HasAVX
 
 //go:noescape
 func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int)

@@ -13,21 +13,12 @@ import (
 // with entries of every sign, zeros and negative zeros, and a whole
 // EvaluateColumns solve (warm and cold) as well.
 func TestBlockKernelsAVXMatchGo(t *testing.T) {
-	if !useAVX {
+	if !useAsm {
 		t.Skip("no AVX on this CPU: the Go loops are the only path")
 	}
-	t.Cleanup(func() { useAVX = true })
-	m := bandedForBench(3000, 2, 4, 0.98)
-	ws := NewWorkspace(m, Options{Workers: 1})
-	defer ws.Close()
-	nt := ws.newton()
-	ws.pi = NewPolicy(m)
-	ws.build()
-	ws.pi = nil
-	c := nt.a
-	if !c.ilu0() {
-		t.Fatal("ILU(0) failed")
-	}
+	t.Cleanup(func() { useAsm = true })
+	c, _, ws := kernelSystem(t, 3000)
+	m := ws.MDP()
 	rng := rand.New(rand.NewPCG(7, 8))
 	n := c.n
 	randBlock := func() []blk {
@@ -57,11 +48,11 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 		}
 	}
 	both := func(f func() []blk) (avx, plain []blk) {
-		useAVX = true
+		useAsm = true
 		avx = f()
-		useAVX = false
+		useAsm = false
 		plain = f()
-		useAVX = true
+		useAsm = true
 		return avx, plain
 	}
 	x, w := randBlock(), randBlock()
@@ -152,7 +143,7 @@ func asBlocks(v []float64) []blk {
 // and plain Go, on the banded matrix the size of CartPole's fine lattice:
 // per row of the matrix (8 columns at once).
 func BenchmarkBlockKernels(b *testing.B) {
-	c, _ := kernelSystem(b)
+	c, _, _ := kernelSystem(b, 43000)
 	n := c.n
 	x, y, w := make([]blk, n), make([]blk, n), make([]blk, n)
 	for s := range x {

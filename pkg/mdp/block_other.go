@@ -2,8 +2,8 @@
 
 package mdp
 
-// useAVX is false off amd64: the Krylov kernels run as plain Go.
-var useAVX = false
+// useAsm is false off amd64: the Krylov kernels run as plain Go.
+var useAsm = false
 
 func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int) {
 	panic("mdp: mulBlockAVX without AVX")

@@ -74,7 +74,7 @@ func (c *csr) transposeOf(t *csr) {
 
 // mulRange sets y[i] = (A x)[i] for rows [lo, hi).
 func (c *csr) mulRange(y, x []float64, lo, hi int) {
-	if useAVX && hi > lo {
+	if useAsm && hi > lo {
 		_ = y[hi-1]
 		_ = c.ptr[hi]
 		mulRowsAsm(&y[lo], &x[0], &c.ptr[lo], &c.col[0], &c.val[0], hi-lo)
@@ -141,7 +141,7 @@ func (c *csr) precond(x []float64) {
 	lu, col, ptr, diag, inv := c.lu, c.col, c.ptr, c.diag, c.inv
 	n := c.n
 	x, ptr, diag, inv = x[:n], ptr[:n+1], diag[:n], inv[:n]
-	if useAVX && n > 0 {
+	if useAsm && n > 0 {
 		precondAsm(&x[0], &lu[0], &col[0], &ptr[0], &diag[0], &inv[0], n)
 		return
 	}

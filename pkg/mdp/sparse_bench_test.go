@@ -8,11 +8,11 @@ import (
 )
 
 // kernelSystem returns the workspace's I − γP_π, with its ILU(0) factors,
-// for the uniform policy on a banded MDP the size of CartPole's fine
-// lattice (43,000 states, 2 actions, 4 successors each: rows of about 9
-// entries), and a right-hand side.
-func kernelSystem(tb testing.TB) (*csr, []float64) {
-	m := bandedForBench(43000, 2, 4, 0.98)
+// for the uniform policy on a banded MDP of S states (43,000, the size of
+// CartPole's fine lattice, in the benchmarks; 2 actions, 4 successors
+// each: rows of about 9 entries), a right-hand side, and the workspace.
+func kernelSystem(tb testing.TB, S int) (*csr, []float64, *Workspace) {
+	m := bandedForBench(S, 2, 4, 0.98)
 	ws := NewWorkspace(m, Options{Workers: 1})
 	tb.Cleanup(ws.Close)
 	nt := ws.newton()
@@ -26,14 +26,14 @@ func kernelSystem(tb testing.TB) (*csr, []float64) {
 	for i := range x {
 		x[i] = float64(i%7) - 3
 	}
-	return nt.a, x
+	return nt.a, x, ws
 }
 
 // BenchmarkSparseKernels times the serial kernels of the Newton solver's
 // Krylov iterations on one core: the product with I − γP_π and the ILU(0)
 // substitutions, per row of the matrix.
 func BenchmarkSparseKernels(b *testing.B) {
-	c, x := kernelSystem(b)
+	c, x, _ := kernelSystem(b, 43000)
 	y := make([]float64, c.n)
 	benchKernels(b, c,
 		namedKernel{"mul", func() { c.mulRange(y, x, 0, c.n) }},
@@ -50,8 +50,8 @@ type namedKernel struct {
 // assembly ("asm", where the CPU runs it), as sub-benchmarks path/name,
 // in CPU nanoseconds per row of c.
 func benchKernels(b *testing.B, c *csr, kernels ...namedKernel) {
-	asm := useAVX
-	defer func() { useAVX = asm }()
+	asm := useAsm
+	defer func() { useAsm = asm }()
 	for _, path := range []struct {
 		name string
 		on   bool
@@ -59,7 +59,7 @@ func benchKernels(b *testing.B, c *csr, kernels ...namedKernel) {
 		if path.on && !asm {
 			continue
 		}
-		useAVX = path.on
+		useAsm = path.on
 		for _, k := range kernels {
 			b.Run(path.name+"/"+k.name, func(b *testing.B) {
 				cpu0 := cpuclock.ProcessCPU()
