@@ -338,6 +338,19 @@ func (o *Objective) StartFeatures() []float64 {
 	return out
 }
 
+// keep saves the last Eval's policy and visits, the Hessian's inputs, and
+// restore brings them back after Evals at other points, so that Hessian
+// is again the Hessian at the kept θ.
+func (o *Objective) keep() {
+	o.keptPol = append(o.keptPol[:0], o.pol.Prob...)
+	o.keptVisits = append(o.keptVisits[:0], o.visits...)
+}
+
+func (o *Objective) restore() {
+	copy(o.pol.Prob, o.keptPol)
+	copy(o.visits, o.keptVisits)
+}
+
 // predictValues moves the values of the last Eval, from which a warm-started
 // solve starts, to their first-order prediction at theta,
 // V(θ) ≈ V(θ_last) + ψ·(θ − θ_last), with the ψ of the last Hessian (an

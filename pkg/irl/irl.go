@@ -267,6 +267,9 @@ type Result struct {
 	// products of their column solves (Newton only).
 	HessianEvaluations int `json:"hessian_evaluations,omitempty"`
 	HessianMatVecs     int `json:"hessian_matvecs,omitempty"`
+	// QuasiNewtonSteps counts the accepted steps of Newton's quasi-Newton
+	// phase, before it switched to exact Hessians (newton.go).
+	QuasiNewtonSteps int `json:"quasi_newton_steps,omitempty"`
 	// ModelStates is the number of states of the model (with
 	// Config.Absorbing's changes); ReachableStates of those reachable from
 	// the start distribution, to which the fit was restricted (exactly).
@@ -332,6 +335,11 @@ type Objective struct {
 	hrows, frow, hacc, xt []float64
 	merge                 mergedRow
 	rowDrop               float64 // hessianRowDrop, 0 in tests that need every row
+	// the policy and visits saved by keep
+	keptPol, keptVisits []float64
+	// visitTol, when positive, is the visit solve's tolerance in place of
+	// the workspace's (maxEntNewton's inexact solves)
+	visitTol float64
 }
 
 // NewObjective checks the inputs and precomputes μ_D and the initial
@@ -444,7 +452,14 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
 	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)
-	o.visits = o.ws.Visits(o.visits, o.pol, o.init)
+	if o.visitTol > 0 {
+		tol := o.ws.Options().Tol
+		o.ws.SetTol(o.visitTol)
+		o.visits = o.ws.Visits(o.visits, o.pol, o.init)
+		o.ws.SetTol(tol)
+	} else {
+		o.visits = o.ws.Visits(o.visits, o.pol, o.init)
+	}
 	FeatureCounts(o.muPi, o.phi, o.visits)
 	for j := range grad {
 		grad[j] = o.muD[j] - o.muPi[j] - o.l2*theta[j]

@@ -8,21 +8,38 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize"
 )
 
 // maxEntNewton maximizes the objective from theta (updated in place) by
-// Newton's method with exact Hessians (hessian.go), refreshed lazily, and
-// a line search that needs no objective values.
+// quasi-Newton steps while far from the optimum and Newton's method with
+// exact Hessians (hessian.go), refreshed lazily, near it, with a line
+// search that needs no objective values.
 //
-// The Hessian model H is exact at the first step and whenever the
-// gradient norm has not halved over the last three steps (and three steps
-// have passed since the last exact one); between those it takes the BFGS
-// update for each accepted step s and gradient change y, which keeps −H
-// positive definite because sᵀy < 0 on a concave objective. An exact
-// Hessian costs one policy evaluation per feature, about as much as 2–4
-// objective evaluations on the control lattices; the lazy refresh halves
-// the time to converge there (Acrobot fine: 2 exact Hessians and 9 steps
-// instead of 7 and 7; CartPole fine: 2 and 19 instead of 8 and 8).
+// Far from the optimum the Hessian changes along each step more than an
+// exact one can foresee: at θ = 0 (the uniform policy) it is the largest
+// the objective has, and on CartPole's fine lattice the Newton step from
+// there raises the objective from −35 to 93 where the plain gradient step
+// reaches 611. So the fit starts with L-BFGS (gonum's two-loop recursion,
+// 15 pairs, the initial matrix scaled by the latest pair; the first step is
+// ∇ itself) and switches to Newton for good once ‖∇‖ ≤ 10⁻²‖∇(θ₀)‖, once
+// ‖∇‖ has not halved over three steps, once a step's curvature sᵀy is not
+// negative (the quasi-Newton model broke), or once a quasi-Newton step does
+// not raise the objective at t = 1 (then the step is replaced by Newton's,
+// the Hessian computed from θ's policy and visits, kept for that). On the
+// benchmark's lattices (BenchmarkLocalFit in package control): CartPole
+// fine switches after 5 steps at ‖∇‖ 0.38 (11 evaluations and 1 exact
+// Hessian instead of 17 and 2); on Acrobot fine and Pendulum paper the
+// gradient step overshoots, so they switch at the first step, the
+// overshooting trial costing one evaluation.
+//
+// In the Newton phase the Hessian model H is exact at the switch and
+// whenever the gradient norm has not halved over the last three steps (and
+// three steps have passed since the last exact one); between those it
+// takes the BFGS update for each accepted step s and gradient change y,
+// which keeps −H positive definite because sᵀy < 0 on a concave objective.
+// An exact Hessian costs one policy evaluation per feature, about as much
+// as 2–4 objective evaluations on the control lattices.
 //
 // The step p solves (−H + μI)p = ∇ with μ = 0 unless −H is numerically
 // singular (λ = 0 and a feature the policy cannot vary), then the
@@ -42,9 +59,11 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 	trial, tgrad := make([]float64, d), make([]float64, d)
 	p := make([]float64, d)
 	floor := o.ws.Options().Tol
-	solveTol := floor // the tolerance of the last evaluation's solves
+	solveTol := floor // the tolerance of the last evaluation's solves (θ₀'s is reported: Result.Gradient0)
+	defer func() { o.visitTol = 0 }()
 	eval := func(g, x []float64) (float64, float64, error) {
 		o.ws.SetTol(solveTol)
+		o.visitTol = max(floor, visitTolFactor*solveTol)
 		obj, ll := o.Eval(g, x)
 		res.Evaluations++
 		res.ValueSweeps += o.vals.Iterations
@@ -68,7 +87,19 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 		// the last accepted step and gradient change, for the BFGS update
 		sstep, ydiff, hs = make([]float64, d), make([]float64, d), make([]float64, d)
 		lastExact        int
+		// the quasi-Newton phase: gonum's L-BFGS on −f gives the directions
+		quasi = true
+		lb    = optimize.LBFGS{Store: lbfgsStore}
+		loc   = optimize.Location{X: theta, Gradient: make([]float64, d)}
 	)
+	// exact sets H to the exact Hessian at θ (the last Eval's).
+	exact := func(it int, gn float64) {
+		var st HessianStats
+		h, st = o.Hessian(h, newtonRtol(gn))
+		res.HessianMatVecs += st.MatVecs
+		res.HessianEvaluations++
+		lastExact = it
+	}
 	for it := 0; ; it++ {
 		gn := floats.Norm(grad, 2)
 		if gn <= cfg.GradTol && solveTol > floor {
@@ -91,18 +122,32 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 			return err
 		}
 		solveTol = inexactTol(floor, gn)
-		if it == 0 || (it-lastExact >= 3 && gn > 0.5*res.GradNorm[len(res.GradNorm)-4]) {
-			var st HessianStats
-			h, st = o.Hessian(h, newtonRtol(gn))
-			res.HessianMatVecs += st.MatVecs
-			res.HessianEvaluations++
-			lastExact = it
-		} else {
-			bfgsUpdate(h, hs, sstep, ydiff)
+		stalled := it >= 3 && gn > 0.5*res.GradNorm[len(res.GradNorm)-4]
+		if quasi && it > 0 && (gn <= quasiSwitch*res.GradNorm[0] || stalled || !(floats.Dot(sstep, ydiff) < 0)) {
+			quasi = false
+			exact(it, gn)
+		} else if !quasi {
+			if it-lastExact >= 3 && stalled {
+				exact(it, gn)
+			} else if it > lastExact {
+				bfgsUpdate(h, hs, sstep, ydiff)
+			}
 		}
-		if err := newtonStep(&chol, negH, h, pv, gv); err != nil {
+		if quasi {
+			for j, g := range grad {
+				loc.Gradient[j] = -g
+			}
+			if it == 0 {
+				lb.InitDirection(&loc, p) // p = ∇: the first step is the gradient itself
+			} else {
+				lb.NextDirection(&loc, p)
+			}
+		} else if err := newtonStep(&chol, negH, h, pv, gv); err != nil {
 			res.StopReason = err.Error()
 			return nil
+		}
+		if quasi {
+			o.keep() // the Hessian's inputs at θ, should the step fail
 		}
 		slope := floats.Dot(grad, p)
 		accepted := false
@@ -120,7 +165,22 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 				copy(grad, tgrad)
 				obj, ll = tobj, tll
 				accepted = true
+				if quasi {
+					res.QuasiNewtonSteps++
+				}
 				break
+			}
+			if quasi {
+				// The quasi-Newton model failed: Newton from θ instead.
+				quasi = false
+				o.restore()
+				exact(it, gn)
+				if err := newtonStep(&chol, negH, h, pv, gv); err != nil {
+					res.StopReason = err.Error()
+					return nil
+				}
+				slope, t = floats.Dot(grad, p), 1
+				continue
 			}
 			t *= min(0.5, max(0.1, slope/(slope-dphi)))
 		}
@@ -134,26 +194,46 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 	}
 }
 
-// inexactTol is the tolerance of the value and visit solves of the
-// evaluations that follow an iterate with gradient norm gn: 10⁻⁴·gn
-// within [floor, 10⁻³], floor being the configured solver tolerance. A
-// solve's error moves the gradient by about its tolerance times the
-// discounted horizon and the features' scale, so far from the optimum a
-// loose solve steers as well as a tight one (inexact Newton), and once
-// 10⁻⁴·‖∇‖ falls below floor the solves are as tight as configured;
-// convergence is only declared on a gradient solved at floor. On
-// CartPole's fine lattice this saves about a fifth of the fit's time at
-// the same iterates (10⁻⁵·gn and 10⁻³·gn were no faster).
+// lbfgsStore is the quasi-Newton phase's number of stored pairs (gonum's
+// default) and quasiSwitch the fraction of the starting gradient norm at
+// which the fit switches to Newton.
+const (
+	lbfgsStore  = 15
+	quasiSwitch = 1e-2
+)
+
+// inexactTol is the tolerance of the value solves of the evaluations that
+// follow an iterate with gradient norm gn: 10⁻⁴·gn within [floor, 10⁻³],
+// floor being the configured solver tolerance; the visit solves take
+// visitTolFactor times it (not below floor). A value solve's error moves
+// the gradient by about its tolerance times the discounted horizon and
+// the features' scale, so far from the optimum a loose solve steers as
+// well as a tight one (inexact Newton), and once 10⁻⁴·‖∇‖ falls below
+// floor the solves are as tight as configured; convergence is only
+// declared on a gradient solved at floor. On CartPole's fine lattice this
+// saves about a fifth of the fit's time at the same iterates (10⁻⁵·gn and
+// 10⁻³·gn were no faster).
 func inexactTol(floor, gn float64) float64 { return max(floor, min(1e-3, 1e-4*gn)) }
 
+// visitTolFactor scales inexactTol for the visit solves. Their tolerance
+// bounds each state's residual, and the gradient sums the visits' errors
+// over the states: on Acrobot's fine lattice (24,000 states, γ = 0.99)
+// the value tolerance 10⁻³ gave one default-run fit (seed 2, client 2) a
+// gradient of norm 25 where a tight solve gives 36, and its line search
+// found no ascent along the Newton step it steered. A factor of
+// S·(1 − γ)·τ ≈ 100–400 on the control lattices would equalize the two
+// solves' effect on the gradient.
+const visitTolFactor = 1e-2
+
 // newtonRtol is the relative residual of the Hessian's column solves at a
-// gradient norm gn: 10⁻³·gn within [10⁻⁴, 10⁻¹]. Far from the optimum a
+// gradient norm gn: 10⁻³·gn within [10⁻², 10⁻¹]. Far from the optimum a
 // rough Hessian steers as well as an exact one (the line search guards
-// the step); near it the Hessian's relative error ε makes a step contract
-// the gradient by about ε, so the tolerance tightens with the gradient.
-// On the Acrobot fine lattice this saves a fifth of the products of a
-// fixed 10⁻³ at the same number of steps.
-func newtonRtol(gn float64) float64 { return min(1e-1, max(1e-4, 1e-3*gn)) }
+// the step); near it a relative error ε makes a step contract the
+// gradient by about ε, but the BFGS updates and the inexact gradients
+// bound the contraction at 0.1–0.2 per step anyway: on CartPole's fine
+// lattice 10⁻² solves the Hessian at the switch with 570 products instead
+// of 967 at the same 11 evaluations (3·10⁻²: 448 products, 12 evaluations).
+func newtonRtol(gn float64) float64 { return min(1e-1, max(1e-2, 1e-3*gn)) }
 
 // bfgsUpdate applies to the negative definite Hessian model h the BFGS
 // update for the step s and gradient change y = ∇⁺ − ∇,

@@ -18,8 +18,11 @@ import (
 // L-BFGS and long gradient ascent reach, with ‖∇‖₂ ≤ GradTol, on small
 // problems with terminal states, the absorbing treatment, a finite horizon
 // and, without L2, a singular-free but weakly curved objective; it says
-// why it stopped when it does not converge.
+// why it stopped when it does not converge. Both ways into the Newton
+// phase are among the cases: after accepted quasi-Newton steps, and from a
+// first quasi-Newton step that failed.
 func TestNewtonMatchesOtherSolvers(t *testing.T) {
+	var quasi, fallback int
 	cases := []struct {
 		name      string
 		seed      uint64
@@ -60,10 +63,15 @@ func TestNewtonMatchesOtherSolvers(t *testing.T) {
 			}
 			approx.Slices(t, "θ (Newton vs gradient ascent)", nt.Theta, ref.Theta, 1e-6, 1e-6)
 			approx.Equal(t, "θ_abs", nt.AbsorbingReward, ref.AbsorbingReward, 1e-6, 1e-6)
-			t.Logf("Newton: %d steps, %d evaluations, %d exact Hessians (%d products); gradient ascent %d steps; θ = %.4f",
-				nt.Iterations, nt.Evaluations, nt.HessianEvaluations, nt.HessianMatVecs, ref.Iterations, nt.Theta)
+			t.Logf("Newton: %d steps (%d quasi-Newton), %d evaluations, %d exact Hessians (%d products); gradient ascent %d steps; θ = %.4f",
+				nt.Iterations, nt.QuasiNewtonSteps, nt.Evaluations, nt.HessianEvaluations, nt.HessianMatVecs, ref.Iterations, nt.Theta)
 			if nt.Iterations > 15 {
 				t.Errorf("Newton took %d steps", nt.Iterations)
+			}
+			if nt.QuasiNewtonSteps > 0 {
+				quasi++
+			} else {
+				fallback++
 			}
 			if floats.Norm(nt.Theta, 2) == 0 {
 				t.Error("θ = 0: the test problem has no signal")
@@ -79,6 +87,9 @@ func TestNewtonMatchesOtherSolvers(t *testing.T) {
 				t.Fatalf("one Newton step: converged %v, stop reason %q", one.Converged, one.StopReason)
 			}
 		})
+	}
+	if quasi == 0 || fallback == 0 {
+		t.Errorf("%d fits took quasi-Newton steps and %d switched at the first step; want both kinds", quasi, fallback)
 	}
 }
 
@@ -194,5 +205,52 @@ func TestNewtonJudgesConvergenceAtSolverTol(t *testing.T) {
 	fresh := floats.Norm(grad, 2)
 	if got := res.GradNorm[len(res.GradNorm)-1]; fresh > cfg.GradTol || math.Abs(fresh-got) > 1e-12 {
 		t.Fatalf("‖∇‖ at θ: reported %.6g, fresh solve at tol %g %.6g (GradTol %g)", got, cfg.Solver.Tol, fresh, cfg.GradTol)
+	}
+}
+
+// TestHessianAfterRestore: after keep at θ₁, an Eval at θ₂ and restore,
+// Hessian is the Hessian at θ₁ (that of a fresh objective evaluated at θ₁),
+// not at θ₂ — what Newton's switch from a failed quasi-Newton step relies
+// on.
+func TestHessianAfterRestore(t *testing.T) {
+	m, phi, demos := smallProblem(9, 10)
+	cfg := Config{Temperature: 1, L2: 0.1, Solver: mdp.Options{Tol: 1e-13, Newton: true}}
+	d := phi.RawMatrix().Cols
+	th1, th2 := make([]float64, d), make([]float64, d)
+	for j := range d {
+		th1[j], th2[j] = 0.3*float64(j%3)-0.2, 1.5-0.4*float64(j%4)
+	}
+	hessAt := func(o *Objective) *mat.SymDense {
+		h, _ := o.Hessian(nil, 1e-12)
+		return h
+	}
+	fresh, err := NewObjective(m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	g := make([]float64, fresh.Dim())
+	fresh.Eval(g, th1)
+	want := hessAt(fresh)
+	fresh.Eval(g, th2)
+	other := hessAt(fresh)
+
+	o, err := NewObjective(m, phi, demos, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	o.Eval(g, th1)
+	o.keep()
+	o.Eval(g, th2)
+	o.restore()
+	got := hessAt(o)
+	if mat.EqualApprox(want, other, 1e-6) {
+		t.Fatal("the Hessians at θ₁ and θ₂ coincide: the test cannot tell them apart")
+	}
+	if !mat.EqualApprox(got, want, 1e-8*mat.Norm(want, 1)) {
+		var diff mat.Dense
+		diff.Sub(got, want)
+		t.Fatalf("Hessian after restore differs from the Hessian at θ₁ by %g (‖H‖ %g)", mat.Norm(&diff, 1), mat.Norm(want, 1))
 	}
 }

@@ -4,8 +4,8 @@ import "golang.org/x/sys/cpu"
 
 // useAsm selects the assembly Krylov kernels (on any CPU with AVX) (kernels_amd64.s: AVX for
 // blocks, SSE2 for single vectors), which round exactly as the Go loops of
-// block.go and sparse.go: the same results, bit for bit
-// (TestBlockKernelsAVXMatchGo).
+// block.go, sparse.go and ell.go: the same results, bit for bit
+// (TestBlockKernelsAVXMatchGo, TestILU0MatchesCSR).
 var useAsm = cpu.X86.HasAVX
 
 //go:noescape
@@ -25,3 +25,9 @@ func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *f
 
 //go:noescape
 func blockAddScaledAVX(y, a, x *blk, n int)
+
+//go:noescape
+func ellForwardAsm(x *float64, col *int32, val *float64, lo, hi int)
+
+//go:noescape
+func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi int)

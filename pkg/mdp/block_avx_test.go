@@ -8,8 +8,8 @@ import (
 
 // TestBlockKernelsAVXMatchGo: the assembly kernels (kernels_amd64.s) give
 // the Go loops' results bit for bit — the product with I − γP_π over whole
-// and partial row ranges, the ILU(0) substitutions, the per-column dot
-// products and updates — on the CartPole-sized banded benchmark matrix
+// and partial row ranges, the block ILU(0) substitutions, the per-column
+// dot products and updates, the single-vector product — on the CartPole-sized banded benchmark matrix
 // with entries of every sign, zeros and negative zeros, and a whole
 // EvaluateColumns solve (warm and cold) as well.
 func TestBlockKernelsAVXMatchGo(t *testing.T) {
@@ -90,7 +90,7 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 	})
 	same("scaled sum", got, want)
 
-	// The single-vector product and substitutions.
+	// The single-vector product (the substitutions have one path, ell.go).
 	xs := make([]float64, n)
 	for s := range xs {
 		xs[s] = x[s][s%blockWidth]
@@ -103,12 +103,6 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 		})
 		same("single product", got, want)
 	}
-	got, want = both(func() []blk {
-		y := append([]float64(nil), xs...)
-		c.precond(y)
-		return asBlocks(y)
-	})
-	same("single substitutions", got, want)
 
 	// A whole column solve: 11 columns (one block padded), cold then warm.
 	const d = 11

@@ -24,3 +24,11 @@ func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *f
 }
 
 func blockAddScaledAVX(y, a, x *blk, n int) { panic("mdp: blockAddScaledAVX without AVX") }
+
+func ellForwardAsm(x *float64, col *int32, val *float64, lo, hi int) {
+	panic("mdp: ellForwardAsm off amd64")
+}
+
+func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi int) {
+	panic("mdp: ellBackwardAsm off amd64")
+}

@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// The Krylov kernels of block.go and sparse.go: AVX for blocks of 8
+// The Krylov kernels of block.go, sparse.go and ell.go: AVX for blocks of 8
 // columns (one block in two Y registers), scalar SSE2 for single vectors.
 // No fused multiply-add: each lane performs the same IEEE operations in
 // the same order as the Go loop it replaces (whose products are rounded by
@@ -238,6 +238,69 @@ rstore:
 rdone:
 	RET
 
+// ETERM subtracts val[k]·x[col[k]] of fixed-width slot k (k = 0..7) from
+// X0, R9 and R10 pointing at the row's slots.
+#define ETERM(k) \
+	MOVLQSX k*4(R9), R13; \
+	MOVSD   k*8(R10), X2; \
+	MULSD   (SI)(R13*8), X2; \
+	SUBSD   X2, X0
+
+#define EROW \
+	ETERM(0); ETERM(1); ETERM(2); ETERM(3); \
+	ETERM(4); ETERM(5); ETERM(6); ETERM(7)
+
+// func ellForwardAsm(x *float64, col *int32, val *float64, lo, hi int)
+// For rows i = lo..hi-1 in order: x[i] -= val[s]·x[col[s]] for the 8
+// slots s of row i (col and val point at row lo's slots).
+TEXT ·ellForwardAsm(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ col+8(FP), R9
+	MOVQ val+16(FP), R10
+	MOVQ lo+24(FP), AX
+	MOVQ hi+32(FP), CX
+	CMPQ AX, CX
+	JGE  efdone
+
+efrow:
+	MOVSD (SI)(AX*8), X0
+	EROW
+	MOVSD X0, (SI)(AX*8)
+	ADDQ  $32, R9
+	ADDQ  $64, R10
+	INCQ  AX
+	CMPQ  AX, CX
+	JL    efrow
+
+efdone:
+	RET
+
+// func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi int)
+// For rows i = hi-1 down to lo: x[i] -= val[s]·x[col[s]] for the 8 slots
+// s of row i, then x[i] *= inv[i] (col and val point at row hi-1's slots).
+TEXT ·ellBackwardAsm(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ col+8(FP), R9
+	MOVQ val+16(FP), R10
+	MOVQ inv+24(FP), DX
+	MOVQ lo+32(FP), BX
+	MOVQ hi+40(FP), AX
+	CMPQ BX, AX
+	JGE  ebdone
+
+ebrow:
+	DECQ  AX
+	MOVSD (SI)(AX*8), X0
+	EROW
+	MULSD (DX)(AX*8), X0
+	MOVSD X0, (SI)(AX*8)
+	SUBQ  $32, R9
+	SUBQ  $64, R10
+	CMPQ  AX, BX
+	JG    ebrow
+
+ebdone:
+	RET
 // func precondAsm(x *float64, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int)
 // precondBlockAVX for one column.
 TEXT ·precondAsm(SB), NOSPLIT, $0-56

@@ -21,15 +21,20 @@ type csr struct {
 	val  []float64 // the matrix
 	lu   []float64 // ILU(0): strict lower part L (unit diagonal implied), upper part U
 	inv  []float64 // 1/U(i,i), so the backward substitution multiplies instead of dividing
-	mark []int     // scratch of the factorization, −1 when unused
+	mark []int32   // scratch of the factorization and the transpose, spare() when unused
+	// the factors' parts below (el) and above (eu) the diagonal in
+	// fixed-width rows, for the substitutions (ell.go), when ell is set
+	el, eu ell
+	ell    bool
 }
 
 // newCSR returns a matrix of order n with room for nnz entries; the caller fills in the pattern.
 func newCSR(n, nnz int) *csr {
 	c := &csr{n: n, ptr: make([]int, n+1), col: make([]int32, nnz), val: make([]float64, nnz),
-		lu: make([]float64, nnz), inv: make([]float64, n), diag: make([]int, n), mark: make([]int, n)}
+		lu: make([]float64, nnz+1), inv: make([]float64, n), diag: make([]int, n), mark: make([]int32, n),
+		el: newEll(n), eu: newEll(n)}
 	for i := range c.mark {
-		c.mark[i] = -1
+		c.mark[i] = c.spare()
 	}
 	return c
 }
@@ -56,8 +61,10 @@ func (c *csr) transposeOf(t *csr) {
 	for i := 0; i < n; i++ {
 		c.ptr[i+1] += c.ptr[i]
 	}
-	fill := c.mark // borrowed, reset to −1 below
-	copy(fill, c.ptr[:n])
+	fill := c.mark // borrowed, reset below
+	for i := range n {
+		fill[i] = int32(c.ptr[i])
+	}
 	for i := 0; i < n; i++ {
 		for p := t.ptr[i]; p < t.ptr[i+1]; p++ {
 			j := t.col[p]
@@ -67,7 +74,7 @@ func (c *csr) transposeOf(t *csr) {
 		}
 	}
 	for i := range fill {
-		fill[i] = -1
+		fill[i] = c.spare()
 	}
 	c.findDiag(0, n)
 }
@@ -95,13 +102,28 @@ func (c *csr) mulRange(y, x []float64, lo, hi int) {
 // elimination restricted to the pattern). It reports false when a pivot
 // vanishes. For I − γP with P substochastic the matrix is an M-matrix and
 // the pivots stay positive.
+//
+// A row's update by an earlier row k subtracts l·u(k,j) at j's position in
+// row i, found through mark, which sends a column outside row i's pattern
+// to a spare entry past the matrix (whose value is never read), so the
+// loop has no data-dependent branch. When few row parts are longer than
+// ellWidth (useEll) the factored rows are laid out in fixed-width rows for
+// the substitutions as they go (ell.go), and the updates read row k's part
+// above the diagonal from that layout: its unused slots (column k,
+// coefficient −0) subtract l·(−0) from the entry (i,k) = l itself, which
+// leaves it unchanged. Either way each entry takes its updates in the
+// order of the plain csr loop, so the factors are the same bit for bit
+// (TestILU0MatchesCSR).
 func (c *csr) ilu0() bool {
-	lu, col, mark := c.lu, c.col, c.mark
+	lu, col, mark, spare := c.lu, c.col, c.mark, c.spare()
 	copy(lu, c.val[:c.ptr[c.n]])
+	c.ell = c.useEll()
+	uc, uv, umore := c.eu.col, c.eu.val, c.eu.more
+	c.el.over, c.eu.over = c.el.over[:0], c.eu.over[:0]
 	for i := 0; i < c.n; i++ {
 		p0, p1 := c.ptr[i], c.ptr[i+1]
 		for p := p0; p < p1; p++ {
-			mark[col[p]] = p
+			mark[col[p]] = int32(p)
 		}
 		for p := p0; p < c.diag[i]; p++ {
 			k := int(col[p])
@@ -110,62 +132,68 @@ func (c *csr) ilu0() bool {
 			if l == 0 {
 				continue
 			}
-			for q := c.diag[k] + 1; q < c.ptr[k+1]; q++ {
-				if m := mark[col[q]]; m >= 0 {
-					lu[m] -= l * lu[q]
+			q0 := c.diag[k] + 1
+			if c.ell {
+				cs := uc[k*ellWidth : (k+1)*ellWidth : (k+1)*ellWidth]
+				vs := uv[k*ellWidth : (k+1)*ellWidth : (k+1)*ellWidth]
+				lu[mark[cs[0]]] -= float64(l * vs[0])
+				lu[mark[cs[1]]] -= float64(l * vs[1])
+				lu[mark[cs[2]]] -= float64(l * vs[2])
+				lu[mark[cs[3]]] -= float64(l * vs[3])
+				lu[mark[cs[4]]] -= float64(l * vs[4])
+				lu[mark[cs[5]]] -= float64(l * vs[5])
+				lu[mark[cs[6]]] -= float64(l * vs[6])
+				lu[mark[cs[7]]] -= float64(l * vs[7])
+				if !umore[k] {
+					continue
 				}
+				q0 += ellWidth
+			}
+			us, cs := lu[q0:c.ptr[k+1]], col[q0:c.ptr[k+1]]
+			cs = cs[:len(us)]
+			for t, u := range us {
+				lu[mark[cs[t]]] -= float64(l * u)
 			}
 		}
 		for p := p0; p < p1; p++ {
-			mark[col[p]] = -1
+			mark[col[p]] = spare
 		}
 		d := lu[c.diag[i]]
 		if d == 0 || math.IsNaN(d) || math.IsInf(d, 0) {
 			return false
 		}
 		c.inv[i] = 1 / d
+		if c.ell {
+			c.layoutRow(i)
+		}
 	}
 	return true
 }
 
-// precond overwrites x with (LU)⁻¹x by forward and backward substitution.
-// It is serial: each row needs the rows just solved. (Splitting the
-// factors into independent diagonal blocks, one per core, cost more GMRES
-// iterations than it saved on the 10⁵ and 10⁶ Pendulum models.)
-//
-// The row loops run on subslices (no bounds checks inside) and the
-// backward pass multiplies by the stored 1/U(i,i): a division sat on the
-// critical path from one row to the next, and with it the substitutions
-// cost about twice a product with the matrix (CartPole's fine lattice).
-func (c *csr) precond(x []float64) {
-	lu, col, ptr, diag, inv := c.lu, c.col, c.ptr, c.diag, c.inv
-	n := c.n
-	x, ptr, diag, inv = x[:n], ptr[:n+1], diag[:n], inv[:n]
-	if useAsm && n > 0 {
-		precondAsm(&x[0], &lu[0], &col[0], &ptr[0], &diag[0], &inv[0], n)
-		return
-	}
-	for i := range n {
-		p0, d := ptr[i], diag[i]
-		ls, cs := lu[p0:d], col[p0:d]
-		cs = cs[:len(ls)]
-		acc := x[i]
-		for k, l := range ls {
-			acc -= float64(l * x[cs[k]])
+// useEll reports whether at most ellMaxLong of the row parts (below or
+// above the diagonal) are longer than ellWidth: then the fixed-width
+// layout pays (CartPole's fine lattice: 1.6 %), while on rows that mostly
+// overflow their slots (Acrobot's fine lattice, 3 actions) finishing them
+// from the csr cost more than the layout saved.
+func (c *csr) useEll() bool {
+	long := 0
+	for i := range c.n {
+		if c.diag[i]-c.ptr[i] > ellWidth {
+			long++
 		}
-		x[i] = acc
-	}
-	for i := n - 1; i >= 0; i-- {
-		d, p1 := diag[i], ptr[i+1]
-		us, cs := lu[d+1:p1], col[d+1:p1]
-		cs = cs[:len(us)]
-		acc := x[i]
-		for k, u := range us {
-			acc -= float64(u * x[cs[k]])
+		if c.ptr[i+1]-c.diag[i]-1 > ellWidth {
+			long++
 		}
-		x[i] = acc * inv[i]
 	}
+	return float64(long) <= ellMaxLong*float64(2*c.n)
 }
+
+// ellMaxLong is the largest fraction of long row parts for which ilu0
+// lays the factors out in fixed-width rows.
+const ellMaxLong = 0.05
+
+// spare returns the index of lu's spare entry, past every matrix entry.
+func (c *csr) spare() int32 { return int32(len(c.lu) - 1) }
 
 // gmres holds the buffers of restarted GMRES(m) with right
 // preconditioning (Saad, Iterative Methods for Sparse Linear Systems,

@@ -131,6 +131,9 @@ func benchLocalFits(b *testing.B, opts []string, cases []struct{ env, lattice st
 					b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0)/1e9/float64(b.N), "cpu-s/fit")
 					b.ReportMetric(float64(res.Iterations), "iterations")
 					b.ReportMetric(float64(res.Evaluations), "evaluations")
+					b.ReportMetric(float64(res.ValueSweeps), "value-sweeps")
+					b.ReportMetric(float64(res.VisitSweeps), "visit-sweeps")
+					b.ReportMetric(float64(res.QuasiNewtonSteps), "quasi-newton-steps")
 					b.ReportMetric(float64(res.HessianEvaluations), "exact-hessians")
 					b.ReportMetric(float64(res.HessianMatVecs), "hessian-matvecs")
 					conv := 0.0
