@@ -50,6 +50,13 @@
 	MOVQ n+48(FP), CX; \
 	XORQ AX, AX
 
+// ELLARGS loads the arguments x, col and val of ellForwardAsm and
+// ellBackwardAsm.
+#define ELLARGS \
+	MOVQ x+0(FP), SI; \
+	MOVQ col+8(FP), R9; \
+	MOVQ val+16(FP), R10
+
 // func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int)
 // For rows i = 0..n-1: y[i] = Σ_{k=ptr[i]}^{ptr[i+1]-1} val[k]·x[col[k]],
 // summed in k order from +0.
@@ -254,9 +261,7 @@ rdone:
 // For rows i = lo..hi-1 in order: x[i] -= val[s]·x[col[s]] for the 8
 // slots s of row i (col and val point at row lo's slots).
 TEXT ·ellForwardAsm(SB), NOSPLIT, $0-40
-	MOVQ x+0(FP), SI
-	MOVQ col+8(FP), R9
-	MOVQ val+16(FP), R10
+	ELLARGS
 	MOVQ lo+24(FP), AX
 	MOVQ hi+32(FP), CX
 	CMPQ AX, CX
@@ -279,9 +284,7 @@ efdone:
 // For rows i = hi-1 down to lo: x[i] -= val[s]·x[col[s]] for the 8 slots
 // s of row i, then x[i] *= inv[i] (col and val point at row hi-1's slots).
 TEXT ·ellBackwardAsm(SB), NOSPLIT, $0-48
-	MOVQ x+0(FP), SI
-	MOVQ col+8(FP), R9
-	MOVQ val+16(FP), R10
+	ELLARGS
 	MOVQ inv+24(FP), DX
 	MOVQ lo+32(FP), BX
 	MOVQ hi+40(FP), AX
