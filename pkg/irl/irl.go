@@ -452,14 +452,12 @@ func (o *Objective) Eval(grad, theta []float64) (objective, logLik float64) {
 	v0 := floats.Dot(o.init, o.vals.Start())
 	logLik = floats.Dot(theta, o.muD) - v0
 	objective = logLik - 0.5*o.l2*floats.Dot(theta, theta)
+	tol := o.ws.Options().Tol
 	if o.visitTol > 0 {
-		tol := o.ws.Options().Tol
 		o.ws.SetTol(o.visitTol)
-		o.visits = o.ws.Visits(o.visits, o.pol, o.init)
-		o.ws.SetTol(tol)
-	} else {
-		o.visits = o.ws.Visits(o.visits, o.pol, o.init)
 	}
+	o.visits = o.ws.Visits(o.visits, o.pol, o.init)
+	o.ws.SetTol(tol)
 	FeatureCounts(o.muPi, o.phi, o.visits)
 	for j := range grad {
 		grad[j] = o.muD[j] - o.muPi[j] - o.l2*theta[j]

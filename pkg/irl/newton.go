@@ -142,12 +142,10 @@ func maxEntNewton(ctx context.Context, o *Objective, theta []float64, cfg Config
 			} else {
 				lb.NextDirection(&loc, p)
 			}
+			o.keep() // the Hessian's inputs at θ, should the step fail
 		} else if err := newtonStep(&chol, negH, h, pv, gv); err != nil {
 			res.StopReason = err.Error()
 			return nil
-		}
-		if quasi {
-			o.keep() // the Hessian's inputs at θ, should the step fail
 		}
 		slope := floats.Dot(grad, p)
 		accepted := false
