@@ -8,12 +8,10 @@ import (
 	"github.com/fedirl/fedirl/pkg/mdp"
 )
 
-// withAbsorbing returns copies of m and phi in which every terminal state of
-// m is an ordinary state that loops to itself under every action, and phi
-// has one more column, the absorbing indicator: 1 on the rows of those
-// states (whose other entries are set to 0) and 0 elsewhere. See
+// absorbingModel returns a copy of m in which every terminal state is an
+// ordinary state that loops to itself under every action. See
 // Config.Absorbing.
-func withAbsorbing(m *mdp.MDP, phi *mat.Dense) (*mdp.MDP, *mat.Dense) {
+func absorbingModel(m *mdp.MDP) *mdp.MDP {
 	S, A := m.NumStates, m.NumActions
 	out := &mdp.MDP{NumStates: S, NumActions: A, Gamma: m.Gamma, Horizon: m.Horizon,
 		Init: m.Init, RowPtr: make([]int, S*A+1)}
@@ -35,16 +33,24 @@ func withAbsorbing(m *mdp.MDP, phi *mat.Dense) (*mdp.MDP, *mat.Dense) {
 		}
 		out.RowPtr[k+1] = len(out.Next)
 	}
+	return out
+}
+
+// absorbingRows returns the rows of phi with one more column, the
+// absorbing indicator: 1 on the rows of m's terminal states (whose other
+// entries are 0) and 0 elsewhere. See Config.Absorbing.
+func absorbingRows(m *mdp.MDP, phi *mat.Dense) featureRows {
 	r, d := phi.Dims()
-	aug := mat.NewDense(r, d+1, nil)
-	for k := range r {
+	A := m.NumActions
+	return featureRows{n: r, d: d + 1, fill: func(dst []float64, k int) {
 		if m.IsTerminal(k / A) {
-			aug.Set(k, d, 1)
-			continue
+			clear(dst[:d])
+			dst[d] = 1
+			return
 		}
-		copy(aug.RawRowView(k)[:d], phi.RawRowView(k))
-	}
-	return out, aug
+		copy(dst, phi.RawRowView(k))
+		dst[d] = 0
+	}}
 }
 
 // absorbingTails returns, per demonstration, the discounted weight

@@ -356,18 +356,20 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 		return nil, fmt.Errorf("irl: feature matrix has %d rows, want states*actions = %d", r, m.NumPairs())
 	}
 	var tails []float64
+	rows := denseRows(phi)
 	if cfg.Absorbing {
 		if err := CheckTrajectories(m, demos); err != nil {
 			return nil, err
 		}
 		tails = absorbingTails(m, demos)
-		m, phi = withAbsorbing(m, phi)
+		rows = absorbingRows(m, phi)
+		m = absorbingModel(m)
 	}
-	_, d := phi.Dims()
-	muD, err := EmpiricalFeatureExpectations(nil, m, phi, demos)
-	if err != nil {
+	d := rows.d
+	if err := CheckTrajectories(m, demos); err != nil {
 		return nil, err
 	}
+	muD := empiricalFeatures(make([]float64, d), m, rows, demos)
 	if cfg.EmpiricalFeatures != nil {
 		nd := d
 		if cfg.Absorbing {
@@ -386,14 +388,14 @@ func NewObjective(m *mdp.MDP, phi *mat.Dense, demos []Trajectory, cfg Config) (*
 	for _, t := range tails {
 		muD[d-1] += t / float64(len(demos))
 	}
-	o := &Objective{m: m, phi: phi, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD, absorbing: cfg.Absorbing, rowDrop: hessianRowDrop}
+	o := &Objective{m: m, d: d, tau: cfg.Temperature, l2: cfg.L2, muD: muD, absorbing: cfg.Absorbing, rowDrop: hessianRowDrop}
 	if cfg.InitFromMDP {
 		o.init = m.Init
 	} else {
 		o.init = EmpiricalInit(nil, m, demos)
 	}
 	o.modelStates, o.fitStates = m.NumStates, m.NumStates
-	if err := o.restrictToReachable(); err != nil {
+	if err := o.restrictToReachable(rows); err != nil {
 		return nil, err
 	}
 	m = o.m
@@ -540,18 +542,25 @@ func EmpiricalFeatureExpectations(dst []float64, m *mdp.MDP, phi *mat.Dense, dem
 	if len(dst) != raw.Cols {
 		panic("irl: EmpiricalFeatureExpectations dst length mismatch")
 	}
+	return empiricalFeatures(dst, m, denseRows(phi), demos), nil
+}
+
+// empiricalFeatures is EmpiricalFeatureExpectations on checked inputs,
+// the features given by rows (dst of length rows.d).
+func empiricalFeatures(dst []float64, m *mdp.MDP, rows featureRows, demos []Trajectory) []float64 {
 	clear(dst)
 	A := m.NumActions
+	row := make([]float64, rows.d)
 	for _, tr := range demos {
 		g := 1.0
 		for t, a := range tr.Actions {
-			k := tr.States[t]*A + a
-			floats.AddScaled(dst, g, raw.Data[k*raw.Stride:k*raw.Stride+raw.Cols])
+			rows.fill(row, tr.States[t]*A+a)
+			floats.AddScaled(dst, g, row)
 			g *= m.Gamma
 		}
 	}
 	floats.Scale(1/float64(len(demos)), dst)
-	return dst, nil
+	return dst
 }
 
 // EmpiricalInit returns in dst (length S, allocated if nil) the empirical

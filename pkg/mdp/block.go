@@ -121,16 +121,6 @@ func blockDots(dst *blk, x, y []blk) {
 	*dst = d
 }
 
-// blockAxpy sets y[s][jj] −= a[jj]·x[s][jj]: blockAddScaled with −a, the
-// same numbers bit for bit (y − a·x is y + (−a)·x in IEEE arithmetic).
-func blockAxpy(y []blk, a *blk, x []blk) {
-	na := *a
-	for jj := range na {
-		na[jj] = -na[jj]
-	}
-	blockAddScaled(y, &na, x)
-}
-
 // blockAddScaled sets y[s][jj] += a[jj]·x[s][jj] (a rounded product, then
 // a rounded sum, as the plain loop).
 func blockAddScaled(y []blk, a *blk, x []blk) {
@@ -145,6 +135,30 @@ func blockAddScaled(y []blk, a *blk, x []blk) {
 			ys[jj] += float64(a[jj] * xs[jj])
 		}
 	}
+}
+
+// blockAxpyDots sets w[s][jj] += a[jj]·v[s][jj] (as blockAddScaled) and
+// then dst[jj] = Σ_s w[s][jj]·u[s][jj] of the new w (as blockDots), in one
+// pass; u may be w. The block GMRES's modified Gram–Schmidt fuses each
+// update with the next basis vector's dot products this way (orth.go).
+func blockAxpyDots(dst *blk, w []blk, a *blk, v, u []blk) {
+	v, u = v[:len(w)], u[:len(w)]
+	if useAsm && len(w) > 0 {
+		blockAxpyDotsAVX(dst, &w[0], a, &v[0], &u[0], len(w))
+		return
+	}
+	var d blk
+	for s := range w {
+		ws, vs := &w[s], &v[s]
+		for jj := range ws {
+			ws[jj] += float64(a[jj] * vs[jj])
+		}
+		us := &u[s]
+		for jj := range d {
+			d[jj] += float64(ws[jj] * us[jj])
+		}
+	}
+	*dst = d
 }
 
 // blockOnes multiplies by 1 (exactly) in blockAddScaled: x += 1·u is x += u.
@@ -246,7 +260,9 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 			if !live {
 				break
 			}
-			copy(k.u, k.v[j])
+			if j == 0 {
+				copy(k.u, k.v[0]) // later steps' copies come with v_j
+			}
 			precond(k.u)
 			mul(k.w, k.u)
 			for jj := range blockWidth {
@@ -255,33 +271,26 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 					total++
 				}
 			}
-			var hcol blk
+			// modified Gram–Schmidt, each update fused with the next
+			// dot products (blockAxpyDots), the last with the norms
+			var hcol, hn blk
+			blockDots(&hcol, k.w, k.v[0])
 			for i := 0; i <= j; i++ {
-				blockDots(&hcol, k.w, k.v[i])
 				for jj := range blockWidth {
 					if !run[jj] {
 						hcol[jj] = 0
 					}
 					k.h[jj][j*(m+1)+i] = hcol[jj]
+					hcol[jj] = -hcol[jj] // w − h·v is w + (−h)·v
 				}
-				blockAxpy(k.w, &hcol, k.v[i])
+				if i < j {
+					blockAxpyDots(&hcol, k.w, &hcol, k.v[i], k.v[i+1])
+				} else {
+					blockAxpyDots(&hn, k.w, &hcol, k.v[i], k.w)
+				}
 			}
-			var hn blk
-			blockDots(&hn, k.w, k.w)
 			for jj := range blockWidth {
 				hn[jj] = math.Sqrt(hn[jj])
-				scale[jj] = 0
-				if run[jj] && hn[jj] > 0 {
-					scale[jj] = 1 / hn[jj]
-				}
-			}
-			vn := k.v[j+1]
-			for s := range vn {
-				for jj := range blockWidth {
-					vn[s][jj] = k.w[s][jj] * scale[jj]
-				}
-			}
-			for jj := range blockWidth {
 				if !run[jj] {
 					continue
 				}
@@ -306,14 +315,23 @@ func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk
 					run[jj] = false
 				}
 			}
-			// A stopped column's basis vectors stay zero, so it costs
-			// nothing but the block's arithmetic.
+			// v_{j+1} = w/‖w‖ for the columns still running; a stopped
+			// column's basis vector is zero (w·0, finite w), so it costs
+			// nothing but the block's arithmetic. The next step starts
+			// from a copy of it in u, written in the same pass.
 			for jj := range blockWidth {
-				if !run[jj] {
-					for s := range vn {
-						vn[s][jj] = 0
-					}
+				scale[jj] = 0
+				if run[jj] && hn[jj] > 0 {
+					scale[jj] = 1 / hn[jj]
 				}
+			}
+			vn := k.v[j+1]
+			for s := range vn {
+				var vs blk
+				for jj := range blockWidth {
+					vs[jj] = k.w[s][jj] * scale[jj]
+				}
+				vn[s], k.u[s] = vs, vs
 			}
 		}
 		// x += M⁻¹ V y, column by column, with y = H⁻¹g (upper triangular).

@@ -77,12 +77,29 @@ func TestBlockKernelsAVXMatchGo(t *testing.T) {
 	})
 	same("dots", got, want)
 	a := x[5]
-	got, want = both(func() []blk {
+	for _, alias := range []bool{false, true} {
+		got, want = both(func() []blk {
+			y := append([]blk(nil), w...)
+			u := w
+			if alias {
+				u = y
+			}
+			var d blk
+			blockAxpyDots(&d, y, &a, x, u)
+			return append(y, d)
+		})
+		same("update and dots", got, want)
+		// the same bits as the update and the dots done apart
 		y := append([]blk(nil), w...)
-		blockAxpy(y, &a, x)
-		return y
-	})
-	same("update", got, want)
+		var d blk
+		blockAddScaled(y, &a, x)
+		if alias {
+			blockDots(&d, y, y)
+		} else {
+			blockDots(&d, y, w)
+		}
+		same("update and dots apart", got, append(y, d))
+	}
 	got, want = both(func() []blk {
 		y := append([]blk(nil), w...)
 		blockAddScaled(y, &a, x)
@@ -152,5 +169,6 @@ func BenchmarkBlockKernels(b *testing.B) {
 		namedKernel{"mul", func() { c.mulBlockRange(y, x, 0, n) }},
 		namedKernel{"precond", func() { copy(y, x); c.precondBlock(y) }},
 		namedKernel{"dots", func() { blockDots(&d, x, w) }},
-		namedKernel{"axpy", func() { blockAxpy(y, &a, w) }})
+		namedKernel{"axpy", func() { blockAddScaled(y, &a, w) }},
+		namedKernel{"axpy-dots", func() { blockAxpyDots(&d, y, &a, w, x) }})
 }

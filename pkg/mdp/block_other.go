@@ -32,3 +32,11 @@ func ellForwardAsm(x *float64, col *int32, val *float64, lo, hi int) {
 func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi int) {
 	panic("mdp: ellBackwardAsm off amd64")
 }
+
+func dotLanesAsm(x, y *float64, nb int) float64 { panic("mdp: dotLanesAsm off amd64") }
+
+func axpyDotLanesAsm(w, v, u *float64, a float64, nb int) float64 {
+	panic("mdp: axpyDotLanesAsm off amd64")
+}
+
+func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int) { panic("mdp: blockAxpyDotsAVX without AVX") }

@@ -2,6 +2,9 @@ package mdp
 
 import (
 	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // ColumnStats describes one EvaluateColumns call.
@@ -41,11 +44,11 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	}
 	nt := ws.newton()
 	ws.pi = pi
-	ws.build()
+	ws.build(nt.a)
 	ws.pi = nil
-	prec := nt.a.precondBlock
+	prec, precOne := nt.a.precondBlock, nt.precA
 	if !nt.a.ilu0() {
-		prec = func([]blk) {}
+		prec, precOne = func([]blk) {}, func([]float64) {}
 	}
 	if nt.kb == nil {
 		nt.kb = newBlockGMRES(S)
@@ -62,6 +65,14 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	colB, colX := nt.colB, nt.colX
 	for j0 := 0; j0 < d; j0 += blockWidth {
 		nb := min(blockWidth, d-j0)
+		if nb <= columnScalarMax {
+			for j := j0; j < d; j++ {
+				mv, rel := ws.evaluateColumn(dst, rewards, d, j, pi, precOne, rtol, warm)
+				st.MatVecs += mv
+				st.Residual = max(st.Residual, rel)
+			}
+			break
+		}
 		clear(colB)
 		for s := range S {
 			if m.IsTerminal(s) {
@@ -92,6 +103,65 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 		}
 	}
 	return st
+}
+
+// columnScalarMax is the most columns a last, partly filled block may
+// hold and still be solved one column at a time by the scalar GMRES: a
+// block's products and substitutions cost the same however few of its
+// columns are used, about four times a single column's on the control
+// lattices, so a block with one or two columns (65 features: 8 blocks and
+// one column) costs less as scalar solves.
+const columnScalarMax = 2
+
+// evaluateColumn solves column j of EvaluateColumns alone with the scalar
+// GMRES preconditioned by prec (nt.a's factors), to the same relative residual
+// ‖b − (I − γP_π)v‖₂/‖b‖₂ ≤ rtol, and returns its products and that
+// residual.
+func (ws *Workspace) evaluateColumn(dst, rewards []float64, d, j int, pi *Policy, prec func([]float64), rtol float64, warm bool) (int, float64) {
+	m, nt := ws.m, ws.nt
+	S, A := m.NumStates, m.NumActions
+	b, x := nt.rhs, nt.delta
+	for s := range S {
+		b[s] = 0
+		if !warm {
+			x[s] = 0
+		} else {
+			x[s] = dst[s*d+j]
+		}
+		if m.IsTerminal(s) {
+			continue
+		}
+		for a, pa := range pi.Prob[s*A : (s+1)*A] {
+			if pa != 0 {
+				b[s] += pa * rewards[(s*A+a)*d+j]
+			}
+		}
+	}
+	bn := floats.Norm(b, 2)
+	rel, mv := 0.0, 0
+	if bn == 0 || math.IsNaN(bn) {
+		clear(x)
+	} else {
+		ax, r0 := nt.kr.zero, bn
+		if warm {
+			ax = nt.kr.w // solve reads ax before it uses w
+			nt.mulA(ax, x)
+			mv++
+			floats.SubTo(nt.kr.u, b, ax)
+			r0 = floats.Norm(nt.kr.u, 2)
+		}
+		if r0 > rtol*bn {
+			k, r := nt.kr.solve(prec, nt.mulA, x, b, ax, rtol*bn/r0, columnMaxMatVec-mv)
+			mv += k
+			rel = r * r0 / bn
+		} else {
+			rel = r0 / bn
+		}
+	}
+	for s := range S {
+		dst[s*d+j] = x[s]
+	}
+	return mv, rel
 }
 
 // columnMaxMatVec caps the products of one column's solve in EvaluateColumns.

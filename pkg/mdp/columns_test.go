@@ -19,42 +19,45 @@ func TestEvaluateColumnsMatchesPolicyEvaluation(t *testing.T) {
 		{150, 3, 4, 0, 0.99, 1},
 		{120, 4, 3, 5, 0.95, 0.1},
 	}
-	const d = 11 // two blocks of columns (blockWidth = 8), the second padded
-	for ci, c := range cases {
-		m := mdptest.RandomMDP(uint64(300+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
-		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-14, MaxIter: 1 << 20})
-		pi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, randomReward(uint64(ci), m.NumPairs()), c.tau), c.tau)
-		rewards := make([]float64, m.NumPairs()*d)
-		want := make([]float64, m.NumStates*d)
-		for j := range d {
-			r := randomReward(uint64(10*ci+j+1), m.NumPairs())
-			if j == 2 {
-				clear(r) // a zero column
+	// d = 11: a padded second block; d = 18: two blocks and two columns
+	// solved one at a time (columnScalarMax), one of them zero.
+	for _, d := range []int{11, 18} {
+		for ci, c := range cases {
+			m := mdptest.RandomMDP(uint64(300+ci), c.S, c.A, c.k, c.nTerm, c.gamma, 0)
+			ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-14, MaxIter: 1 << 20})
+			pi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, randomReward(uint64(ci), m.NumPairs()), c.tau), c.tau)
+			rewards := make([]float64, m.NumPairs()*d)
+			want := make([]float64, m.NumStates*d)
+			for j := range d {
+				r := randomReward(uint64(10*ci+j+1), m.NumPairs())
+				if j == 2 || j == 17 {
+					clear(r) // a zero column
+				}
+				for k, v := range r {
+					rewards[k*d+j] = v
+				}
+				v := ws.PolicyEvaluation(nil, r, pi)
+				for s, vs := range v.V {
+					want[s*d+j] = vs
+				}
 			}
-			for k, v := range r {
-				rewards[k*d+j] = v
+			got := make([]float64, m.NumStates*d)
+			st := ws.EvaluateColumns(got, rewards, d, pi, 1e-12, false)
+			if st.Residual > 1e-12 || st.MatVecs == 0 {
+				t.Fatalf("d=%d case %d: residual %g after %d products", d, ci, st.Residual, st.MatVecs)
 			}
-			v := ws.PolicyEvaluation(nil, r, pi)
-			for s, vs := range v.V {
-				want[s*d+j] = vs
+			bound := 1e-12 / (1 - c.gamma) * 100
+			approx.Slices(t, "cold columns", got, want, bound, 0)
+			// A warm start from a perturbed solution reaches the same values.
+			for i := range got {
+				got[i] *= 1.01
 			}
+			st = ws.EvaluateColumns(got, rewards, d, pi, 1e-12, true)
+			if st.Residual > 1e-12 {
+				t.Fatalf("d=%d case %d warm: residual %g", d, ci, st.Residual)
+			}
+			approx.Slices(t, "warm columns", got, want, bound, 0)
 		}
-		got := make([]float64, m.NumStates*d)
-		st := ws.EvaluateColumns(got, rewards, d, pi, 1e-12, false)
-		if st.Residual > 1e-12 || st.MatVecs == 0 {
-			t.Fatalf("case %d: residual %g after %d products", ci, st.Residual, st.MatVecs)
-		}
-		bound := 1e-12 / (1 - c.gamma) * 100
-		approx.Slices(t, "cold columns", got, want, bound, 0)
-		// A warm start from a perturbed solution reaches the same values.
-		for i := range got {
-			got[i] *= 1.01
-		}
-		st = ws.EvaluateColumns(got, rewards, d, pi, 1e-12, true)
-		if st.Residual > 1e-12 {
-			t.Fatalf("case %d warm: residual %g", ci, st.Residual)
-		}
-		approx.Slices(t, "warm columns", got, want, bound, 0)
 	}
 }
 

@@ -95,7 +95,7 @@ func variedSystem(t *testing.T, S, maxSucc int) *csr {
 		}
 	}
 	ws.pi = pi
-	ws.build()
+	ws.build(ws.nt.a)
 	ws.pi = nil
 	if !nt.a.ilu0() {
 		t.Fatal("ILU(0) failed")

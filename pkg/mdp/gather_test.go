@@ -50,7 +50,7 @@ func TestGatherTemplatesMatchMerge(t *testing.T) {
 				}
 			}
 			ws.pi = pi
-			ws.build()
+			ws.build(ws.nt.a)
 			got := nt.a
 			gotPtr, gotCol, gotVal, gotDiag := slices.Clone(got.ptr), slices.Clone(got.col[:got.ptr[S]]), slices.Clone(got.val[:got.ptr[S]]), slices.Clone(got.diag)
 			// The reference: every row merged on the spot.

@@ -353,3 +353,120 @@ qbscale:
 
 qdone:
 	RET
+
+// LANESUM sets X0 to the sum of the eight partial sums in Y0 (lanes 0–3)
+// and Y1 (lanes 4–7): ((s0+s4) + (s2+s6)) + ((s1+s5) + (s3+s7)).
+#define LANESUM \
+	VADDPD       Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPD       X1, X0, X0; \
+	VPERMILPD    $1, X0, X1; \
+	VADDSD       X1, X0, X0
+
+// func dotLanesAsm(x, y *float64, nb int) float64
+// Σ x[k]·y[k] over k < 8·nb as dotLanes sums it: eight partial sums
+// (lane k mod 8), each in k order from +0, then LANESUM.
+TEXT ·dotLanesAsm(SB), NOSPLIT, $0-32
+	MOVQ   x+0(FP), SI
+	MOVQ   y+8(FP), DX
+	MOVQ   nb+16(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	TESTQ  CX, CX
+	JLE    ldone
+
+lloop:
+	VMOVUPD (SI), Y2
+	VMULPD  (DX), Y2, Y2
+	VADDPD  Y2, Y0, Y0
+	VMOVUPD 32(SI), Y3
+	VMULPD  32(DX), Y3, Y3
+	VADDPD  Y3, Y1, Y1
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	DECQ    CX
+	JNZ     lloop
+
+ldone:
+	LANESUM
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func axpyDotLanesAsm(w, v, u *float64, a float64, nb int) float64
+// For k < 8·nb: w[k] += a·v[k] (a rounded product, then a rounded sum),
+// and Σ w[k]·u[k] of the new w summed as dotLanesAsm sums (u may be w).
+TEXT ·axpyDotLanesAsm(SB), NOSPLIT, $0-48
+	MOVQ         w+0(FP), DI
+	MOVQ         v+8(FP), SI
+	MOVQ         u+16(FP), DX
+	VBROADCASTSD a+24(FP), Y4
+	MOVQ         nb+32(FP), CX
+	VXORPD       Y0, Y0, Y0
+	VXORPD       Y1, Y1, Y1
+	TESTQ        CX, CX
+	JLE          adone
+
+aloop:
+	VMULPD  (SI), Y4, Y2
+	VADDPD  (DI), Y2, Y2
+	VMOVUPD Y2, (DI)
+	VMULPD  (DX), Y2, Y2
+	VADDPD  Y2, Y0, Y0
+	VMULPD  32(SI), Y4, Y3
+	VADDPD  32(DI), Y3, Y3
+	VMOVUPD Y3, 32(DI)
+	VMULPD  32(DX), Y3, Y3
+	VADDPD  Y3, Y1, Y1
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	ADDQ    $64, DX
+	DECQ    CX
+	JNZ     aloop
+
+adone:
+	LANESUM
+	VMOVSD X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int)
+// For s = 0..n-1: w[s][jj] += a[jj]·v[s][jj], then dst[jj] = Σ_s
+// w[s][jj]·u[s][jj] of the new w, summed in s order from +0 (u may be w):
+// blockAddScaledAVX and blockDotsAVX in one pass.
+TEXT ·blockAxpyDotsAVX(SB), NOSPLIT, $0-48
+	MOVQ    dst+0(FP), R8
+	MOVQ    w+8(FP), DI
+	MOVQ    a+16(FP), AX
+	MOVQ    v+24(FP), SI
+	MOVQ    u+32(FP), DX
+	MOVQ    n+40(FP), CX
+	VMOVUPD (AX), Y4
+	VMOVUPD 32(AX), Y5
+	VXORPD  Y0, Y0, Y0
+	VXORPD  Y1, Y1, Y1
+	TESTQ   CX, CX
+	JLE     bdone
+
+bloop:
+	VMULPD  (SI), Y4, Y2
+	VADDPD  (DI), Y2, Y2
+	VMOVUPD Y2, (DI)
+	VMULPD  (DX), Y2, Y2
+	VADDPD  Y2, Y0, Y0
+	VMULPD  32(SI), Y5, Y3
+	VADDPD  32(DI), Y3, Y3
+	VMOVUPD Y3, 32(DI)
+	VMULPD  32(DX), Y3, Y3
+	VADDPD  Y3, Y1, Y1
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	ADDQ    $64, DX
+	DECQ    CX
+	JNZ     bloop
+
+bdone:
+	VMOVUPD Y0, (R8)
+	VMOVUPD Y1, 32(R8)
+	VZEROUPPER
+	RET

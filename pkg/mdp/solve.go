@@ -734,7 +734,7 @@ func (ws *Workspace) Visits(dst []float64, pi *Policy, init []float64) []float64
 	ws.base = init
 	var guard safeguard
 	if ws.opts.Newton {
-		ws.prepareVisitsNewton()
+		ws.newton().atFresh = false // factored at the first Newton step, if one is needed
 	} else {
 		guard = newSafeguard(ws.accelerator(&ws.accelX))
 	}

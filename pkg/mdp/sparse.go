@@ -39,6 +39,12 @@ func newCSR(n, nnz int) *csr {
 	return c
 }
 
+// newMatrixCSR returns a matrix of order n with room for nnz entries that
+// is only multiplied, never factored: no room for factors.
+func newMatrixCSR(n, nnz int) *csr {
+	return &csr{n: n, ptr: make([]int, n+1), col: make([]int32, nnz), val: make([]float64, nnz), diag: make([]int, n)}
+}
+
 // findDiag records the position of the diagonal in rows [lo, hi); every row must hold it.
 func (c *csr) findDiag(lo, hi int) {
 	for i := lo; i < hi; i++ {
@@ -258,12 +264,13 @@ func (k *gmres) solve(precond func(x []float64), mul func(y, x []float64), x, b,
 			precond(k.u)
 			mul(k.w, k.u)
 			mv++
+			// modified Gram–Schmidt, each update fused with the next dot (orth.go)
 			hj := k.h[j*(m+1) : (j+1)*(m+1)]
-			for i := 0; i <= j; i++ {
-				hj[i] = floats.Dot(k.w, k.v[i])
-				floats.AddScaled(k.w, -hj[i], k.v[i])
+			hj[0] = dotLanes(k.w, k.v[0])
+			for i := 0; i < j; i++ {
+				hj[i+1] = axpyDot(k.w, -hj[i], k.v[i], k.v[i+1])
 			}
-			hj[j+1] = floats.Norm(k.w, 2)
+			hj[j+1] = math.Sqrt(axpyDot(k.w, -hj[j], k.v[j], k.w))
 			if hj[j+1] > 0 {
 				floats.ScaleTo(k.v[j+1], 1/hj[j+1], k.w)
 			}

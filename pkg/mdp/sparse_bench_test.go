@@ -17,7 +17,7 @@ func kernelSystem(tb testing.TB, S int) (*csr, []float64, *Workspace) {
 	tb.Cleanup(ws.Close)
 	nt := ws.newton()
 	ws.pi = NewPolicy(m)
-	ws.build()
+	ws.build(ws.nt.a)
 	ws.pi = nil
 	if !nt.a.ilu0() {
 		tb.Fatal("ILU(0) failed")
