@@ -221,7 +221,9 @@ func (o *Objective) meanFeatures(ps []float64, s int, p, psi []float64) {
 }
 
 // stationaryCov adds Σ_{s,a} d(s,a)(F − ψ)(F − ψ)ᵀ to acc for the
-// infinite-horizon ψ in o.psi and the pair visits d of the last Eval.
+// infinite-horizon ψ in o.psi and the pair visits d of the last Eval
+// (with two actions, one row per state: the same sum with ψ(s) the
+// policy's mean of F(s,·), which ψ is up to the column solves' residual).
 func (o *Objective) stationaryCov(acc blas64.Symmetric) {
 	m, d := o.m, o.d
 	A := m.NumActions
@@ -239,6 +241,15 @@ func (o *Objective) stationaryCov(acc blas64.Symmetric) {
 			continue
 		}
 		f := o.qFeatures(o.frow, s, o.psi)
+		if A == 2 {
+			// Two actions' covariance is one outer product,
+			// π₀π₁(F₀ − F₁)(F₀ − F₁)ᵀ, of weight x·π₀π₁ = w₀w₁/(w₀ + w₁):
+			// half the rows.
+			if w := vis[0] * vis[1] / (vis[0] + vis[1]); w > 0 {
+				c.add(w, f[:d], f[d:2*d])
+			}
+			continue
+		}
 		ps := o.psi[s*d : (s+1)*d]
 		for a, w := range vis {
 			if w > 0 {

@@ -73,24 +73,35 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 			}
 			break
 		}
-		clear(colB)
+		full := nb == blockWidth // whole blocks move as arrays, without a call per state
 		for s := range S {
-			if m.IsTerminal(s) {
-				continue
-			}
-			bs := &colB[s]
-			for a, pa := range pi.Prob[s*A : (s+1)*A] {
-				if pa == 0 {
-					continue
+			var bs blk
+			if !m.IsTerminal(s) {
+				for a, pa := range pi.Prob[s*A : (s+1)*A] {
+					if pa == 0 {
+						continue
+					}
+					k := (s*A+a)*d + j0
+					if full {
+						row := (*blk)(rewards[k : k+blockWidth])
+						for jj := range bs {
+							bs[jj] += pa * row[jj]
+						}
+						continue
+					}
+					for jj, r := range rewards[k : k+nb] {
+						bs[jj] += pa * r
+					}
 				}
-				row := rewards[(s*A+a)*d+j0 : (s*A+a)*d+j0+nb]
-				for jj, r := range row {
-					bs[jj] += pa * r
-				}
 			}
+			colB[s] = bs
 		}
 		if warm {
 			for s := range S {
+				if full {
+					colX[s] = blk(dst[s*d+j0 : s*d+j0+blockWidth])
+					continue
+				}
 				colX[s] = blk{}
 				copy(colX[s][:nb], dst[s*d+j0:s*d+j0+nb])
 			}
@@ -99,6 +110,10 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 		st.MatVecs += mv
 		st.Residual = max(st.Residual, rel)
 		for s := range S {
+			if full {
+				*(*blk)(dst[s*d+j0 : s*d+j0+blockWidth]) = colX[s]
+				continue
+			}
 			copy(dst[s*d+j0:s*d+j0+nb], colX[s][:nb])
 		}
 	}
