@@ -33,10 +33,4 @@ func ellForwardAsm(x *float64, col *int32, val *float64, lo, hi int)
 func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi int)
 
 //go:noescape
-func dotLanesAsm(x, y *float64, nb int) float64
-
-//go:noescape
-func axpyDotLanesAsm(w, v, u *float64, a float64, nb int) float64
-
-//go:noescape
 func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int)

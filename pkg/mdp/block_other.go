@@ -33,10 +33,4 @@ func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi i
 	panic("mdp: ellBackwardAsm off amd64")
 }
 
-func dotLanesAsm(x, y *float64, nb int) float64 { panic("mdp: dotLanesAsm off amd64") }
-
-func axpyDotLanesAsm(w, v, u *float64, a float64, nb int) float64 {
-	panic("mdp: axpyDotLanesAsm off amd64")
-}
-
 func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int) { panic("mdp: blockAxpyDotsAVX without AVX") }

@@ -1,5 +1,7 @@
 package mdp
 
+import "unsafe"
+
 // Gram–Schmidt kernels of the scalar GMRES (sparse.go).
 //
 // Modified Gram–Schmidt subtracts the projections on the basis vectors one
@@ -9,29 +11,23 @@ package mdp
 // update with the next dot, w −= h_i·v_i then h_{i+1} = w·v_{i+1}, in one
 // pass, and the last update with ‖w‖²: the same operations as modified
 // Gram–Schmidt, four passes per basis vector instead of five, the sums in
-// eight independent partial sums. gonum's floats has no such fused kernel,
-// hence these (AVX in kernels_amd64.s; the Go loops below give the same
-// bits, TestLaneKernelsAsmMatchGo).
+// eight independent partial sums: the block kernels of block.go run on
+// the vector viewed as blocks of eight (AVX in kernels_amd64.s, Go loops
+// of the same bits: TestLaneKernelsAsmMatchGo). gonum's floats has no such
+// fused kernel, hence these.
 
 // dotLanes returns Σ x[k]·y[k]: eight partial sums (lane k mod 8 over the
 // whole groups of eight) in k order from +0, added as laneSum does, then
-// the remaining terms in order.
+// the remaining terms in order. The groups of eight are blocks (block.go):
+// the partial sums are blockDots'.
 func dotLanes(x, y []float64) float64 {
 	y = y[:len(x)]
 	nb := len(x) / 8
-	var r float64
-	if useAsm && nb > 0 {
-		r = dotLanesAsm(&x[0], &y[0], nb)
-	} else {
-		var s [8]float64
-		for k := 0; k < 8*nb; k += 8 {
-			xs, ys := x[k:k+8:k+8], y[k:k+8:k+8]
-			for l := range s {
-				s[l] += float64(xs[l] * ys[l])
-			}
-		}
-		r = laneSum(&s)
+	var s blk
+	if nb > 0 {
+		blockDots(&s, viewBlocks(x, nb), viewBlocks(y, nb))
 	}
+	r := laneSum(&s)
 	for k := 8 * nb; k < len(x); k++ {
 		r += float64(x[k] * y[k])
 	}
@@ -43,20 +39,12 @@ func dotLanes(x, y []float64) float64 {
 func axpyDot(w []float64, a float64, v, u []float64) float64 {
 	v, u = v[:len(w)], u[:len(w)]
 	nb := len(w) / 8
-	var r float64
-	if useAsm && nb > 0 {
-		r = axpyDotLanesAsm(&w[0], &v[0], &u[0], a, nb)
-	} else {
-		var s [8]float64
-		for k := 0; k < 8*nb; k += 8 {
-			ws, vs := w[k:k+8:k+8], v[k:k+8:k+8]
-			for l := range s {
-				ws[l] += float64(a * vs[l])
-				s[l] += float64(ws[l] * u[k+l])
-			}
-		}
-		r = laneSum(&s)
+	var s blk
+	if nb > 0 {
+		ab := blk{a, a, a, a, a, a, a, a}
+		blockAxpyDots(&s, viewBlocks(w, nb), &ab, viewBlocks(v, nb), viewBlocks(u, nb))
 	}
+	r := laneSum(&s)
 	for k := 8 * nb; k < len(w); k++ {
 		w[k] += float64(a * v[k])
 		r += float64(w[k] * u[k])
@@ -64,7 +52,13 @@ func axpyDot(w []float64, a float64, v, u []float64) float64 {
 	return r
 }
 
+// viewBlocks views x's first 8·nb entries as nb blocks (the same memory).
+func viewBlocks(x []float64, nb int) []blk {
+	x = x[:8*nb]
+	return unsafe.Slice((*blk)(unsafe.Pointer(&x[0])), nb)
+}
+
 // laneSum adds eight partial sums as the AVX kernels do.
-func laneSum(s *[8]float64) float64 {
+func laneSum(s *blk) float64 {
 	return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]))
 }
