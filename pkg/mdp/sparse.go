@@ -30,17 +30,17 @@ type csr struct {
 
 // newCSR returns a matrix of order n with room for nnz entries; the caller fills in the pattern.
 func newCSR(n, nnz int) *csr {
-	c := &csr{n: n, ptr: make([]int, n+1), col: make([]int32, nnz), val: make([]float64, nnz),
-		lu: make([]float64, nnz+1), inv: make([]float64, n), diag: make([]int, n), mark: make([]int32, n),
-		el: newEll(n), eu: newEll(n)}
+	c := newMatrixCSR(n, nnz)
+	c.lu, c.inv, c.mark = make([]float64, nnz+1), make([]float64, n), make([]int32, n)
+	c.el, c.eu = newEll(n), newEll(n)
 	for i := range c.mark {
 		c.mark[i] = c.spare()
 	}
 	return c
 }
 
-// newMatrixCSR returns a matrix of order n with room for nnz entries that
-// is only multiplied, never factored: no room for factors.
+// newMatrixCSR returns a matrix of order n with room for nnz entries and
+// none for factors: one that is only multiplied (newCSR adds the room).
 func newMatrixCSR(n, nnz int) *csr {
 	return &csr{n: n, ptr: make([]int, n+1), col: make([]int32, nnz), val: make([]float64, nnz), diag: make([]int, n)}
 }
