@@ -1,9 +1,5 @@
 package mdp
 
-import (
-	"math"
-)
-
 // Block solves: blockWidth right-hand sides of one system solved in lock
 // step.
 //
@@ -18,7 +14,9 @@ import (
 // of the block at once (lock step): each column keeps its own Hessenberg
 // matrix, rotations and stopping test, so each column's iterates are
 // those of a GMRES solve of that column alone, up to the order of the
-// floating-point sums.
+// floating-point sums. The solver (blockgmres.go) serves these float64
+// blocks and the float32 blocks of 16 columns of the loose solves
+// (block32.go); this file holds the float64 kernels (kernels_amd64.s).
 
 // blockWidth is the number of columns of a block.
 const blockWidth = 8
@@ -161,234 +159,82 @@ func blockAxpyDots(dst *blk, w []blk, a *blk, v, u []blk) {
 	*dst = d
 }
 
-// blockOnes multiplies by 1 (exactly) in blockAddScaled: x += 1·u is x += u.
-var blockOnes = blk{1, 1, 1, 1, 1, 1, 1, 1}
-
-// blockGMRES holds the buffers of the lock-step GMRES(blockRestart).
-type blockGMRES struct {
-	v    [][]blk // basis, blockRestart+1 block vectors
-	w, u []blk
-	// per column: the Hessenberg matrix (column j at h[jj][j*(m+1):]),
-	// the Givens rotations and the rotated right-hand side
-	h, cs, sn, g [blockWidth][]float64
-	ys           []blk // y = H⁻¹g of every column, by basis vector
+// ops64 is blockOps for blocks of float64 columns: the products and
+// substitutions of c (the substitutions skipped when noPrec) on ws's
+// goroutines.
+type ops64 struct {
+	ws     *Workspace
+	c      *csr
+	noPrec bool
 }
 
-func newBlockGMRES(n int) *blockGMRES {
-	m := blockRestart
-	k := &blockGMRES{w: make([]blk, n), u: make([]blk, n), ys: make([]blk, m)}
-	for range m + 1 {
-		k.v = append(k.v, make([]blk, n))
-	}
-	for jj := range blockWidth {
-		k.h[jj], k.cs[jj], k.sn[jj], k.g[jj] = make([]float64, (m+1)*m), make([]float64, m), make([]float64, m), make([]float64, m+1)
-	}
-	return k
+func (o ops64) width() int { return blockWidth }
+
+func (o ops64) mul(y, x []blk) {
+	nt := o.ws.nt
+	nt.mulC, nt.mulBY, nt.mulBX = o.c, y, x
+	o.ws.pool.run(o.ws.mulBlockFn, o.ws.bounds)
+	nt.mulC, nt.mulBY, nt.mulBX = nil, nil, nil
 }
 
-// solve improves each column of x towards the solution of A x = b until
-// its residual's 2-norm falls to rtol·‖b‖ (that column's b) or maxMatVec
-// products of that column are spent. x is taken as zero when warm is
-// false. Columns with b = 0 are set to 0. It returns the products spent
-// over all columns and the largest final relative residual ‖b − Ax‖/‖b‖.
-func (k *blockGMRES) solve(precond func([]blk), mul func(y, x []blk), x, b []blk, rtol float64, maxMatVec int, warm bool) (int, float64) {
-	m := blockRestart
-	var ref, rel blk
-	var active [blockWidth]bool
-	var mv [blockWidth]int
-	total := 0
-	blockDots(&ref, b, b)
+func (o ops64) precond(x []blk) {
+	if !o.noPrec {
+		o.c.precondBlock(x)
+	}
+}
+
+func (ops64) dots(dst *lanes, x, y []blk) { blockDots((*blk)(dst[:blockWidth]), x, y) }
+
+func (ops64) axpyDots(dst *lanes, w []blk, a *lanes, v, u []blk) {
+	blockAxpyDots((*blk)(dst[:blockWidth]), w, (*blk)(a[:blockWidth]), v, u)
+}
+
+func (ops64) addScaled(y []blk, a *lanes, x []blk, mask uint32) {
+	if mask == 1<<blockWidth-1 {
+		blockAddScaled(y, (*blk)(a[:blockWidth]), x)
+		return
+	}
 	for jj := range blockWidth {
-		ref[jj] = math.Sqrt(ref[jj])
-		active[jj] = ref[jj] > 0 && !math.IsNaN(ref[jj])
-	}
-	if !warm {
-		clear(x)
-	}
-	for cycle := 0; ; cycle++ {
-		// r = b − A x into v[0]
-		v0 := k.v[0]
-		if cycle == 0 && !warm {
-			copy(v0, b)
-		} else {
-			mul(k.w, x)
-			for jj := range blockWidth {
-				if active[jj] {
-					mv[jj]++
-					total++
-				}
-			}
-			for s := range v0 {
-				for jj := range blockWidth {
-					v0[s][jj] = b[s][jj] - k.w[s][jj]
-				}
-			}
-		}
-		var beta, scale blk
-		blockDots(&beta, v0, v0)
-		any := false
-		for jj := range blockWidth {
-			beta[jj] = math.Sqrt(beta[jj])
-			clear(k.g[jj])
-			if !active[jj] {
-				continue
-			}
-			if rel[jj] = beta[jj] / ref[jj]; rel[jj] <= rtol || mv[jj] >= maxMatVec || math.IsNaN(rel[jj]) {
-				active[jj] = false
-				continue
-			}
-			k.g[jj][0] = beta[jj]
-			scale[jj] = 1 / beta[jj]
-			any = true
-		}
-		if !any {
-			break
-		}
-		for s := range v0 {
-			for jj := range blockWidth {
-				v0[s][jj] *= scale[jj]
-			}
-		}
-		// Arnoldi in lock step; end[jj] is the size of column jj's basis.
-		var end [blockWidth]int
-		run := active
-		for j := 0; j < m; j++ {
-			live := false
-			for jj := range blockWidth {
-				live = live || run[jj]
-			}
-			if !live {
-				break
-			}
-			if j == 0 {
-				copy(k.u, k.v[0]) // later steps' copies come with v_j
-			}
-			precond(k.u)
-			mul(k.w, k.u)
-			for jj := range blockWidth {
-				if run[jj] {
-					mv[jj]++
-					total++
-				}
-			}
-			// modified Gram–Schmidt, each update fused with the next
-			// dot products (blockAxpyDots), the last with the norms
-			var hcol, hn blk
-			blockDots(&hcol, k.w, k.v[0])
-			for i := 0; i <= j; i++ {
-				for jj := range blockWidth {
-					if !run[jj] {
-						hcol[jj] = 0
-					}
-					k.h[jj][j*(m+1)+i] = hcol[jj]
-					hcol[jj] = -hcol[jj] // w − h·v is w + (−h)·v
-				}
-				if i < j {
-					blockAxpyDots(&hcol, k.w, &hcol, k.v[i], k.v[i+1])
-				} else {
-					blockAxpyDots(&hn, k.w, &hcol, k.v[i], k.w)
-				}
-			}
-			for jj := range blockWidth {
-				hn[jj] = math.Sqrt(hn[jj])
-				if !run[jj] {
-					continue
-				}
-				hj := k.h[jj][j*(m+1) : (j+1)*(m+1)]
-				hj[j+1] = hn[jj]
-				cs, sn, g := k.cs[jj], k.sn[jj], k.g[jj]
-				for i := 0; i < j; i++ {
-					a, c := hj[i], hj[i+1]
-					hj[i], hj[i+1] = cs[i]*a+sn[i]*c, -sn[i]*a+cs[i]*c
-				}
-				r := math.Hypot(hj[j], hj[j+1])
-				if r == 0 { // breakdown: the Krylov space is exhausted
-					run[jj] = false
-					continue
-				}
-				cs[j], sn[j] = hj[j]/r, hj[j+1]/r
-				hj[j], hj[j+1] = r, 0
-				g[j+1] = -sn[j] * g[j]
-				g[j] *= cs[j]
-				end[jj] = j + 1
-				if rel[jj] = math.Abs(g[j+1]) / ref[jj]; rel[jj] <= rtol || mv[jj] >= maxMatVec {
-					run[jj] = false
-				}
-			}
-			// v_{j+1} = w/‖w‖ for the columns still running; a stopped
-			// column's basis vector is zero (w·0, finite w), so it costs
-			// nothing but the block's arithmetic. The next step starts
-			// from a copy of it in u, written in the same pass.
-			for jj := range blockWidth {
-				scale[jj] = 0
-				if run[jj] && hn[jj] > 0 {
-					scale[jj] = 1 / hn[jj]
-				}
-			}
-			vn := k.v[j+1]
-			for s := range vn {
-				var vs blk
-				for jj := range blockWidth {
-					vs[jj] = k.w[s][jj] * scale[jj]
-				}
-				vn[s], k.u[s] = vs, vs
-			}
-		}
-		// x += M⁻¹ V y, column by column, with y = H⁻¹g (upper triangular).
-		clear(k.u)
-		for jj := range blockWidth {
-			n := end[jj]
-			if n == 0 {
-				active[jj] = false // broke down at once: no better x in this space
-				continue
-			}
-			h, g := k.h[jj], k.g[jj]
-			for i := n - 1; i >= 0; i-- {
-				s := g[i]
-				for l := i + 1; l < n; l++ {
-					s -= h[l*(m+1)+i] * k.ys[l][jj]
-				}
-				k.ys[i][jj] = s / h[i*(m+1)+i]
-			}
-			if rel[jj] <= rtol || mv[jj] >= maxMatVec {
-				active[jj] = false
-			}
-		}
-		// u = V y, every column's terms added in i order from +0: whole
-		// block vectors at once while every column's basis reaches i.
-		for i := range m {
-			full, some := true, false
-			for jj := range blockWidth {
-				full = full && i < end[jj]
-				some = some || i < end[jj]
-			}
-			switch {
-			case full:
-				blockAddScaled(k.u, &k.ys[i], k.v[i])
-			case some:
-				for jj := range blockWidth {
-					if i >= end[jj] {
-						continue
-					}
-					yi, vi := k.ys[i][jj], k.v[i]
-					for s := range k.u {
-						k.u[s][jj] += float64(yi * vi[s][jj])
-					}
-				}
-			}
-		}
-		precond(k.u)
-		blockAddScaled(x, &blockOnes, k.u)
-	}
-	worst := 0.0
-	for jj := range blockWidth {
-		if !(ref[jj] > 0) {
-			for s := range x {
-				x[s][jj] = 0
-			}
+		if mask&(1<<jj) == 0 {
 			continue
 		}
-		worst = max(worst, rel[jj])
+		aj := a[jj]
+		for s := range y {
+			y[s][jj] += float64(aj * x[s][jj])
+		}
 	}
-	return total, worst
+}
+
+func (ops64) residual(r, b, ax []blk) {
+	b, ax = b[:len(r)], ax[:len(r)]
+	for s := range r {
+		for jj := range blockWidth {
+			r[s][jj] = b[s][jj] - ax[s][jj]
+		}
+	}
+}
+
+func (ops64) scale(x []blk, a *lanes) {
+	for s := range x {
+		for jj := range blockWidth {
+			x[s][jj] *= a[jj]
+		}
+	}
+}
+
+func (ops64) scaleTwo(v, u, w []blk, a *lanes) {
+	u, w = u[:len(v)], w[:len(v)]
+	for s := range v {
+		var vs blk
+		for jj := range blockWidth {
+			vs[jj] = w[s][jj] * a[jj]
+		}
+		v[s], u[s] = vs, vs
+	}
+}
+
+func (ops64) zero(x []blk, jj int) {
+	for s := range x {
+		x[s][jj] = 0
+	}
 }

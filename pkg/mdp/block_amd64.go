@@ -34,3 +34,21 @@ func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi i
 
 //go:noescape
 func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int)
+
+//go:noescape
+func mulBlock32AVX(y, x *blk32, ptr *int, col *int32, val *float32, n int)
+
+//go:noescape
+func precondBlock32AVX(x *blk32, lu *float32, col *int32, ptr *int, diag *int, inv *float32, n int)
+
+//go:noescape
+func blockDots32AVX(dst *lanes, x, y *blk32, n int)
+
+//go:noescape
+func blockAddScaled32AVX(y, a, x *blk32, n int)
+
+//go:noescape
+func blockAxpyDots32AVX(dst *lanes, w, a, v, u *blk32, n int)
+
+//go:noescape
+func blockScaleTwo32AVX(v, u, w, a *blk32, n int)

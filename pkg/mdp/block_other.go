@@ -34,3 +34,21 @@ func ellBackwardAsm(x *float64, col *int32, val *float64, inv *float64, lo, hi i
 }
 
 func blockAxpyDotsAVX(dst, w, a, v, u *blk, n int) { panic("mdp: blockAxpyDotsAVX without AVX") }
+
+func mulBlock32AVX(y, x *blk32, ptr *int, col *int32, val *float32, n int) {
+	panic("mdp: mulBlock32AVX without AVX")
+}
+
+func precondBlock32AVX(x *blk32, lu *float32, col *int32, ptr *int, diag *int, inv *float32, n int) {
+	panic("mdp: precondBlock32AVX without AVX")
+}
+
+func blockDots32AVX(dst *lanes, x, y *blk32, n int) { panic("mdp: blockDots32AVX without AVX") }
+
+func blockAddScaled32AVX(y, a, x *blk32, n int) { panic("mdp: blockAddScaled32AVX without AVX") }
+
+func blockAxpyDots32AVX(dst *lanes, w, a, v, u *blk32, n int) {
+	panic("mdp: blockAxpyDots32AVX without AVX")
+}
+
+func blockScaleTwo32AVX(v, u, w, a *blk32, n int) { panic("mdp: blockScaleTwo32AVX without AVX") }

@@ -12,7 +12,9 @@ type ColumnStats struct {
 	// MatVecs counts the products with I − γP_π over all columns.
 	MatVecs int
 	// Residual is the largest relative residual ‖b − (I − γP_π)v‖₂/‖b‖₂
-	// over the columns (0 for columns with b = 0).
+	// over the columns (0 for columns with b = 0), as GMRES estimates it
+	// (for float32 blocks within about 10⁻⁵ of the residual computed in
+	// float64: TestEvaluateColumns32MeetsTolerance).
 	Residual float64
 }
 
@@ -25,8 +27,9 @@ type ColumnStats struct {
 //
 // that is (I − γP_π) V_j = Σ_a π r_j. Each column is solved by GMRES with
 // an ILU(0) preconditioner (the Newton solver's, newton.go) to a relative
-// residual of rtol, blockWidth columns in lock step (block.go), starting
-// from dst's contents when warm (zero otherwise). With rewards = Φ, the columns are the discounted expected
+// residual of rtol, blockWidth float64 columns in lock step (block.go) or,
+// when rtol ≥ column32Rtol, blockWidth32 float32 columns (block32.go),
+// starting from dst's contents when warm (zero otherwise). With rewards = Φ, the columns are the discounted expected
 // feature sums ψ(s) = ∂V/∂θ of a linear reward θᵀφ, which MaxEnt IRL's
 // Hessian is made of. It panics on a finite horizon or mismatched lengths.
 func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, rtol float64, warm bool) ColumnStats {
@@ -46,55 +49,49 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	ws.pi = pi
 	ws.build(nt.a)
 	ws.pi = nil
-	prec, precOne := nt.a.precondBlock, nt.precA
-	if !nt.a.ilu0() {
-		prec, precOne = func([]blk) {}, func([]float64) {}
+	ok := nt.a.ilu0()
+	precOne := nt.precA
+	if !ok {
+		precOne = func([]float64) {}
 	}
+	var st ColumnStats
+	j0 := 0
+	if rtol >= column32Rtol {
+		j0 = ws.evaluateBlocks32(&st, dst, rewards, d, pi, rtol, warm, !ok)
+	} else {
+		j0 = ws.evaluateBlocks64(&st, dst, rewards, d, pi, rtol, warm, !ok)
+	}
+	for j := j0; j < d; j++ {
+		mv, rel := ws.evaluateColumn(dst, rewards, d, j, pi, precOne, rtol, warm)
+		st.MatVecs += mv
+		st.Residual = max(st.Residual, rel)
+	}
+	return st
+}
+
+// evaluateBlocks64 solves EvaluateColumns' columns in float64 blocks of
+// blockWidth, interleaved by state (block.go), the last block padded with
+// zero columns, until at most columnScalarMax columns are left; it returns
+// the first column left.
+func (ws *Workspace) evaluateBlocks64(st *ColumnStats, dst, rewards []float64, d int, pi *Policy, rtol float64, warm, noPrec bool) int {
+	m, nt := ws.m, ws.nt
+	S, A := m.NumStates, m.NumActions
 	if nt.kb == nil {
-		nt.kb = newBlockGMRES(S)
+		nt.kb = newBlockGMRES[blk](S)
 		nt.colB, nt.colX = make([]blk, S), make([]blk, S)
 	}
-	mul := func(y, x []blk) {
-		nt.mulC, nt.mulBY, nt.mulBX = nt.a, y, x
-		ws.pool.run(ws.mulBlockFn, ws.bounds)
-		nt.mulC, nt.mulBY, nt.mulBX = nil, nil, nil
-	}
-	// Columns go in blocks of blockWidth, interleaved by state (block.go);
-	// the last block is padded with zero columns.
-	var st ColumnStats
+	ops := ops64{ws: ws, c: nt.a, noPrec: noPrec}
 	colB, colX := nt.colB, nt.colX
-	for j0 := 0; j0 < d; j0 += blockWidth {
+	j0 := 0
+	for ; d-j0 > columnScalarMax; j0 += blockWidth {
 		nb := min(blockWidth, d-j0)
-		if nb <= columnScalarMax {
-			for j := j0; j < d; j++ {
-				mv, rel := ws.evaluateColumn(dst, rewards, d, j, pi, precOne, rtol, warm)
-				st.MatVecs += mv
-				st.Residual = max(st.Residual, rel)
-			}
-			break
-		}
 		full := nb == blockWidth // whole blocks move as arrays, without a call per state
 		for s := range S {
-			var bs blk
+			var bs lanes
 			if !m.IsTerminal(s) {
-				for a, pa := range pi.Prob[s*A : (s+1)*A] {
-					if pa == 0 {
-						continue
-					}
-					k := (s*A+a)*d + j0
-					if full {
-						row := (*blk)(rewards[k : k+blockWidth])
-						for jj := range bs {
-							bs[jj] += pa * row[jj]
-						}
-						continue
-					}
-					for jj, r := range rewards[k : k+nb] {
-						bs[jj] += pa * r
-					}
-				}
+				policyRHS(&bs, pi.Prob[s*A:(s+1)*A], rewards, s*A*d+j0, d, nb)
 			}
-			colB[s] = bs
+			colB[s] = blk(bs[:blockWidth])
 		}
 		if warm {
 			for s := range S {
@@ -106,7 +103,7 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 				copy(colX[s][:nb], dst[s*d+j0:s*d+j0+nb])
 			}
 		}
-		mv, rel := nt.kb.solve(prec, mul, colX, colB, rtol, columnMaxMatVec, warm)
+		mv, rel := nt.kb.solve(ops, colX, colB, rtol, columnMaxMatVec, warm)
 		st.MatVecs += mv
 		st.Residual = max(st.Residual, rel)
 		for s := range S {
@@ -117,7 +114,92 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 			copy(dst[s*d+j0:s*d+j0+nb], colX[s][:nb])
 		}
 	}
-	return st
+	return j0
+}
+
+// evaluateBlocks32 is evaluateBlocks64 in float32 blocks of blockWidth32
+// (block32.go): the right-hand sides are summed in float64 and rounded,
+// the solutions widened back.
+func (ws *Workspace) evaluateBlocks32(st *ColumnStats, dst, rewards []float64, d int, pi *Policy, rtol float64, warm, noPrec bool) int {
+	m, nt := ws.m, ws.nt
+	S, A := m.NumStates, m.NumActions
+	if nt.kb32 == nil {
+		nt.kb32 = newBlockGMRES[blk32](S)
+		nt.colB32, nt.colX32 = make([]blk32, S), make([]blk32, S)
+	}
+	nt.a32.round32(nt.a)
+	ops := ops32{ws: ws, c: nt.a, f: &nt.a32, noPrec: noPrec}
+	colB, colX := nt.colB32, nt.colX32
+	j0 := 0
+	for ; d-j0 > columnScalarMax; j0 += blockWidth32 {
+		nb := min(blockWidth32, d-j0)
+		full := nb == blockWidth32 // whole blocks move as arrays, without a call per state
+		for s := range S {
+			var bs lanes
+			if !m.IsTerminal(s) {
+				policyRHS(&bs, pi.Prob[s*A:(s+1)*A], rewards, s*A*d+j0, d, nb)
+			}
+			var b32 blk32
+			for jj, v := range bs {
+				b32[jj] = float32(v)
+			}
+			colB[s] = b32
+		}
+		if warm {
+			for s := range S {
+				colX[s] = blk32{}
+				for jj, v := range dst[s*d+j0 : s*d+j0+nb] {
+					colX[s][jj] = float32(v)
+				}
+			}
+		}
+		mv, rel := nt.kb32.solve(ops, colX, colB, rtol, columnMaxMatVec, warm)
+		st.MatVecs += mv
+		st.Residual = max(st.Residual, rel)
+		for s := range S {
+			x := &colX[s]
+			if full {
+				out := (*[blockWidth32]float64)(dst[s*d+j0 : s*d+j0+blockWidth32])
+				for jj := range out {
+					out[jj] = float64(x[jj])
+				}
+				continue
+			}
+			for jj := range dst[s*d+j0 : s*d+j0+nb] {
+				dst[s*d+j0+jj] = float64(x[jj])
+			}
+		}
+	}
+	return j0
+}
+
+// policyRHS sets bs[jj] = Σ_a p[a]·rewards[k0 + a·d + jj] for jj < nb
+// (one state's right-hand sides Σ_a π(a|s) r_j(s, a), its first pair's
+// column j0 at k0), skipping actions of probability 0; whole rows of
+// blockWidth or blockWidth32 columns are read as arrays.
+func policyRHS(bs *lanes, p, rewards []float64, k0, d, nb int) {
+	for a, pa := range p {
+		if pa == 0 {
+			continue
+		}
+		k := k0 + a*d
+		switch nb {
+		case blockWidth32:
+			row := (*[blockWidth32]float64)(rewards[k : k+blockWidth32])
+			for jj := range row {
+				bs[jj] += pa * row[jj]
+			}
+		case blockWidth:
+			row := (*[blockWidth]float64)(rewards[k : k+blockWidth])
+			for jj := range row {
+				bs[jj] += pa * row[jj]
+			}
+		default:
+			for jj, r := range rewards[k : k+nb] {
+				bs[jj] += pa * r
+			}
+		}
+	}
 }
 
 // columnScalarMax is the most columns a last, partly filled block may

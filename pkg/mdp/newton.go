@@ -96,12 +96,19 @@ type newtonState struct {
 	pol        *Policy
 	delta, rhs []float64
 
-	mulC         *csr
-	mulY, mulX   []float64
-	mulBY, mulBX []blk
-	// EvaluateColumns' block solver and its right-hand sides and solutions
-	kb         *blockGMRES
-	colB, colX []blk
+	mulC             *csr
+	mulY, mulX       []float64
+	mulBY, mulBX     []blk
+	mul32            *csr32
+	mulB32Y, mulB32X []blk32
+	// EvaluateColumns' block solvers and their right-hand sides and
+	// solutions, float64 and float32 (block32.go), and the float32 copy
+	// of a's values and factors
+	kb             *blockGMRES[blk]
+	colB, colX     []blk
+	kb32           *blockGMRES[blk32]
+	colB32, colX32 []blk32
+	a32            csr32
 	// products and preconditioners of a and at, bound once so solves do not allocate
 	mulA, mulAt, mulB func(y, x []float64)
 	precA, precAt     func(x []float64)
@@ -135,7 +142,7 @@ func (ws *Workspace) newton() *newtonState {
 	nt.pol = &Policy{NumStates: S, NumActions: A, Steps: 1, Prob: make([]float64, S*A)}
 	nt.delta, nt.rhs = make([]float64, S), make([]float64, S)
 	ws.nt = nt
-	ws.gatherFn, ws.packFn, ws.mulFn, ws.mulBlockFn = ws.gatherRange, ws.packRange, ws.mulRange, ws.mulBlockRange
+	ws.gatherFn, ws.packFn, ws.mulFn, ws.mulBlockFn, ws.mulBlock32Fn = ws.gatherRange, ws.packRange, ws.mulRange, ws.mulBlockRange, ws.mulBlock32Range
 	nt.mulA, nt.mulAt, nt.mulB = ws.mulBy(nt.a), ws.mulBy(nt.at), ws.mulBy(nt.b)
 	nt.precA, nt.precAt = nt.a.precond, nt.at.precond
 	return nt
@@ -343,6 +350,11 @@ func (ws *Workspace) mulRange(_, lo, hi int) {
 func (ws *Workspace) mulBlockRange(_, lo, hi int) {
 	nt := ws.nt
 	nt.mulC.mulBlockRange(nt.mulBY, nt.mulBX, lo, hi)
+}
+
+func (ws *Workspace) mulBlock32Range(_, lo, hi int) {
+	nt := ws.nt
+	mulBlock32Range(nt.mulC, nt.mul32.val, nt.mulB32Y, nt.mulB32X, lo, hi)
 }
 
 // mulBy returns y = c·x on the workspace's goroutines (rows split by range).

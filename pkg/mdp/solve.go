@@ -101,8 +101,8 @@ type Workspace struct {
 	fuseExp      []float64 // their storage, 2·S·A
 	noFuse       bool      // tests: the Newton solver's policies computed from Q anew
 
-	nt                                  *newtonState
-	gatherFn, packFn, mulFn, mulBlockFn rangeFn
+	nt                                                *newtonState
+	gatherFn, packFn, mulFn, mulBlockFn, mulBlock32Fn rangeFn
 }
 
 // NewWorkspace validates m and returns a Workspace for it. It panics if m is
