@@ -44,6 +44,9 @@ type blockGMRES[B any] struct {
 	// the Givens rotations and the rotated right-hand side
 	h, cs, sn, g [maxLanes][]float64
 	ys           []lanes // y = H⁻¹g of every column, by basis vector
+	// per-column scratch that the kernels write through pointers (here,
+	// not on the stack: an interface call's pointer arguments escape)
+	ref, beta, scale, hcol, hn lanes
 }
 
 func newBlockGMRES[B any](n int) *blockGMRES[B] {
@@ -68,11 +71,12 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 	m := blockRestart
 	W := ops.width()
 	all := uint32(1)<<W - 1
-	var ref, rel lanes
+	ref, beta, scale, hcol, hn := &k.ref, &k.beta, &k.scale, &k.hcol, &k.hn
+	var rel lanes
 	var active [maxLanes]bool
 	var mv [maxLanes]int
 	total := 0
-	ops.dots(&ref, b, b)
+	ops.dots(ref, b, b)
 	for jj := range W {
 		ref[jj] = math.Sqrt(ref[jj])
 		active[jj] = ref[jj] > 0 && !math.IsNaN(ref[jj])
@@ -95,8 +99,8 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 			}
 			ops.residual(v0, b, k.w)
 		}
-		var beta, scale lanes
-		ops.dots(&beta, v0, v0)
+		*beta, *scale = lanes{}, lanes{}
+		ops.dots(beta, v0, v0)
 		any := false
 		for jj := range W {
 			beta[jj] = math.Sqrt(beta[jj])
@@ -115,7 +119,7 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 		if !any {
 			break
 		}
-		ops.scale(v0, &scale)
+		ops.scale(v0, scale)
 		// Arnoldi in lock step; end[jj] is the size of column jj's basis.
 		var end [maxLanes]int
 		run := active
@@ -140,8 +144,8 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 			}
 			// modified Gram–Schmidt, each update fused with the next
 			// dot products (axpyDots), the last with the norms
-			var hcol, hn lanes
-			ops.dots(&hcol, k.w, k.v[0])
+			*hcol, *hn = lanes{}, lanes{}
+			ops.dots(hcol, k.w, k.v[0])
 			for i := 0; i <= j; i++ {
 				for jj := range W {
 					if !run[jj] {
@@ -151,9 +155,9 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 					hcol[jj] = -hcol[jj] // w − h·v is w + (−h)·v
 				}
 				if i < j {
-					ops.axpyDots(&hcol, k.w, &hcol, k.v[i], k.v[i+1])
+					ops.axpyDots(hcol, k.w, hcol, k.v[i], k.v[i+1])
 				} else {
-					ops.axpyDots(&hn, k.w, &hcol, k.v[i], k.w)
+					ops.axpyDots(hn, k.w, hcol, k.v[i], k.w)
 				}
 			}
 			for jj := range W {
@@ -192,7 +196,7 @@ func (k *blockGMRES[B]) solve(ops blockOps[B], x, b []B, rtol float64, maxMatVec
 					scale[jj] = 1 / hn[jj]
 				}
 			}
-			ops.scaleTwo(k.v[j+1], k.u, k.w, &scale)
+			ops.scaleTwo(k.v[j+1], k.u, k.w, scale)
 		}
 		// x += M⁻¹ V y, column by column, with y = H⁻¹g (upper triangular).
 		clear(k.u)
