@@ -27,8 +27,9 @@ import (
 // negative definite for λ > 0, so the objective is strictly concave.
 // For an infinite horizon the columns of ψ are d policy evaluations with
 // the features as rewards, solved together by mdp.Workspace.EvaluateColumns
-// (one linear system per feature, the size of the visits' solve), warm
-// started from the previous call's ψ.
+// (one linear system per feature, the size of the visits' solve; at the
+// fit's relative residuals, 10⁻² to 10⁻¹, in float32 blocks of 16
+// columns), warm started from the previous call's ψ.
 
 // hessianRtol is the relative residual of the column solves. The Hessian
 // only steers Newton's steps (convergence is judged on the gradient): a

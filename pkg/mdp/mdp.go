@@ -72,7 +72,10 @@
 // product by an explicit float64 conversion, so no GOAMD64 level fuses
 // them either): the results are the Go loops' bit for bit
 // (TestBlockKernelsAVXMatchGo, TestILU0MatchesCSR), 2–5 times faster
-// (BenchmarkBlockKernels, BenchmarkSparseKernels). The single-vector
+// (BenchmarkBlockKernels, BenchmarkSparseKernels). Loose column solves
+// (EvaluateColumns at rtol ≥ 10⁻³, the Newton fit's Hessians) run in
+// float32 blocks of 16 columns with kernels of the same design
+// (block32.go, kernels32_amd64.s). The single-vector
 // substitutions read the ILU(0) factors from fixed-width rows (ell.go),
 // which removes the mispredicted exit of each row's loop.
 //
