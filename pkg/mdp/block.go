@@ -205,36 +205,7 @@ func (ops64) addScaled(y []blk, a *lanes, x []blk, mask uint32) {
 	}
 }
 
-func (ops64) residual(r, b, ax []blk) {
-	b, ax = b[:len(r)], ax[:len(r)]
-	for s := range r {
-		for jj := range blockWidth {
-			r[s][jj] = b[s][jj] - ax[s][jj]
-		}
-	}
-}
-
-func (ops64) scale(x []blk, a *lanes) {
-	for s := range x {
-		for jj := range blockWidth {
-			x[s][jj] *= a[jj]
-		}
-	}
-}
-
-func (ops64) scaleTwo(v, u, w []blk, a *lanes) {
-	u, w = u[:len(v)], w[:len(v)]
-	for s := range v {
-		var vs blk
-		for jj := range blockWidth {
-			vs[jj] = w[s][jj] * a[jj]
-		}
-		v[s], u[s] = vs, vs
-	}
-}
-
-func (ops64) zero(x []blk, jj int) {
-	for s := range x {
-		x[s][jj] = 0
-	}
-}
+func (ops64) residual(r, b, ax []blk)          { residualBlocks[float64](r, b, ax) }
+func (ops64) scale(x []blk, a *lanes)          { scaleBlocks[float64](x, a) }
+func (ops64) scaleTwo(v, u, w []blk, a *lanes) { scaleTwoBlocks[float64](v, u, w, a) }
+func (ops64) zero(x []blk, jj int)             { zeroColumn[float64](x, jj) }

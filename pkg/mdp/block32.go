@@ -220,42 +220,17 @@ func (ops32) addScaled(y []blk32, a *lanes, x []blk32, mask uint32) {
 	blockAddScaled32(y, &a32, x)
 }
 
-func (ops32) residual(r, b, ax []blk32) {
-	b, ax = b[:len(r)], ax[:len(r)]
-	for s := range r {
-		for jj := range blockWidth32 {
-			r[s][jj] = b[s][jj] - ax[s][jj]
-		}
-	}
-}
-
-func (ops32) scale(x []blk32, a *lanes) {
-	a32 := round32Lanes(a, 1<<blockWidth32-1)
-	for s := range x {
-		for jj := range blockWidth32 {
-			x[s][jj] *= a32[jj]
-		}
-	}
-}
+func (ops32) residual(r, b, ax []blk32) { residualBlocks[float32](r, b, ax) }
+func (ops32) scale(x []blk32, a *lanes) { scaleBlocks[float32](x, a) }
 
 func (ops32) scaleTwo(v, u, w []blk32, a *lanes) {
-	a32 := round32Lanes(a, 1<<blockWidth32-1)
-	u, w = u[:len(v)], w[:len(v)]
 	if useAsm && len(v) > 0 {
+		a32 := round32Lanes(a, 1<<blockWidth32-1)
+		u, w = u[:len(v)], w[:len(v)]
 		blockScaleTwo32AVX(&v[0], &u[0], &w[0], &a32, len(v))
 		return
 	}
-	for s := range v {
-		var vs blk32
-		for jj := range blockWidth32 {
-			vs[jj] = w[s][jj] * a32[jj]
-		}
-		v[s], u[s] = vs, vs
-	}
+	scaleTwoBlocks[float32](v, u, w, a)
 }
 
-func (ops32) zero(x []blk32, jj int) {
-	for s := range x {
-		x[s][jj] = 0
-	}
-}
+func (ops32) zero(x []blk32, jj int) { zeroColumn[float32](x, jj) }

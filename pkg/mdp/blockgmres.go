@@ -251,3 +251,100 @@ var laneOnes = func() (o lanes) {
 	}
 	return o
 }()
+
+// blockOf is a state's block of columns in either arithmetic: blk
+// (float64) or blk32 (float32). The helpers below are the state-wise Go
+// loops both share; E(·) rounds a float64 lane to the block's precision
+// (exact for float64).
+type blockOf[E float32 | float64] interface {
+	[blockWidth]E | [blockWidth32]E
+}
+
+// residualBlocks sets r = b − ax.
+func residualBlocks[E float32 | float64, B blockOf[E]](r, b, ax []B) {
+	var z B
+	b, ax = b[:len(r)], ax[:len(r)]
+	for s := range r {
+		for jj := 0; jj < len(z); jj++ {
+			r[s][jj] = b[s][jj] - ax[s][jj]
+		}
+	}
+}
+
+// rounded returns a rounded to the precision of B's lanes.
+func rounded[E float32 | float64, B blockOf[E]](a *lanes) (ae B) {
+	for jj := 0; jj < len(ae); jj++ {
+		ae[jj] = E(a[jj])
+	}
+	return ae
+}
+
+// scaleBlocks sets x = a·x.
+func scaleBlocks[E float32 | float64, B blockOf[E]](x []B, a *lanes) {
+	ae := rounded[E, B](a)
+	for s := range x {
+		for jj := 0; jj < len(ae); jj++ {
+			x[s][jj] *= ae[jj]
+		}
+	}
+}
+
+// scaleTwoBlocks sets v = u = a·w.
+func scaleTwoBlocks[E float32 | float64, B blockOf[E]](v, u, w []B, a *lanes) {
+	ae := rounded[E, B](a)
+	u, w = u[:len(v)], w[:len(v)]
+	for s := range v {
+		var vs B
+		for jj := 0; jj < len(vs); jj++ {
+			vs[jj] = w[s][jj] * ae[jj]
+		}
+		v[s], u[s] = vs, vs
+	}
+}
+
+// zeroColumn sets column jj of x to 0.
+func zeroColumn[E float32 | float64, B blockOf[E]](x []B, jj int) {
+	for s := range x {
+		x[s][jj] = 0
+	}
+}
+
+// evaluateBlocks solves EvaluateColumns' columns in blocks of ops.width()
+// columns, interleaved by state, the last block padded with zero columns,
+// until at most columnScalarMax columns are left, and returns the first
+// column left. The right-hand sides are summed in float64 (policyRHS) and
+// rounded to the blocks' precision, the solutions widened back.
+func evaluateBlocks[E float32 | float64, B blockOf[E]](ws *Workspace, st *ColumnStats, ops blockOps[B], kb *blockGMRES[B], colB, colX []B, dst, rewards []float64, d int, pi *Policy, rtol float64, warm bool) int {
+	m := ws.m
+	S, A := m.NumStates, m.NumActions
+	W := ops.width()
+	j0 := 0
+	for ; d-j0 > columnScalarMax; j0 += W {
+		nb := min(W, d-j0)
+		for s := range S {
+			var bs lanes
+			if !m.IsTerminal(s) {
+				policyRHS(&bs, pi.Prob[s*A:(s+1)*A], rewards, s*A*d+j0, d, nb)
+			}
+			colB[s] = rounded[E, B](&bs)
+		}
+		if warm {
+			for s := range S {
+				var x B
+				for jj, v := range dst[s*d+j0 : s*d+j0+nb] {
+					x[jj] = E(v)
+				}
+				colX[s] = x
+			}
+		}
+		mv, rel := kb.solve(ops, colX, colB, rtol, columnMaxMatVec, warm)
+		st.MatVecs += mv
+		st.Residual = max(st.Residual, rel)
+		for s := range S {
+			for jj := range dst[s*d+j0 : s*d+j0+nb] {
+				dst[s*d+j0+jj] = float64(colX[s][jj])
+			}
+		}
+	}
+	return j0
+}

@@ -69,108 +69,31 @@ func (ws *Workspace) EvaluateColumns(dst, rewards []float64, d int, pi *Policy, 
 	return st
 }
 
-// evaluateBlocks64 solves EvaluateColumns' columns in float64 blocks of
-// blockWidth, interleaved by state (block.go), the last block padded with
-// zero columns, until at most columnScalarMax columns are left; it returns
-// the first column left.
+// evaluateBlocks64 runs evaluateBlocks in float64 blocks of blockWidth
+// (block.go).
 func (ws *Workspace) evaluateBlocks64(st *ColumnStats, dst, rewards []float64, d int, pi *Policy, rtol float64, warm, noPrec bool) int {
-	m, nt := ws.m, ws.nt
-	S, A := m.NumStates, m.NumActions
+	nt := ws.nt
 	if nt.kb == nil {
+		S := ws.m.NumStates
 		nt.kb = newBlockGMRES[blk](S)
 		nt.colB, nt.colX = make([]blk, S), make([]blk, S)
 	}
 	ops := ops64{ws: ws, c: nt.a, noPrec: noPrec}
-	colB, colX := nt.colB, nt.colX
-	j0 := 0
-	for ; d-j0 > columnScalarMax; j0 += blockWidth {
-		nb := min(blockWidth, d-j0)
-		full := nb == blockWidth // whole blocks move as arrays, without a call per state
-		for s := range S {
-			var bs lanes
-			if !m.IsTerminal(s) {
-				policyRHS(&bs, pi.Prob[s*A:(s+1)*A], rewards, s*A*d+j0, d, nb)
-			}
-			colB[s] = blk(bs[:blockWidth])
-		}
-		if warm {
-			for s := range S {
-				if full {
-					colX[s] = blk(dst[s*d+j0 : s*d+j0+blockWidth])
-					continue
-				}
-				colX[s] = blk{}
-				copy(colX[s][:nb], dst[s*d+j0:s*d+j0+nb])
-			}
-		}
-		mv, rel := nt.kb.solve(ops, colX, colB, rtol, columnMaxMatVec, warm)
-		st.MatVecs += mv
-		st.Residual = max(st.Residual, rel)
-		for s := range S {
-			if full {
-				*(*blk)(dst[s*d+j0 : s*d+j0+blockWidth]) = colX[s]
-				continue
-			}
-			copy(dst[s*d+j0:s*d+j0+nb], colX[s][:nb])
-		}
-	}
-	return j0
+	return evaluateBlocks[float64](ws, st, ops, nt.kb, nt.colB, nt.colX, dst, rewards, d, pi, rtol, warm)
 }
 
-// evaluateBlocks32 is evaluateBlocks64 in float32 blocks of blockWidth32
-// (block32.go): the right-hand sides are summed in float64 and rounded,
-// the solutions widened back.
+// evaluateBlocks32 runs evaluateBlocks in float32 blocks of blockWidth32
+// (block32.go), with nt.a's values and factors rounded to float32.
 func (ws *Workspace) evaluateBlocks32(st *ColumnStats, dst, rewards []float64, d int, pi *Policy, rtol float64, warm, noPrec bool) int {
-	m, nt := ws.m, ws.nt
-	S, A := m.NumStates, m.NumActions
+	nt := ws.nt
 	if nt.kb32 == nil {
+		S := ws.m.NumStates
 		nt.kb32 = newBlockGMRES[blk32](S)
 		nt.colB32, nt.colX32 = make([]blk32, S), make([]blk32, S)
 	}
 	nt.a32.round32(nt.a)
 	ops := ops32{ws: ws, c: nt.a, f: &nt.a32, noPrec: noPrec}
-	colB, colX := nt.colB32, nt.colX32
-	j0 := 0
-	for ; d-j0 > columnScalarMax; j0 += blockWidth32 {
-		nb := min(blockWidth32, d-j0)
-		full := nb == blockWidth32 // whole blocks move as arrays, without a call per state
-		for s := range S {
-			var bs lanes
-			if !m.IsTerminal(s) {
-				policyRHS(&bs, pi.Prob[s*A:(s+1)*A], rewards, s*A*d+j0, d, nb)
-			}
-			var b32 blk32
-			for jj, v := range bs {
-				b32[jj] = float32(v)
-			}
-			colB[s] = b32
-		}
-		if warm {
-			for s := range S {
-				colX[s] = blk32{}
-				for jj, v := range dst[s*d+j0 : s*d+j0+nb] {
-					colX[s][jj] = float32(v)
-				}
-			}
-		}
-		mv, rel := nt.kb32.solve(ops, colX, colB, rtol, columnMaxMatVec, warm)
-		st.MatVecs += mv
-		st.Residual = max(st.Residual, rel)
-		for s := range S {
-			x := &colX[s]
-			if full {
-				out := (*[blockWidth32]float64)(dst[s*d+j0 : s*d+j0+blockWidth32])
-				for jj := range out {
-					out[jj] = float64(x[jj])
-				}
-				continue
-			}
-			for jj := range dst[s*d+j0 : s*d+j0+nb] {
-				dst[s*d+j0+jj] = float64(x[jj])
-			}
-		}
-	}
-	return j0
+	return evaluateBlocks[float32](ws, st, ops, nt.kb32, nt.colB32, nt.colX32, dst, rewards, d, pi, rtol, warm)
 }
 
 // policyRHS sets bs[jj] = Σ_a p[a]·rewards[k0 + a·d + jj] for jj < nb

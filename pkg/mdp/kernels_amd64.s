@@ -1,54 +1,26 @@
 #include "textflag.h"
+#include "blockkernels_amd64.h"
 
 // The Krylov kernels of block.go, sparse.go and ell.go: AVX for blocks of 8
 // columns (one block in two Y registers), scalar SSE2 for single vectors.
 // No fused multiply-add: each lane performs the same IEEE operations in
 // the same order as the Go loop it replaces (whose products are rounded by
 // an explicit float64 conversion, which forbids the compiler to fuse them
-// under any GOAMD64), so the results are the same bit for bit.
+// under any GOAMD64), so the results are the same bit for bit. The
+// product, the substitutions and the scaled sum of blocks are the bodies
+// of blockkernels_amd64.h, shared with the float32 kernels.
 //
 // Registers shared by the row loops: SI = x, R9 = col, R10 = values,
 // R11 = k (the entry), R12 = the row's end, R13 = scratch; the row's
 // accumulator is Y0:Y1 (blocks) or X0 (single vectors).
 
-// BTERM adds (OP = VADDPD) or subtracts (VSUBPD) values[k]·x[col[k]] to
-// or from the block accumulator.
-#define BTERM(OP) \
-	MOVLQSX      (R9)(R11*4), R13; \
-	SHLQ         $6, R13; \
-	VBROADCASTSD (R10)(R11*8), Y2; \
-	VMULPD       (SI)(R13*1), Y2, Y3; \
-	OP           Y3, Y0, Y0; \
-	VMULPD       32(SI)(R13*1), Y2, Y4; \
-	OP           Y4, Y1, Y1
-
-// STERM does the same for a single vector (OP = ADDSD or SUBSD).
+// STERM adds (OP = ADDSD) or subtracts (SUBSD) values[k]·x[col[k]] to or
+// from a single vector's accumulator X0.
 #define STERM(OP) \
 	MOVLQSX (R9)(R11*4), R13; \
 	MOVSD   (R10)(R11*8), X2; \
 	MULSD   (SI)(R13*8), X2; \
 	OP      X2, X0
-
-// MULARGS loads the arguments of mulBlockAVX and mulRowsAsm.
-#define MULARGS \
-	MOVQ y+0(FP), DI; \
-	MOVQ x+8(FP), SI; \
-	MOVQ ptr+16(FP), R8; \
-	MOVQ col+24(FP), R9; \
-	MOVQ val+32(FP), R10; \
-	MOVQ n+40(FP), CX
-
-// SUBARGS loads the arguments of precondBlockAVX and precondAsm, and sets
-// the row index AX to 0.
-#define SUBARGS \
-	MOVQ x+0(FP), SI; \
-	MOVQ lu+8(FP), R10; \
-	MOVQ col+16(FP), R9; \
-	MOVQ ptr+24(FP), R8; \
-	MOVQ diag+32(FP), BX; \
-	MOVQ inv+40(FP), DX; \
-	MOVQ n+48(FP), CX; \
-	XORQ AX, AX
 
 // ELLARGS loads the arguments x, col and val of ellForwardAsm and
 // ellBackwardAsm.
@@ -58,110 +30,17 @@
 	MOVQ val+16(FP), R10
 
 // func mulBlockAVX(y, x *blk, ptr *int, col *int32, val *float64, n int)
-// For rows i = 0..n-1: y[i] = Σ_{k=ptr[i]}^{ptr[i+1]-1} val[k]·x[col[k]],
-// summed in k order from +0.
 TEXT ·mulBlockAVX(SB), NOSPLIT, $0-48
-	MULARGS
-	TESTQ CX, CX
-	JLE   mdone
-
-mrow:
-	MOVQ   (R8), R11
-	MOVQ   8(R8), R12
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	CMPQ   R11, R12
-	JGE    mstore
-
-mloop:
-	BTERM(VADDPD)
-	INCQ R11
-	CMPQ R11, R12
-	JL   mloop
-
-mstore:
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	ADDQ    $64, DI
-	ADDQ    $8, R8
-	DECQ    CX
-	JNZ     mrow
-
-mdone:
-	VZEROUPPER
-	RET
+	MULBLOCK(VMOVUPD, VBROADCASTSD, VMULPD, VADDPD, VXORPD, 8)
 
 // func precondBlockAVX(x *blk, lu *float64, col *int32, ptr *int, diag *int, inv *float64, n int)
-// Forward: for i = 0..n-1, x[i] -= lu[k]·x[col[k]] for k = ptr[i]..diag[i]-1
-// in order; backward: for i = n-1..0, x[i] -= lu[k]·x[col[k]] for
-// k = diag[i]+1..ptr[i+1]-1 in order, then x[i] *= inv[i].
 TEXT ·precondBlockAVX(SB), NOSPLIT, $0-56
-	SUBARGS
-	TESTQ CX, CX
-	JLE   pdone
-	MOVQ  SI, DI
-
-pfrow:
-	MOVQ    (R8)(AX*8), R11
-	MOVQ    (BX)(AX*8), R12
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	CMPQ    R11, R12
-	JGE     pfstore
-
-pfloop:
-	BTERM(VSUBPD)
-	INCQ R11
-	CMPQ R11, R12
-	JL   pfloop
-
-pfstore:
-	VMOVUPD Y0, (DI)
-	VMOVUPD Y1, 32(DI)
-	ADDQ    $64, DI
-	INCQ    AX
-	CMPQ    AX, CX
-	JL      pfrow
-
-pbrow:
-	DECQ    AX
-	JL      pdone
-	MOVQ    AX, DI
-	SHLQ    $6, DI
-	ADDQ    SI, DI
-	MOVQ    (BX)(AX*8), R11
-	INCQ    R11
-	MOVQ    8(R8)(AX*8), R12
-	VMOVUPD (DI), Y0
-	VMOVUPD 32(DI), Y1
-	CMPQ    R11, R12
-	JGE     pbscale
-
-pbloop:
-	BTERM(VSUBPD)
-	INCQ R11
-	CMPQ R11, R12
-	JL   pbloop
-
-pbscale:
-	VBROADCASTSD (DX)(AX*8), Y2
-	VMULPD       Y2, Y0, Y0
-	VMULPD       Y2, Y1, Y1
-	VMOVUPD      Y0, (DI)
-	VMOVUPD      Y1, 32(DI)
-	JMP          pbrow
-
-pdone:
-	VZEROUPPER
-	RET
+	PRECONDBLOCK(VMOVUPD, VBROADCASTSD, VMULPD, VSUBPD, 8)
 
 // func blockDotsAVX(dst, x, y *blk, n int)
 // dst[jj] = Σ_s x[s][jj]·y[s][jj], summed in s order from +0.
 TEXT ·blockDotsAVX(SB), NOSPLIT, $0-32
-	MOVQ   dst+0(FP), DI
-	MOVQ   x+8(FP), SI
-	MOVQ   y+16(FP), DX
-	MOVQ   n+24(FP), CX
+	DOTSARGS
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
 	TESTQ  CX, CX
@@ -188,32 +67,7 @@ ddone:
 // func blockAddScaledAVX(y, a, x *blk, n int)
 // y[s][jj] += a[jj]·x[s][jj] for s = 0..n-1.
 TEXT ·blockAddScaledAVX(SB), NOSPLIT, $0-32
-	MOVQ    y+0(FP), DI
-	MOVQ    a+8(FP), DX
-	MOVQ    x+16(FP), SI
-	MOVQ    n+24(FP), CX
-	VMOVUPD (DX), Y4
-	VMOVUPD 32(DX), Y5
-	TESTQ   CX, CX
-	JLE     sdone
-
-sloop:
-	VMULPD  (SI), Y4, Y2
-	VMOVUPD (DI), Y0
-	VADDPD  Y2, Y0, Y0
-	VMOVUPD Y0, (DI)
-	VMULPD  32(SI), Y5, Y3
-	VMOVUPD 32(DI), Y1
-	VADDPD  Y3, Y1, Y1
-	VMOVUPD Y1, 32(DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    CX
-	JNZ     sloop
-
-sdone:
-	VZEROUPPER
-	RET
+	ADDSCALEDBLOCK(VMOVUPD, VMULPD, VADDPD)
 
 // func mulRowsAsm(y, x *float64, ptr *int, col *int32, val *float64, n int)
 // mulBlockAVX for one column.
@@ -359,12 +213,7 @@ qdone:
 // w[s][jj]·u[s][jj] of the new w, summed in s order from +0 (u may be w):
 // blockAddScaledAVX and blockDotsAVX in one pass.
 TEXT ·blockAxpyDotsAVX(SB), NOSPLIT, $0-48
-	MOVQ    dst+0(FP), R8
-	MOVQ    w+8(FP), DI
-	MOVQ    a+16(FP), AX
-	MOVQ    v+24(FP), SI
-	MOVQ    u+32(FP), DX
-	MOVQ    n+40(FP), CX
+	AXPYDOTSARGS
 	VMOVUPD (AX), Y4
 	VMOVUPD 32(AX), Y5
 	VXORPD  Y0, Y0, Y0
