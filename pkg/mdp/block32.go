@@ -169,17 +169,6 @@ func blockAxpyDots32(dst *lanes, w []blk32, a *blk32, v, u []blk32) {
 	*dst = d
 }
 
-// round32Lanes returns a rounded to float32, with the columns outside mask
-// set to 0.
-func round32Lanes(a *lanes, mask uint32) (r blk32) {
-	for jj := range r {
-		if mask&(1<<jj) != 0 {
-			r[jj] = float32(a[jj])
-		}
-	}
-	return r
-}
-
 // ops32 is blockOps for blocks of float32 columns: the products of c with
 // the values of f and the substitutions with its factors (skipped when
 // noPrec) on ws's goroutines.
@@ -208,7 +197,7 @@ func (o ops32) precond(x []blk32) {
 func (ops32) dots(dst *lanes, x, y []blk32) { blockDots32(dst, x, y) }
 
 func (ops32) axpyDots(dst *lanes, w []blk32, a *lanes, v, u []blk32) {
-	a32 := round32Lanes(a, 1<<blockWidth32-1)
+	a32 := rounded[float32, blk32](a)
 	blockAxpyDots32(dst, w, &a32, v, u)
 }
 
@@ -216,7 +205,12 @@ func (ops32) axpyDots(dst *lanes, w []blk32, a *lanes, v, u []blk32) {
 // they are: within a GMRES cycle a column's basis vectors past its own
 // basis are zero (blockGMRES.solve), and x is finite.
 func (ops32) addScaled(y []blk32, a *lanes, x []blk32, mask uint32) {
-	a32 := round32Lanes(a, mask)
+	a32 := rounded[float32, blk32](a)
+	for jj := range a32 {
+		if mask&(1<<jj) == 0 {
+			a32[jj] = 0
+		}
+	}
 	blockAddScaled32(y, &a32, x)
 }
 
@@ -225,7 +219,7 @@ func (ops32) scale(x []blk32, a *lanes) { scaleBlocks[float32](x, a) }
 
 func (ops32) scaleTwo(v, u, w []blk32, a *lanes) {
 	if useAsm && len(v) > 0 {
-		a32 := round32Lanes(a, 1<<blockWidth32-1)
+		a32 := rounded[float32, blk32](a)
 		u, w = u[:len(v)], w[:len(v)]
 		blockScaleTwo32AVX(&v[0], &u[0], &w[0], &a32, len(v))
 		return
