@@ -145,3 +145,45 @@ func TestPooledHeterogeneousStationary(t *testing.T) {
 		}
 	}
 }
+
+// TestPersonalizeLimits: μ = 0 gives the client's own optimum (MaxEnt's
+// Newton fit), a large μ stays within O(‖∇L(θ̄)‖/μ) of the center, and the
+// fit is stationary for L − (μ/2)‖θ − θ̄‖² (checked on the objective's own
+// gradient).
+func TestPersonalizeLimits(t *testing.T) {
+	objs, _, _, _ := jointClients(t, 2, false, 0.02)
+	o := objs[0]
+	center := []float64{0.3, 0.1, -0.2, 0.5}
+	own, err := Personalize(context.Background(), o, center, 0, jointopt.Config{GradTol: 1e-11})
+	if err != nil || !own.Converged() {
+		t.Fatalf("μ = 0: %v", err)
+	}
+	grad := make([]float64, 4)
+	o.Eval(grad, own.Theta)
+	for j, v := range grad {
+		if math.Abs(v) > 1e-10 {
+			t.Fatalf("μ = 0: ∇L[%d] = %v at the personalized θ", j, v)
+		}
+	}
+	o.Eval(grad, center)
+	g0 := 0.0
+	for _, v := range grad {
+		g0 = max(g0, math.Abs(v))
+	}
+	for _, mu := range []float64{0.5, 50, 5000} {
+		s, err := Personalize(context.Background(), o, center, mu, jointopt.Config{GradTol: 1e-11})
+		if err != nil || !s.Converged() {
+			t.Fatalf("μ = %v: %v %s", mu, err, s.Reason)
+		}
+		o.Eval(grad, s.Theta)
+		for j := range grad {
+			if r := grad[j] - mu*(s.Theta[j]-center[j]); math.Abs(r) > 1e-9 {
+				t.Fatalf("μ = %v: stationarity residual %v at %d", mu, r, j)
+			}
+			// ‖θ − θ̄‖∞ ≤ ‖∇L(θ̄)‖∞·√d/μ for a concave L (the pull dominates).
+			if dist := math.Abs(s.Theta[j] - center[j]); dist > 2*g0*2/mu {
+				t.Fatalf("μ = %v: |θ − θ̄| = %v beyond the bound %v", mu, dist, 2*g0*2/mu)
+			}
+		}
+	}
+}

@@ -194,11 +194,13 @@ func (s *State) Trial() []float64 {
 	return t
 }
 
-// armijo is the sufficient-increase constant and backtrack the step
-// factor of the line search; maxBacktracks ends a search that cannot
+// valueNoise is the relative error of an evaluation's value that the line
+// search tolerates; armijo is the sufficient-increase constant and
+// backtrack the step factor of the line search; maxBacktracks ends a search that cannot
 // increase F (the direction is then no ascent direction at the precision
 // of the evaluations).
 const (
+	valueNoise    = 1e-8
 	armijo        = 1e-4
 	backtrack     = 0.5
 	maxBacktracks = 30
@@ -218,13 +220,19 @@ func (s *State) Observe(ev Eval) error {
 	s.Rounds++
 	accept := !s.Have
 	if s.Have {
-		slope := floats.Dot(s.Base.Grad, s.Dir)
+		predicted := s.Alpha * floats.Dot(s.Base.Grad, s.Dir)
 		gain := ev.Value - s.Base.Value
-		// At the precision of the evaluations a step whose predicted
-		// gain is below rounding is judged on the gradient instead.
-		noise := 1e-13 * (1 + math.Abs(s.Base.Value))
-		accept = gain >= armijo*s.Alpha*slope ||
-			(s.Alpha*slope <= noise && gain >= -noise && floats.Norm(ev.Grad, 2) < floats.Norm(s.Base.Grad, 2))
+		// Values carry the error of the solves behind them (about 1e-9 of
+		// 1 + |F| for value iteration to 1e-10): a step whose predicted
+		// gain is below that is judged by the gradient, which Newton's
+		// steps shrink quadratically near the optimum, and may not lose
+		// more than the noise.
+		noise := valueNoise * (1 + math.Abs(s.Base.Value))
+		if predicted > noise {
+			accept = gain >= armijo*predicted
+		} else {
+			accept = gain >= -noise && floats.Norm(ev.Grad, 2) < floats.Norm(s.Base.Grad, 2)
+		}
 	}
 	if accept {
 		if s.Have {
@@ -338,4 +346,24 @@ func Maximize(terms []Objective, w []float64, theta0 []float64, cfg Config) (*St
 		}
 	}
 	return s, nil
+}
+
+// Prox returns the term −(μ/2)‖θ − center‖² (a proximal pull toward
+// center, Ditto's and pFedMe's personalization penalty), exact.
+func Prox(center []float64, mu float64) Objective {
+	c := append([]float64(nil), center...)
+	return func(theta []float64) (Eval, error) {
+		d := len(c)
+		if len(theta) != d {
+			return Eval{}, fmt.Errorf("jointopt: θ has %d entries, the proximal center %d", len(theta), d)
+		}
+		e := Eval{Grad: make([]float64, d), Hess: make([]float64, d*d)}
+		for j := range d {
+			diff := theta[j] - c[j]
+			e.Value -= 0.5 * mu * diff * diff
+			e.Grad[j] = -mu * diff
+			e.Hess[j*d+j] = -mu
+		}
+		return e, nil
+	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/ot"
@@ -197,6 +198,9 @@ type Config struct {
 	Ablation      AblationConfig   `yaml:"ablation" json:"ablation"`
 	// Privacy is local differential privacy of the clients' sent θ (off by default).
 	Privacy PrivacyConfig `yaml:"privacy" json:"privacy"`
+	// Joint is the pooled oracle and the personalized rewards (jointfit;
+	// both on by default).
+	Joint jointfit.Config `yaml:"joint" json:"joint"`
 	// Workers is the number of cells run at once (results do not depend on
 	// it); 0 means 2. Within a cell the clients learn concurrently. Its key
 	// is jobs, as the --jobs flag; LoadConfig still reads the old key
@@ -224,6 +228,7 @@ func DefaultConfig() Config {
 		Evaluation: EvaluationConfig{Method: EvalExact, EvaluationEpisodes: 200},
 		Ablation: AblationConfig{GridSize: 5, NumberOfClients: 10, WeakFractions: []float64{0, 0.25, 0.5},
 			WeakFactorMin: 0.05, WeakFactorMax: 0.3, WeakExpertEpsilon: 0.5, WeakEpisodes: 5},
+		Joint:   jointfit.DefaultConfig(),
 		Workers: 2,
 	}
 }
@@ -384,6 +389,9 @@ func findKey(n *yaml.Node, path string, line int, value string, isKey bool) stri
 
 // Validate reports the first invalid field, naming it by its config key.
 func (c Config) Validate() error {
+	if err := c.Joint.Validate(); err != nil {
+		return err
+	}
 	if c.NumberOfSeeds < 1 {
 		return fmt.Errorf("number_of_seeds = %d, want ≥ 1", c.NumberOfSeeds)
 	}

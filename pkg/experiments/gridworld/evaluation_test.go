@@ -143,14 +143,17 @@ func TestSampledEvaluationCommonAcrossMethods(t *testing.T) {
 			t.Fatalf("grid %d seed %d: the fit keeps no environments", f.GridSize, f.Seed)
 		}
 		fused := func(m string, i int) []float64 {
-			if m == ColLocal {
+			switch m {
+			case ColLocal:
 				return f.Local[i]
+			case ColPersonalized:
+				return f.Personal[i].Theta
 			}
 			return f.Fused[m]
 		}
 		methods := slices.Sorted(maps.Keys(f.InDist))
 		check(f, f.clients, f.InDist, fused, methods)
-		check(f, f.heldOut, f.HeldOut, fused, slices.DeleteFunc(methods, func(m string) bool { return m == ColLocal }))
+		check(f, f.heldOut, f.HeldOut, fused, slices.DeleteFunc(methods, func(m string) bool { return slices.Contains(c.clientCols(), m) }))
 	}
 	if pairs == 0 {
 		t.Fatal("no two methods share a policy: the test checks nothing")

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	gw "github.com/fedirl/fedirl/pkg/envs/gridworld"
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/ot"
@@ -104,6 +105,11 @@ type Fit struct {
 	Directions map[string]Direction `json:"directions"`
 	// Bounds evaluates Theorems 1 and 2 on this cell (first seed of each Table-1 grid size).
 	Bounds *BoundsReport `json:"bounds,omitempty"`
+	// Pooled is the pooled oracle's fit (joint.pooled; its θ is also
+	// Fused[ColPooled]) with its identifiability diagnostics; Personal the
+	// clients' personalized fits around it (joint.personalized).
+	Pooled   *jointfit.Pooled    `json:"pooled,omitempty"`
+	Personal []jointfit.Personal `json:"personalized,omitempty"`
 
 	// Not serialized: the environments and probe, for figures.
 	clients, heldOut []*Env
@@ -265,6 +271,12 @@ func (c Config) evaluate(f *Fit, st *setup, cols []string) {
 	for i, env := range st.clients {
 		f.InDist[ColLocal][i] = c.success(env, f.Seed, f.GridSize, i, f.Local[i])
 	}
+	if f.Personal != nil {
+		f.InDist[ColPersonalized] = make([]float64, K)
+		for i, env := range st.clients {
+			f.InDist[ColPersonalized][i] = c.success(env, f.Seed, f.GridSize, i, f.Personal[i].Theta)
+		}
+	}
 	for _, m := range cols {
 		f.InDist[m] = make([]float64, K)
 		f.HeldOut[m] = make([]float64, len(st.heldOut))
@@ -330,7 +342,10 @@ func (c Config) runCell(ctx context.Context, e EnvConfig, seed uint64, withBound
 	if err := c.federate(ctx, fmt.Sprintf("grid%d-seed%d", e.GridSize, seed), f, st, clients, purposePrivacy); err != nil {
 		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
 	}
-	c.evaluate(f, st, append(slices.Clone(c.methods()), ColExpert))
+	if err := c.fitJoint(ctx, f, clients); err != nil {
+		return nil, fmt.Errorf("grid %d seed %d: %w", e.GridSize, seed, err)
+	}
+	c.evaluate(f, st, append(c.fusedCols(), ColExpert))
 	if withBounds {
 		b, err := c.cellBounds(f, st, w2Limit)
 		if err != nil {
@@ -397,7 +412,10 @@ func (c Config) runAblation(ctx context.Context, seed uint64) ([]*Fit, error) {
 		if err := c.federate(ctx, fmt.Sprintf("ablation-seed%d-p%d", seed, pi), f, st, clients, purposePrivacyAblation); err != nil {
 			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
 		}
-		c.evaluate(f, st, c.methods())
+		if err := c.fitJoint(ctx, f, clients); err != nil {
+			return nil, fmt.Errorf("ablation seed %d p %v: %w", seed, p, err)
+		}
+		c.evaluate(f, st, c.fusedCols())
 		out = append(out, f)
 	}
 	return out, nil

@@ -87,7 +87,8 @@ func TestGridWorldTables(t *testing.T) {
 		if r.InDist[ColLocal].N != 2*r.Clients || r.HeldOutS[ColLocal].N != 0 || r.HeldOutS[fusion.MethodBarycenter].N != 2*r.HeldOut {
 			t.Fatalf("grid %d: pooled counts in %d, held-out local %d, held-out bary %d", r.GridSize, r.InDist[ColLocal].N, r.HeldOutS[ColLocal].N, r.HeldOutS[fusion.MethodBarycenter].N)
 		}
-		if len(r.InDist) != 2+len(DefaultFusionMethods) || len(r.HeldOutS) != 1+len(DefaultFusionMethods) {
+		// local, personalized, the fusions, pooled and expert in; the fusions, pooled and expert held out.
+		if len(r.InDist) != 4+len(DefaultFusionMethods) || len(r.HeldOutS) != 2+len(DefaultFusionMethods) {
 			t.Fatalf("grid %d: columns in %d, held-out %d", r.GridSize, len(r.InDist), len(r.HeldOutS))
 		}
 		for m := range r.InDist {
@@ -459,7 +460,8 @@ func TestFusionMethodsAreColumns(t *testing.T) {
 		t.Error("table1.md compares normalized-mean, which this study does not fuse")
 	}
 	rows := sweepRows("r", st)
-	if _, ok := rows[0].InSuccess["median"]; !ok || len(rows[0].In) != 2 || len(rows[0].HeldOut) != 1 {
+	// barycenter − mean, mean − local and the joint block's four in; barycenter − mean and pooled − mean, − barycenter held out.
+	if _, ok := rows[0].InSuccess["median"]; !ok || len(rows[0].In) != 6 || len(rows[0].HeldOut) != 3 {
 		t.Errorf("sweep row %+v", rows[0])
 	}
 	if _, err := st.SuccessPNG(); err != nil {

@@ -86,6 +86,13 @@ var DeclaredPairs = []Pair{
 	{fusion.MethodNormalizedMean, fusion.MethodMean},
 	{fusion.MethodBarycenter, fusion.MethodNormalizedMean},
 	{fusion.MethodMean, ColLocal},
+	// The joint block's (declared before its first run, README-gridworld):
+	// how far each one-shot fusion is from the pooled ceiling, and whether a
+	// personalized reward beats the client's own and the shared one.
+	{ColPooled, fusion.MethodMean},
+	{ColPooled, fusion.MethodBarycenter},
+	{ColPersonalized, ColLocal},
+	{ColPersonalized, ColPooled},
 }
 
 // pairs returns the declared pairs whose columns are among cols.
@@ -114,6 +121,8 @@ var styles = map[string]columnStyle{
 	ColExpert:                   {color.RGBA{44, 160, 44, 255}, draw.PyramidGlyph{}},
 	fusion.MethodNormalizedMean: {color.RGBA{148, 103, 189, 255}, draw.RingGlyph{}},
 	ColLocal:                    {color.Gray{Y: 150}, draw.CrossGlyph{}},
+	ColPooled:                   {color.RGBA{23, 190, 207, 255}, draw.PlusGlyph{}},
+	ColPersonalized:             {color.RGBA{188, 189, 34, 255}, draw.BoxGlyph{}},
 }
 
 var fallbackStyles = []columnStyle{

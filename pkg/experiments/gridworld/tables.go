@@ -44,6 +44,13 @@ type Table1Row struct {
 	HeldOutS      Cols       `json:"held_out"`
 	InDistPaired  PairedCols `json:"in_distribution_paired"`
 	HeldOutPaired PairedCols `json:"held_out_paired"`
+	// InDistWorst and HeldOutWorst are, per column, the worst client's (or
+	// held-out environment's) success in each seed, summarized over seeds;
+	// the *WorstPaired are the declared pairs on those per-seed minima.
+	InDistWorst        Cols       `json:"in_distribution_worst"`
+	HeldOutWorst       Cols       `json:"held_out_worst"`
+	InDistWorstPaired  PairedCols `json:"in_distribution_worst_paired"`
+	HeldOutWorstPaired PairedCols `json:"held_out_worst_paired"`
 }
 
 // PairedCols are paired comparisons of columns over the same seeds, in
@@ -55,23 +62,38 @@ type PairedCols map[string]report.Paired
 
 // seedMeans returns, per fit, 100 × the mean of rates(f) (one value per seed).
 func seedMeans(fits []*Fit, rates func(*Fit) []float64) []float64 {
+	return seedReduce(fits, rates, func(x []float64) float64 { return stat.Mean(x, nil) })
+}
+
+// seedReduce returns, per fit, 100 × reduce(rates(f)) (one value per seed).
+func seedReduce(fits []*Fit, rates func(*Fit) []float64, reduce func([]float64) float64) []float64 {
 	out := make([]float64, len(fits))
 	for i, f := range fits {
-		out[i] = 100 * stat.Mean(rates(f), nil)
+		out[i] = 100 * reduce(rates(f))
 	}
 	return out
 }
 
+// worst is the reducer of the worst-client columns.
+func worst(x []float64) float64 { return slices.Min(x) }
+
 // pairedCols compares the declared pairs among cols over fits (one per seed)
-// on the in-distribution or held-out rates.
+// on the in-distribution or held-out rates, each seed's averaged over its
+// clients or environments.
 func pairedCols(fits []*Fit, heldOut bool, cols []string) PairedCols {
+	return pairedColsBy(fits, heldOut, cols, func(x []float64) float64 { return stat.Mean(x, nil) })
+}
+
+// pairedColsBy is pairedCols with each seed's rates reduced by reduce
+// (their mean, or worst).
+func pairedColsBy(fits []*Fit, heldOut bool, cols []string, reduce func([]float64) float64) PairedCols {
 	m := func(col string) []float64 {
-		return seedMeans(fits, func(f *Fit) []float64 {
+		return seedReduce(fits, func(f *Fit) []float64 {
 			if heldOut {
 				return f.HeldOut[col]
 			}
 			return f.InDist[col]
-		})
+		}, reduce)
 	}
 	pc := PairedCols{}
 	for _, p := range pairs(cols) {
@@ -123,11 +145,11 @@ type Cols map[string]Stat
 // inCols are the in-distribution columns of a study: ColLocal, the fusion
 // methods and, with expert, ColExpert; heldCols the same without ColLocal.
 func (c Config) inCols(expert bool) []string {
-	return append([]string{ColLocal}, c.heldCols(expert)...)
+	return append(c.clientCols(), c.heldCols(expert)...)
 }
 
 func (c Config) heldCols(expert bool) []string {
-	out := slices.Clone(c.methods())
+	out := c.fusedCols()
 	if expert {
 		out = append(out, ColExpert)
 	}
@@ -148,12 +170,21 @@ func (s *Study) Table1() []Table1Row {
 				out = append(out, f.HeldOut[m]...)
 			}
 			row.InDist[m] = newStat(in)
-			if m != ColLocal {
+			if !slices.Contains(s.Config.clientCols(), m) {
 				row.HeldOutS[m] = newStat(out)
 			}
 		}
 		row.InDistPaired = pairedCols(s.Cells[k], false, s.Config.inCols(false))
 		row.HeldOutPaired = pairedCols(s.Cells[k], true, s.Config.heldCols(false))
+		row.InDistWorst, row.HeldOutWorst = Cols{}, Cols{}
+		for _, m := range s.Config.inCols(true) {
+			row.InDistWorst[m] = Stat(report.Summarize(seedReduce(s.Cells[k], func(f *Fit) []float64 { return f.InDist[m] }, worst)))
+		}
+		for _, m := range s.Config.heldCols(true) {
+			row.HeldOutWorst[m] = Stat(report.Summarize(seedReduce(s.Cells[k], func(f *Fit) []float64 { return f.HeldOut[m] }, worst)))
+		}
+		row.InDistWorstPaired = pairedColsBy(s.Cells[k], false, s.Config.inCols(false), worst)
+		row.HeldOutWorstPaired = pairedColsBy(s.Cells[k], true, s.Config.heldCols(false), worst)
 		rows = append(rows, row)
 	}
 	return rows
@@ -192,12 +223,12 @@ func (s *Study) Table2() []Table2Row {
 			var in, out []float64
 			for _, fs := range s.Ablation {
 				in = append(in, stat.Mean(fs[pi].InDist[m], nil))
-				if m != ColLocal {
+				if !slices.Contains(s.Config.clientCols(), m) {
 					out = append(out, stat.Mean(fs[pi].HeldOut[m], nil))
 				}
 			}
 			row.InDist[m] = newStat(in)
-			if m != ColLocal {
+			if !slices.Contains(s.Config.clientCols(), m) {
 				row.HeldOutS[m] = newStat(out)
 			}
 		}
@@ -299,6 +330,31 @@ func (s *Study) Table1Markdown() []byte {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d×%d | %d |%s\n", r.GridSize, r.GridSize, r.Seeds, pairCells(r.InDistPaired, inPairs, r.HeldOutPaired, heldPairs))
 	}
+	fmt.Fprintf(&b, "\nThe worst client: per seed, the lowest success among the seed's clients (in) or held-out environments (held-out), mean ± std over seeds (%%):\n\n")
+	b.WriteString("| Environment | Seeds |")
+	for _, m := range in {
+		fmt.Fprintf(&b, " In: %s |", m)
+	}
+	for _, m := range held {
+		fmt.Fprintf(&b, " Held-out: %s |", m)
+	}
+	b.WriteString("\n" + strings.Repeat("|---", 2+len(in)+len(held)) + "|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d×%d | %d |", r.GridSize, r.GridSize, r.Seeds)
+		for _, m := range in {
+			fmt.Fprintf(&b, " %s |", r.InDistWorst[m].format(1))
+		}
+		for _, m := range held {
+			fmt.Fprintf(&b, " %s |", r.HeldOutWorst[m].format(1))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nPaired differences of the worst client's success (percentage points; per seed the two columns' minima; mean [95 %% t-interval]):\n\n")
+	b.WriteString("| Environment | Seeds |" + pairHeader(inPairs, heldPairs) + "\n" + strings.Repeat("|---", 2+len(inPairs)+len(heldPairs)) + "|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d×%d | %d |%s\n", r.GridSize, r.GridSize, r.Seeds, pairCells(r.InDistWorstPaired, inPairs, r.HeldOutWorstPaired, heldPairs))
+	}
+	s.jointMarkdown(&b)
 	bm, ml := DeclaredPairs[0], Pair{fusion.MethodMean, ColLocal}
 	if !slices.Contains(inPairs, bm) {
 		return b.Bytes()
