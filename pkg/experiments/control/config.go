@@ -20,6 +20,7 @@ package control
 import (
 	"bytes"
 	"fmt"
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 	"maps"
 	"math"
 	"os"
@@ -61,7 +62,7 @@ const (
 )
 
 // AllMethods lists the methods in table order.
-var AllMethods = []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodProjected, MethodTrue}
+var AllMethods = []string{MethodLocal, MethodPersonalized, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodPooled, MethodProjected, MethodTrue}
 
 // Protocols: the well-posed local IRL (the default) and the paper's as written.
 const (
@@ -227,6 +228,9 @@ type Config struct {
 	Barycenter BarycenterConfig `yaml:"barycenter"`
 	// Methods lists the rewards evaluated (default all).
 	Methods []string `yaml:"methods"`
+	// Joint configures the pooled oracle and the personalized rewards
+	// (methods pooled and personalized; jointfit).
+	Joint jointfit.Config `yaml:"joint"`
 	// NormalizeReward turns on PPO's reward normalisation (VecNormalize's
 	// running std of the discounted return) in every evaluation run, of the
 	// true, projected, local and fused rewards alike.
@@ -552,6 +556,15 @@ func (c Config) Validate() error {
 	}
 	if err := c.Model.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("model: %w", err)
+	}
+	if (slices.Contains(c.Methods, MethodPooled) || slices.Contains(c.Methods, MethodPersonalized)) && !c.Joint.Pooled {
+		return fmt.Errorf("methods pooled and personalized need joint.pooled: true")
+	}
+	if slices.Contains(c.Methods, MethodPersonalized) && !c.Joint.Personalized {
+		return fmt.Errorf("method personalized needs joint.personalized: true")
+	}
+	if err := c.Joint.Validate(); err != nil {
+		return err
 	}
 	if len(c.Methods) == 0 {
 		return fmt.Errorf("methods: empty (known: %s)", strings.Join(AllMethods, ", "))

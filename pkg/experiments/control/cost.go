@@ -69,6 +69,11 @@ var perPair = map[string]map[string]float64{
 	"fusion":   {"Pendulum-v1": 5.9e-6, "CartPole-v1": 5.7e-6, "Acrobot-v1": 5e-6, "LunarLanderContinuous-v3": 7e-6},
 }
 
+// pooledEvals is the Newton evaluations (value, visits and Hessian) that
+// one fit of a pooled unit costs, in local-IRL iterations: the pooled
+// default runs took 5–15 rounds, a Hessian costing about two iterations.
+const pooledEvals = 20
+
 // modelCost is the seconds of building the lattice model of an
 // environment whose state cannot be set (replay clones of 200 rollouts,
 // model_rollouts.clones 8), charged to its ladder unit; the IRL and
@@ -127,6 +132,13 @@ func (s *Study) unitCost(t task) (float64, error) {
 		return float64(pairs)*perPair[t.u.kind][t.env] + modelCost[t.env], nil
 	case "fidelity", "fusion":
 		return float64(pairs) * perPair[t.u.kind][t.env], nil
+	case "pooled":
+		// The pooled fit and each client's personalization candidates
+		// (and its refit), each about pooledEvals Newton evaluations of
+		// one client's objective with its Hessian.
+		k := len(s.cfg.TrainingClients())
+		fits := k + k*(len(s.cfg.Joint.ProxCandidates)+1)
+		return float64(pairs) * float64(fits*pooledEvals) * perPairIter[t.env] / float64(s.frameSkip(t.env)), nil
 	}
 	return fixedCost, nil
 }

@@ -24,6 +24,9 @@ type evalSpec struct {
 	// once every FrameSkip frames and holds its action (envs.FrameSkip),
 	// so a learned reward is the reward of one held (lattice) step.
 	FrameSkip int `json:"frame_skip,omitempty"`
+	// Personalized marks the client's personalized θ of the pooled unit
+	// Reward (whose pooled θ is the same unit's other reward).
+	Personalized bool `json:"personalized,omitempty"`
 }
 
 // EvalFile is the content of an evaluation unit: the PPO learning curve.
@@ -69,6 +72,9 @@ func (s *Study) rewardUnit(j evalJob) (unit, error) {
 	case MethodProjected:
 		u, _, err := s.ladderUnit(j.Env, j.Lattice, j.Client, j.Seed)
 		return u, err
+	case MethodPooled, MethodPersonalized:
+		u, _, _, err := s.pooledUnit(j.Env, j.Lattice, j.Seed)
+		return u, err
 	default:
 		u, _, _, err := s.fusionUnit(j.Env, j.Lattice, j.Method, j.Seed)
 		return u, err
@@ -97,6 +103,7 @@ func (s *Study) evalUnit(j evalJob) (unit, evalSpec, error) {
 	if ec.EvaluationFrameSkip > 1 {
 		sp.FrameSkip = ec.EvaluationFrameSkip
 	}
+	sp.Personalized = j.Method == MethodPersonalized
 	return unit{"eval", fmt.Sprintf("%s-%s-%s-c%d-s%d", j.Env, j.Lattice, j.Method, j.Client, j.Seed), key(sp), ".json"}, sp, nil
 }
 
@@ -107,17 +114,15 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 		if err != nil {
 			return err
 		}
-		var theta struct {
-			Theta []float64 `json:"theta"`
-		}
-		if err := readJSON(ru.path(s.units), &theta); err != nil {
+		theta, err := s.readTheta(ru, j.Method, j.Client)
+		if err != nil {
 			return err
 		}
 		p, err := s.probe(j.Env, j.Lattice)
 		if err != nil {
 			return err
 		}
-		r, err := p.RewardFunc(theta.Theta)
+		r, err := p.RewardFunc(theta)
 		if err != nil {
 			return err
 		}

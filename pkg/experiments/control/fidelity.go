@@ -83,7 +83,7 @@ type CoverageEPIC map[irl.Coverage]*float64
 func (s *Study) fidelityMethods(client int) []string {
 	var out []string
 	for _, m := range s.cfg.Methods {
-		if m == MethodTrue || (m == MethodLocal && s.heldOut(client)) {
+		if m == MethodTrue || (perClientMethod(m) && s.heldOut(client)) {
 			continue
 		}
 		out = append(out, m)
@@ -152,14 +152,12 @@ func (s *Study) runFidelity(ctx context.Context, u unit, sp fidelitySpec, lattic
 	}
 	r := make([]float64, m.NumPairs())
 	for _, meth := range s.fidelityMethods(sp.Client) {
-		var th struct {
-			Theta []float64 `json:"theta"`
-		}
-		if err := readJSON(units[meth].path(s.units), &th); err != nil {
+		th, err := s.readTheta(units[meth], meth, sp.Client)
+		if err != nil {
 			return err
 		}
 		var rv mat.VecDense
-		rv.MulVec(phi, mat.NewVecDense(len(th.Theta), th.Theta))
+		rv.MulVec(phi, mat.NewVecDense(len(th), th))
 		for k := range r {
 			r[k] = rv.AtVec(k)
 		}

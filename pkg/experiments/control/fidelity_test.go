@@ -92,19 +92,17 @@ func TestFidelityCoverages(t *testing.T) {
 					if byCov[irl.CoverageDemonstrations] == nil {
 						continue
 					}
-					var th struct {
-						Theta []float64 `json:"theta"`
-					}
 					ru, err := st.rewardUnit(evalJob{env, l, meth, seed, c})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := readJSON(ru.path(st.units), &th); err != nil {
+					theta, err := st.readTheta(ru, meth, c) // a personalized θ is the client's entry of the pooled unit
+					if err != nil {
 						t.Fatal(err)
 					}
 					r := make([]float64, m.NumPairs())
 					for k := range r {
-						for j, v := range th.Theta {
+						for j, v := range theta {
 							r[k] += phi.At(k, j) * v
 						}
 					}

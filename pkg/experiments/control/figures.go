@@ -31,6 +31,8 @@ var methodColors = map[string]color.RGBA{
 	MethodLocal:          {148, 103, 189, 255},
 	MethodProjected:      {255, 127, 14, 255},
 	MethodTrue:           {80, 80, 80, 255},
+	MethodPooled:         {23, 190, 207, 255},
+	MethodPersonalized:   {188, 189, 34, 255},
 	// the robust aggregators of the fusion registry (tab10's rest, tab20's shades)
 	fusion.MethodMedian:            {227, 119, 194, 255},
 	fusion.MethodTrimmedMean:       {188, 189, 34, 255},
@@ -50,6 +52,8 @@ var methodGlyphs = map[string]draw.GlyphDrawer{
 	MethodLocal:          draw.CrossGlyph{},
 	MethodProjected:      draw.PlusGlyph{},
 	MethodTrue:           draw.RingGlyph{},
+	MethodPooled:         draw.PlusGlyph{},
+	MethodPersonalized:   draw.BoxGlyph{},
 	// robust aggregators: θ-space ones boxes, reward-space ones rings
 	fusion.MethodMedian:            draw.BoxGlyph{},
 	fusion.MethodTrimmedMean:       draw.BoxGlyph{},
@@ -252,7 +256,7 @@ func (s *Study) figures(evals []EvalFile, sum *Summary) error {
 	var plots []*plot.Plot
 	var legend []legendEntry
 	var single []string // environments with one lattice size: no resolution panel
-	fused := []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodProjected}
+	fused := []string{MethodLocal, MethodPersonalized, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodDebiased, MethodPooled, MethodProjected}
 	for _, env := range s.cfg.Envs {
 		sizes := map[int]bool{}
 		for _, r := range sum.Rows {

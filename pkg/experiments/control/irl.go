@@ -206,21 +206,29 @@ const demoFeaturesObserved = "observed"
 // the horizon), the last step of a terminated episode with terminated
 // set. ns is the number of state coordinates.
 func demoStepFeatures(spec features.RBFSpec, d *Demos, ns int, gamma float64, trajs []irl.Trajectory) []float64 {
+	return demoStepFeaturesOf(spec, d, ns, gamma, trajs, 0, len(d.Lengths))
+}
+
+// demoStepFeaturesOf is demoStepFeatures over the episodes lo..hi−1 (the
+// mean over them; the whole set sums in the same order as before).
+func demoStepFeaturesOf(spec features.RBFSpec, d *Demos, ns int, gamma float64, trajs []irl.Trajectory, lo, hi int) []float64 {
 	mu := make([]float64, spec.Dim())
 	f := make([]float64, spec.Dim())
 	s, a := 0, 0
 	for ep, n := range d.Lengths {
-		w := 1.0
-		for t := range min(n, len(trajs[ep].Actions)) {
-			x := append(slices.Clone(d.States[s+t][:ns]), d.Acts[a+t]...)
-			spec.EvalStep(f, x, d.States[s+t+1][:ns], d.Terminal[ep] && t == n-1)
-			floats.AddScaled(mu, w, f)
-			w *= gamma
+		if ep >= lo && ep < hi {
+			w := 1.0
+			for t := range min(n, len(trajs[ep].Actions)) {
+				x := append(slices.Clone(d.States[s+t][:ns]), d.Acts[a+t]...)
+				spec.EvalStep(f, x, d.States[s+t+1][:ns], d.Terminal[ep] && t == n-1)
+				floats.AddScaled(mu, w, f)
+				w *= gamma
+			}
 		}
 		s += n + 1
 		a += n
 	}
-	floats.Scale(1/float64(len(d.Lengths)), mu)
+	floats.Scale(1/float64(hi-lo), mu)
 	return mu
 }
 

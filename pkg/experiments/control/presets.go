@@ -1,6 +1,7 @@
 package control
 
 import (
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/discretize"
@@ -55,7 +56,7 @@ func FullConfig() Config {
 		IRL:                 wellPosedIRL,
 		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: fusion.SigmaShared},
 		NormalizationAnchor: AnchorBest,
-		Methods:             slices.Clone(AllMethods), LogEvery: 5000, MemoryLimitGB: 4,
+		Methods:             slices.Clone(AllMethods), Joint: jointfit.DefaultConfig(), LogEvery: 5000, MemoryLimitGB: 4,
 		NormalizeReward: true, Ladder: defaultLadder,
 	}
 	for _, e := range c.Envs {

@@ -91,7 +91,7 @@ func (s *Study) evalJobs() []evalJob {
 				}
 				for _, l := range lattices {
 					ids := c.AllClients()
-					if m == MethodLocal {
+					if perClientMethod(m) {
 						ids = c.TrainingClients()
 					}
 					for _, client := range ids {
@@ -213,6 +213,21 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		}, env, lattice})
 		return nil
 	}
+	addPooled := func(env, lattice string, seed uint64) error {
+		for _, c := range s.cfg.TrainingClients() {
+			if err := addClient(env, lattice, c, seed); err != nil {
+				return err
+			}
+		}
+		pu, psp, isps, err := s.pooledUnit(env, lattice, seed)
+		if err != nil {
+			return err
+		}
+		add(3, task{pu, func(ctx context.Context, w int) error {
+			return s.runPooled(ctx, pu, psp, isps, env, lattice, seed, w)
+		}, env, lattice})
+		return nil
+	}
 	for _, j := range mine {
 		if err := addBaselines(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
 			return nil, nil, err
@@ -221,6 +236,10 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		case MethodTrue, MethodProjected:
 		case MethodLocal:
 			if err := addClient(j.Env, j.Lattice, j.Client, j.Seed); err != nil {
+				return nil, nil, err
+			}
+		case MethodPooled, MethodPersonalized:
+			if err := addPooled(j.Env, j.Lattice, j.Seed); err != nil {
 				return nil, nil, err
 			}
 		default:
@@ -237,6 +256,10 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 						return nil, nil, err
 					}
 				case MethodProjected:
+				case MethodPooled, MethodPersonalized:
+					if err := addPooled(j.Env, j.Lattice, j.Seed); err != nil {
+						return nil, nil, err
+					}
 				default:
 					if err := addFusion(j.Env, j.Lattice, m, j.Seed); err != nil {
 						return nil, nil, err
@@ -392,7 +415,7 @@ func (s *Study) pool(ctx context.Context, todo []task, bar *progress.Bar) error 
 func Merge(dir string, from []string) (int, error) {
 	n := 0
 	for _, src := range from {
-		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "eval", "fidelity"} {
+		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "pooled", "eval", "fidelity"} {
 			entries, err := os.ReadDir(fmt.Sprintf("%s/units/%s", src, kind))
 			if os.IsNotExist(err) {
 				continue

@@ -33,6 +33,13 @@ type Row struct {
 	// a coverage under which EPIC is undefined for every seed is absent.
 	EPICToTrue  map[string]report.Summary `json:"epic_to_true,omitempty"`
 	PerSeedEPIC map[string]nullable       `json:"per_seed_epic,omitempty"`
+	// WorstNormalized summarizes per seed the lowest normalized return
+	// among the group's clients (MetricWorstNormalized).
+	WorstNormalized report.Summary `json:"worst_client_normalized_return"`
+	PerSeedWorst    nullable       `json:"per_seed_worst_client_normalized"`
+	// PerClient is every client's value in every seed, so others can
+	// recompute any summary.
+	PerClient []ClientResult `json:"per_client"`
 }
 
 // Metrics of the comparisons: the normalized and raw final true return, and
@@ -51,8 +58,9 @@ var EPICCoverages = map[string]string{MetricEPICModel: string(irl.CoverageModel)
 
 // ComparedPairs are the paired differences every summary reports, a − b:
 // the sweep's declared pairs (barycenter − mean, normalized-mean − mean,
-// barycenter − normalized-mean), then debiased − mean and barycenter − local.
-var ComparedPairs = append(append([][2]string(nil), SweepPairs...), [2]string{MethodDebiased, MethodMean}, [2]string{MethodBarycenter, MethodLocal})
+// barycenter − normalized-mean), the joint block's (JointPairs), then
+// debiased − mean and barycenter − local.
+var ComparedPairs = append(append(append([][2]string(nil), SweepPairs...), JointPairs...), [2]string{MethodDebiased, MethodMean}, [2]string{MethodBarycenter, MethodLocal})
 
 // Comparison is a paired difference of two methods across seeds (same
 // experts, demonstrations, local θ and PPO seeds) in one metric:
@@ -127,6 +135,12 @@ type Summary struct {
 	Comparisons []Comparison `json:"comparisons"`
 	Experts     []ExpertRow  `json:"experts"`
 	IRL         []IRLFile    `json:"local_irl"`
+	// ClientComparisons are the declared pairs per client (raw and
+	// normalized return); WeakAnchors the clients whose anchor a learned
+	// reward beats; Joint the pooled units' diagnostics.
+	ClientComparisons []ClientComparison `json:"client_comparisons"`
+	WeakAnchors       []WeakAnchor       `json:"weak_anchors"`
+	Joint             []JointDiag        `json:"joint,omitempty"`
 }
 
 // ExpertRow reports one client's expert, random baseline and demonstrations.
@@ -323,14 +337,22 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 		epic[string(cov)] = seedCells{}
 	}
 	var order []cellKey
+	rawC, normC := clientCells{}, clientCells{}
+	perClient := map[cellKey][]ClientResult{}
 	for _, f := range evals {
 		k := cellKey{f.Env, f.Lattice, f.Method, group(f.HeldOut)}
 		if final[k] == nil {
 			order = append(order, k)
 		}
+		e := ends[clientKey{f.Env, f.Client, f.Seed}]
+		n := normalized(f.FinalTrue, e)
 		final.add(k, f.Seed, f.FinalTrue)
-		norm.add(k, f.Seed, normalized(f.FinalTrue, ends[clientKey{f.Env, f.Client, f.Seed}]))
+		norm.add(k, f.Seed, n)
+		rawC.add(k, f.Client, f.Seed, f.FinalTrue)
+		normC.add(k, f.Client, f.Seed, n)
+		perClient[k] = append(perClient[k], ClientResult{Client: f.Client, Seed: f.Seed, FinalTrue: f.FinalTrue, Anchor: e[0], Random: e[1], Normalized: finitePtr(n)})
 	}
+	worst := worstCells(norm)
 	// EPIC to the true reward, from the fidelity units.
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
@@ -361,8 +383,9 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	sum := &Summary{Protocol: s.cfg.Protocol, Experts: experts}
 	for _, k := range order {
 		ps, pn := final.perSeed(k, seeds), norm.perSeed(k, seeds)
+		pw := worst.perSeed(k, seeds)
 		r := Row{Env: k.env, Lattice: k.lattice, Method: k.method, Group: k.group, PerSeed: ps, Final: report.Summarize(ps),
-			PerSeedNormalized: pn, NormalizedReturn: summarizeFinite(pn)}
+			PerSeedNormalized: pn, NormalizedReturn: summarizeFinite(pn), PerSeedWorst: pw, WorstNormalized: summarizeFinite(pw), PerClient: perClient[k]}
 		for _, c := range irl.Coverages() {
 			cov := string(c)
 			pe := epic[cov].perSeed(k, seeds)
@@ -386,7 +409,7 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	metrics := []struct {
 		name  string
 		cells seedCells
-	}{{MetricNormalizedReturn, norm}, {MetricEPICModel, epic[EPICCoverages[MetricEPICModel]]},
+	}{{MetricNormalizedReturn, norm}, {MetricWorstNormalized, worst}, {MetricEPICModel, epic[EPICCoverages[MetricEPICModel]]},
 		{MetricEPICUniform, epic[EPICCoverages[MetricEPICUniform]]}, {MetricEPICDemos, epic[EPICCoverages[MetricEPICDemos]]}, {MetricFinalReturn, final}}
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
@@ -409,6 +432,11 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 		}
 	}
 	if err := sum.bonferroni(); err != nil {
+		return nil, err
+	}
+	sum.ClientComparisons = s.clientComparisons(rawC, normC)
+	sum.WeakAnchors = s.weakAnchors(rawC, ends)
+	if sum.Joint, err = s.jointDiags(); err != nil {
 		return nil, err
 	}
 	if sum.IRL, err = s.irlFiles(); err != nil {
@@ -526,24 +554,27 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 }
 
 // bonferroni fills the Bonferroni intervals of the declared pairs: per
-// metric the family is the summary's comparisons of those pairs.
+// family (pairFamilies) and metric the family is the summary's comparisons
+// of that family's pairs.
 func (s *Summary) bonferroni() error {
-	m := map[string]int{}
-	for _, c := range s.Comparisons {
-		if slices.Contains(SweepPairs, [2]string{c.A, c.B}) {
-			m[c.Metric]++
+	for fi, fam := range pairFamilies {
+		m := map[string]int{}
+		for _, c := range s.Comparisons {
+			if slices.Contains(fam, [2]string{c.A, c.B}) {
+				m[c.Metric]++
+			}
 		}
-	}
-	for i := range s.Comparisons {
-		c := &s.Comparisons[i]
-		if !slices.Contains(SweepPairs, [2]string{c.A, c.B}) {
-			continue
+		for i := range s.Comparisons {
+			c := &s.Comparisons[i]
+			if !slices.Contains(fam, [2]string{c.A, c.B}) {
+				continue
+			}
+			b, err := c.Diff.AtLevel(1 - 0.05/float64(m[c.Metric]))
+			if err != nil {
+				return fmt.Errorf("family %d: %w", fi, err)
+			}
+			c.Bonferroni = &b
 		}
-		b, err := c.Diff.AtLevel(1 - 0.05/float64(m[c.Metric]))
-		if err != nil {
-			return err
-		}
-		c.Bonferroni = &b
 	}
 	return nil
 }

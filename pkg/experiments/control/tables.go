@@ -89,6 +89,7 @@ func (s *Summary) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s − %s | %s | %s | %d |\n", c.Env, c.Lattice, c.Group, c.Metric, c.A, c.B, f(c.Diff.Mean), ci, c.Diff.N)
 	}
+	s.writeClientSections(&b)
 	b.WriteString("\n## Experts (mode policy, 20 episodes), random policy, demonstrations and the normalization anchor\n\n| env | seed | client | held out | expert return | true-reward PPO return | anchor | random return | demonstration mean return |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, e := range s.Experts {
 		demo, tr := "–", "–"

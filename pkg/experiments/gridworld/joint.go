@@ -107,11 +107,11 @@ func (s *Study) jointMarkdown(b *bytes.Buffer) {
 	if !s.Config.Joint.Pooled {
 		return
 	}
-	fmt.Fprintf(b, "\nThe pooled oracle (one θ fitted to every client's demonstrations under its own dynamics, Newton to ‖∇‖ ≤ %g) and the identifiability of θ: λ_min of the data curvature −∇²L − λI at the pooled θ, jointly (Σα_i) and of the best single client; gain = joint / best single (> 1: the federation pins down a direction no client alone does). Personalized: each client's μ chosen on its last %g of demonstrations (c·s for c in %v, or the pooled θ itself).\n\n",
+	fmt.Fprintf(b, "\nThe pooled oracle (one θ fitted to every client's demonstrations under its own dynamics, Newton to ‖∇‖ ≤ %g) and the identifiability of θ: the data curvature −∇²L − λI at the pooled θ read on the joint curvature's range (jointfit.Identifiability): its λ_min jointly (Σα_i) and of the best single client there; gain = joint / best single (> 1: the federation pins down a direction no client alone does). Personalized: each client's μ chosen on its last %g of demonstrations (c·s for c in %v, or the pooled θ itself).\n\n",
 		s.Config.Joint.GradTol, s.Config.Joint.ValidationFraction, s.Config.Joint.ProxCandidates)
-	b.WriteString("| Environment | Seeds | pooled converged | Newton rounds (max) | λ_min joint (median) | λ_min best client (median) | gain > 1 | personalized: μ = 0 / between / pooled θ |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Environment | Seeds | pooled converged | Newton rounds (max) | joint rank (min) / d | λ_min joint (median) | λ_min best client (median) | gain > 1 | personalized: μ = 0 / between / pooled θ |\n|---|---|---|---|---|---|---|---|---|\n")
 	for k, e := range s.Config.Environments {
-		conv, maxRounds, gainAbove := 0, 0, 0
+		conv, maxRounds, gainAbove, minRank, dim := 0, 0, 0, math.MaxInt, 0
 		var joint, best []float64
 		var own, mid, center int
 		for _, f := range s.Cells[k] {
@@ -123,9 +123,10 @@ func (s *Study) jointMarkdown(b *bytes.Buffer) {
 				conv++
 			}
 			maxRounds = max(maxRounds, p.Rounds)
+			minRank, dim = min(minRank, p.Ident.JointRank), p.Ident.Dim
 			joint = append(joint, p.Ident.JointMinEig)
 			best = append(best, slices.Max(p.Ident.LocalMinEig))
-			if g := p.Ident.Gain; g == nil || *g > 1 {
+			if g := p.Ident.Gain; g != nil && *g > 1 {
 				gainAbove++
 			}
 			for _, pc := range f.Personal {
@@ -139,8 +140,8 @@ func (s *Study) jointMarkdown(b *bytes.Buffer) {
 				}
 			}
 		}
-		fmt.Fprintf(b, "| %d×%d | %d | %d/%d | %d | %.3g | %.3g | %d/%d | %d / %d / %d |\n", e.GridSize, e.GridSize, len(s.Cells[k]),
-			conv, len(s.Cells[k]), maxRounds, median(joint), median(best), gainAbove, len(s.Cells[k]), own, mid, center)
+		fmt.Fprintf(b, "| %d×%d | %d | %d/%d | %d | %d / %d | %.3g | %.3g | %d/%d | %d / %d / %d |\n", e.GridSize, e.GridSize, len(s.Cells[k]),
+			conv, len(s.Cells[k]), maxRounds, minRank, dim, median(joint), median(best), gainAbove, len(s.Cells[k]), own, mid, center)
 	}
 }
 

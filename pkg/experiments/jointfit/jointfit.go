@@ -98,22 +98,33 @@ type Client struct {
 	Demos  []irl.Trajectory
 	IRL    irl.Config
 	Weight float64
+	// DemoFeatures, set where IRL.EmpiricalFeatures is (features of the
+	// observed step), returns μ_D of the demonstrations lo..hi−1, so a
+	// personalization's held-out split has its own.
+	DemoFeatures func(lo, hi int) []float64
 }
 
 // Identifiability is the curvature of the log-likelihoods at the pooled
 // θ, without the L2 term: C_i = −∇²L_i − λI (1/τ times the soft policy's
-// discounted feature covariance). λ_min(C_i) near 0 means client i's data
-// leave a direction of θ unidentified; since λ_min is concave,
-// λ_min(Σα_iC_i) ≥ Σα_iλ_min(C_i), and Gain = λ_min(ΣαC)/max_iλ_min(C_i) > 1
-// says the federation pins down what no single client does (heterogeneous
-// dynamics identify the reward, Rolland et al. 2022).
+// discounted feature covariance). Directions no data can identify (a
+// constant added to every reward, where the features span it) are null
+// for every C_i; so the joint curvature ΣαC_i is read on its range R (its
+// eigenvectors above 10⁻⁹ of its largest eigenvalue), whose dimension is
+// JointRank. There JointMinEig is its smallest eigenvalue and
+// LocalMinEig[i] that of client i's C_i restricted to R: near 0 means
+// client i alone leaves a direction of R unidentified. λ_min is concave,
+// so JointMinEig ≥ Σα_i LocalMinEig[i]; Gain = JointMinEig / max_i
+// LocalMinEig[i] > 1 says the federation pins down what no single client
+// does (heterogeneous dynamics identify the reward, Rolland et al. 2022).
+// LocalRank[i] is C_i's numerical rank at the same tolerance.
 type Identifiability struct {
+	Dim         int       `json:"dim"`
+	JointRank   int       `json:"joint_rank"`
+	LocalRank   []int     `json:"local_rank"`
 	JointMinEig float64   `json:"joint_min_eig"`
 	JointMaxEig float64   `json:"joint_max_eig"`
 	LocalMinEig []float64 `json:"local_min_eig"`
-	LocalMaxEig []float64 `json:"local_max_eig"`
-	// Gain is absent where no client's λ_min is positive (every client
-	// alone leaves a direction unidentified).
+	// Gain is absent where no client's restricted λ_min is positive.
 	Gain *float64 `json:"gain,omitempty"`
 }
 
@@ -133,8 +144,15 @@ type Personal struct {
 	Choice    irl.ProxChoice `json:"choice"`
 }
 
-func objective(cl Client, demos []irl.Trajectory) (*irl.Objective, error) {
+func objective(cl Client, lo, hi int) (*irl.Objective, error) {
 	cfg := cl.IRL
+	if cfg.EmpiricalFeatures != nil && (lo > 0 || hi < len(cl.Demos)) {
+		if cl.DemoFeatures == nil {
+			return nil, errors.New("jointfit: a split of demonstrations whose μ_D is given (features of the observed step) needs Client.DemoFeatures")
+		}
+		cfg.EmpiricalFeatures = cl.DemoFeatures(lo, hi)
+	}
+	demos := cl.Demos[lo:hi]
 	cfg.Solver.Tol = min(cfg.Solver.Tol, 1e-10)
 	if cfg.Solver.Tol <= 0 {
 		cfg.Solver.Tol = 1e-10
@@ -148,7 +166,7 @@ func FitPooled(ctx context.Context, clients []Client, c Config) (Pooled, error) 
 	objs := make([]*irl.Objective, len(clients))
 	w := make([]float64, len(clients))
 	for i, cl := range clients {
-		o, err := objective(cl, cl.Demos)
+		o, err := objective(cl, 0, len(cl.Demos))
 		if err != nil {
 			return Pooled{}, fmt.Errorf("client %d: %w", i, err)
 		}
@@ -162,19 +180,12 @@ func FitPooled(ctx context.Context, clients []Client, c Config) (Pooled, error) 
 	p := Pooled{Theta: s.Theta, Rounds: s.Rounds, Converged: s.Converged(), GradNorm: s.GradNorms[len(s.GradNorms)-1]}
 	d := len(s.Theta)
 	joint := mat.NewSymDense(d, nil)
+	cs := make([]*mat.SymDense, len(objs))
 	for i, o := range objs {
-		e := o.Evaluate(s.Theta, 1e-10)
-		ci := curvature(e, d, clients[i].IRL.L2)
-		lo, hi := eigRange(ci)
-		p.Ident.LocalMinEig = append(p.Ident.LocalMinEig, lo)
-		p.Ident.LocalMaxEig = append(p.Ident.LocalMaxEig, hi)
-		joint.AddSym(joint, scaled(ci, w[i]))
+		cs[i] = curvature(o.Evaluate(s.Theta, 1e-10), d, clients[i].IRL.L2)
+		joint.AddSym(joint, scaled(cs[i], w[i]))
 	}
-	p.Ident.JointMinEig, p.Ident.JointMaxEig = eigRange(joint)
-	if m := slices.Max(p.Ident.LocalMinEig); m > 0 {
-		g := p.Ident.JointMinEig / m
-		p.Ident.Gain = &g
-	}
+	p.Ident = identifiability(joint, cs)
 	return p, nil
 }
 
@@ -198,13 +209,76 @@ func scaled(a *mat.SymDense, w float64) *mat.SymDense {
 	return &s
 }
 
-func eigRange(a *mat.SymDense) (lo, hi float64) {
+// identTol is the relative eigenvalue below which a direction counts as
+// unidentified (numerical rank).
+const identTol = 1e-9
+
+func identifiability(joint *mat.SymDense, cs []*mat.SymDense) Identifiability {
+	d := joint.SymmetricDim()
+	id := Identifiability{Dim: d, JointMinEig: math.NaN(), JointMaxEig: math.NaN()}
 	var es mat.EigenSym
-	if !es.Factorize(a, false) {
-		return math.NaN(), math.NaN()
+	if !es.Factorize(joint, true) {
+		return id
 	}
-	v := es.Values(nil)
-	return slices.Min(v), slices.Max(v)
+	vals := es.Values(nil)
+	var vecs mat.Dense
+	es.VectorsTo(&vecs)
+	top := slices.Max(vals)
+	id.JointMaxEig = top
+	var keep []int
+	for j, v := range vals {
+		if v > identTol*top {
+			keep = append(keep, j)
+		}
+	}
+	id.JointRank = len(keep)
+	if len(keep) == 0 {
+		return id
+	}
+	u := mat.NewDense(d, len(keep), nil)
+	for c, j := range keep {
+		for i := range d {
+			u.Set(i, c, vecs.At(i, j))
+		}
+	}
+	restricted := func(a *mat.SymDense) float64 {
+		var m mat.Dense
+		m.Product(u.T(), a, u)
+		r := len(keep)
+		sym := mat.NewSymDense(r, nil)
+		for i := range r {
+			for j := i; j < r; j++ {
+				sym.SetSym(i, j, 0.5*(m.At(i, j)+m.At(j, i)))
+			}
+		}
+		var e mat.EigenSym
+		if !e.Factorize(sym, false) {
+			return math.NaN()
+		}
+		return slices.Min(e.Values(nil))
+	}
+	id.JointMinEig = restricted(joint)
+	best := math.Inf(-1)
+	for _, c := range cs {
+		lo := restricted(c)
+		id.LocalMinEig = append(id.LocalMinEig, lo)
+		best = max(best, lo)
+		var e mat.EigenSym
+		rank := 0
+		if e.Factorize(c, false) {
+			for _, v := range e.Values(nil) {
+				if v > identTol*top {
+					rank++
+				}
+			}
+		}
+		id.LocalRank = append(id.LocalRank, rank)
+	}
+	if best > 0 {
+		g := id.JointMinEig / best
+		id.Gain = &g
+	}
+	return id
 }
 
 // Personalize fits client cl's personalized θ around center: μ chosen on
@@ -217,12 +291,12 @@ func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Pe
 	if n < 2 {
 		return Personal{}, fmt.Errorf("personalization needs at least 2 demonstrations to hold one out, the client has %d", n)
 	}
-	fit, err := objective(cl, cl.Demos[:n-nv])
+	fit, err := objective(cl, 0, n-nv)
 	if err != nil {
 		return Personal{}, err
 	}
 	defer fit.Close()
-	val, err := objective(cl, cl.Demos[n-nv:])
+	val, err := objective(cl, n-nv, n)
 	if err != nil {
 		return Personal{}, err
 	}
@@ -235,7 +309,7 @@ func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Pe
 	if ch.Center {
 		return p, nil
 	}
-	all, err := objective(cl, cl.Demos)
+	all, err := objective(cl, 0, n)
 	if err != nil {
 		return Personal{}, err
 	}
