@@ -152,6 +152,14 @@ type WeakClientsConfig struct {
 	IRLIterations int     `yaml:"irl_iterations"`
 }
 
+// FailingDemonstratorsConfig makes the last ⌈Fraction·K⌉ training clients
+// demonstrate with a uniformly random policy instead of their expert: a
+// fleet member whose demonstrations show only failures (on CartPole,
+// episodes of a few tens of steps). Fraction 0 is none.
+type FailingDemonstratorsConfig struct {
+	Fraction float64 `yaml:"fraction"`
+}
+
 // PrivacyConfig is client-level local differential privacy of the θ_i the
 // clients send to the fusion (pkg/privacy, the same mechanism as
 // `fedirl client --dp-*`): θ_i is clipped to env.<id>.dp_clip and Gaussian
@@ -228,6 +236,8 @@ type Config struct {
 	Barycenter BarycenterConfig `yaml:"barycenter"`
 	// Methods lists the rewards evaluated (default all).
 	Methods []string `yaml:"methods"`
+	// FailingDemonstrators makes some training clients demonstrate failures.
+	FailingDemonstrators FailingDemonstratorsConfig `yaml:"failing_demonstrators,omitempty"`
 	// Joint configures the pooled oracle and the personalized rewards
 	// (methods pooled and personalized; jointfit).
 	Joint jointfit.Config `yaml:"joint"`
@@ -566,6 +576,9 @@ func (c Config) Validate() error {
 	if err := c.Joint.Validate(); err != nil {
 		return err
 	}
+	if f := c.FailingDemonstrators.Fraction; !(f >= 0 && f < 1) {
+		return fmt.Errorf("failing_demonstrators.fraction = %v, want in [0, 1) (at least one client demonstrates with its expert)", f)
+	}
 	if len(c.Methods) == 0 {
 		return fmt.Errorf("methods: empty (known: %s)", strings.Join(AllMethods, ", "))
 	}
@@ -616,6 +629,15 @@ func (c Config) AllClients() []int {
 func (c Config) TrainingClients() []int { return c.AllClients()[:c.NumberOfClients] }
 
 // weak reports whether training client id stops its local IRL early.
+// failing reports whether training client id demonstrates with a random
+// policy (failing_demonstrators).
+func (c Config) failing(id int) bool {
+	tr := c.TrainingClients()
+	k := slices.Index(tr, id)
+	n := int(math.Ceil(c.FailingDemonstrators.Fraction*float64(len(tr)) - 1e-9))
+	return k >= 0 && k >= len(tr)-n
+}
+
 func (c Config) weak(id int) bool {
 	tr := c.TrainingClients()
 	k := slices.Index(tr, id)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fedirl/fedirl/pkg/envs"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -35,6 +36,9 @@ type demosSpec struct {
 	// every FrameSkip frames and each recorded step holds its action for
 	// them (envs.FrameSkip), so a step is a lattice step.
 	FrameSkip int `json:"frame_skip,omitempty"`
+	// Random is set for a failing demonstrator (failing_demonstrators):
+	// the client demonstrates with a uniformly random policy.
+	Random bool `json:"random,omitempty"`
 }
 
 func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec, unit, expertSpec, error) {
@@ -46,6 +50,7 @@ func (s *Study) demosUnit(env string, client int, seed uint64) (unit, demosSpec,
 	if k := s.frameSkip(env); k > 1 {
 		sp.FrameSkip = k
 	}
+	sp.Random = s.cfg.failing(client)
 	if ds := s.cfg.Env[env].DemoStart; ds != nil {
 		if k := slices.Index(s.cfg.TrainingClients(), client); k >= 0 {
 			w := (ds.High - ds.Low) / float64(s.cfg.NumberOfClients)
@@ -93,7 +98,15 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 		rng = rand.New(rand.NewPCG(seedOf(es.Seed, "demo-actions", es.Client), 0))
 	}
 	var d Demos
-	act := make([]float64, env.ActionSpace().Dim())
+	space := env.ActionSpace()
+	act := make([]float64, space.Dim())
+	var actor interface {
+		Act(dst, obs []float64, rng *rand.Rand) []float64
+	} = pol
+	if sp.Random {
+		// the failing demonstrator; the expert is trained all the same (its return anchors the client)
+		actor = randomActor{space, rand.New(rand.NewPCG(seedOf(es.Seed, "demo-random", es.Client), 0))}
+	}
 	for ep := range sp.Episodes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -108,7 +121,7 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 		d.States = append(d.States, stateOf(obs))
 		n, term := 0, false
 		for {
-			pol.Act(act, obs, rng)
+			actor.Act(act, obs, rng)
 			var r float64
 			var trunc bool
 			obs, r, term, trunc = env.Step(act)
@@ -126,6 +139,16 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 	}
 	return writeDemos(u.path(s.units), &d)
 }
+
+// randomActor acts uniformly at random from its own stream (a failing
+// demonstrator), ignoring the observation and the caller's stream.
+type randomActor struct {
+	space envs.Space
+	rng   *rand.Rand
+}
+
+// Act implements the demonstrator's policy.
+func (r randomActor) Act(dst, _ []float64, _ *rand.Rand) []float64 { return r.space.Sample(dst, r.rng) }
 
 func dense(rows [][]float64) *mat.Dense {
 	m := mat.NewDense(len(rows), len(rows[0]), nil)

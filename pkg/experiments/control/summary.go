@@ -141,6 +141,7 @@ type Summary struct {
 	ClientComparisons []ClientComparison `json:"client_comparisons"`
 	WeakAnchors       []WeakAnchor       `json:"weak_anchors"`
 	Joint             []JointDiag        `json:"joint,omitempty"`
+	DemoQuality       []DemoQuality      `json:"demo_quality"`
 }
 
 // ExpertRow reports one client's expert, random baseline and demonstrations.
@@ -437,6 +438,9 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 	sum.ClientComparisons = s.clientComparisons(rawC, normC)
 	sum.WeakAnchors = s.weakAnchors(rawC, ends)
 	if sum.Joint, err = s.jointDiags(); err != nil {
+		return nil, err
+	}
+	if sum.DemoQuality, err = s.demoQuality(); err != nil {
 		return nil, err
 	}
 	if sum.IRL, err = s.irlFiles(); err != nil {

@@ -282,6 +282,7 @@ func (s *Summary) writeClientSections(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %d | %s − %s | %s [%s, %s] | %s |\n", c.Env, c.Lattice, c.Group, c.Client, c.A, c.B,
 			fmtNum(c.Diff.Mean), fmtNum(c.Diff.Lo), fmtNum(c.Diff.Hi), n)
 	}
+	s.writeDemoQuality(b)
 	if len(s.Joint) == 0 {
 		return
 	}
@@ -295,5 +296,116 @@ func (s *Summary) writeClientSections(b *strings.Builder) {
 		id := d.Pooled.Ident
 		fmt.Fprintf(b, "| %s | %s | %d | %v | %d | %.3g | %d / %d / %d | %.3g | %.3g | %s | %d / %d / %d |\n", d.Env, d.Lattice, d.Seed, d.Pooled.Converged, d.Pooled.Rounds,
 			d.Pooled.GradNorm, id.JointRank, slices.Max(id.LocalRank), id.Dim, id.JointMinEig, slices.Max(id.LocalMinEig), gain, d.Own, d.Between, d.Center)
+	}
+}
+
+// DemoQuality is what a server can know of one client's demonstrations
+// without seeing them: the statistics the client declares (mean return,
+// mean episode length, the share of episodes that terminated before the
+// time limit) and its learned reward's mean over the lattice, r̄ = mean
+// θ_iᵀφ(s, a): the terminal state's value is 0 (the absorbing value is
+// folded into the bias), so r̄ < 0 says the reward prefers ending an
+// episode to continuing it — a survival task's failing demonstrator.
+type DemoQuality struct {
+	Env        string  `json:"env"`
+	Lattice    string  `json:"lattice"`
+	Seed       uint64  `json:"seed"`
+	Client     int     `json:"client"`
+	Failing    bool    `json:"failing_demonstrator"`
+	DemoReturn float64 `json:"demo_mean_return"`
+	DemoLength float64 `json:"demo_mean_length"`
+	Terminated float64 `json:"demo_terminated_share"`
+	RewardMean float64 `json:"local_reward_mean"`
+}
+
+// demoQuality reads every training client's demonstrations and local θ.
+func (s *Study) demoQuality() ([]DemoQuality, error) {
+	var out []DemoQuality
+	for _, env := range s.cfg.Envs {
+		for _, l := range s.cfg.Lattices[env] {
+			p, err := s.probe(env, l)
+			if err != nil {
+				return nil, err
+			}
+			_, phi, err := s.features(p)
+			if err != nil {
+				return nil, err
+			}
+			rows, d := phi.Dims()
+			meanRow := make([]float64, d)
+			for i := range rows {
+				for j := range d {
+					meanRow[j] += phi.At(i, j) / float64(rows)
+				}
+			}
+			for _, sd := range s.seeds() {
+				for _, c := range s.cfg.TrainingClients() {
+					iu, _, err := s.irlUnit(env, l, c, sd)
+					if err != nil {
+						return nil, err
+					}
+					if !exists(iu.path(s.units)) {
+						continue
+					}
+					var f IRLFile
+					if err := readJSON(iu.path(s.units), &f); err != nil {
+						return nil, err
+					}
+					du, _, _, _, err := s.demosUnit(env, c, sd)
+					if err != nil {
+						return nil, err
+					}
+					dm, err := ReadDemos(du.path(s.units))
+					if err != nil {
+						return nil, err
+					}
+					q := DemoQuality{Env: env, Lattice: l, Seed: sd, Client: c, Failing: s.cfg.failing(c), DemoReturn: mean(dm.Returns())}
+					term := 0
+					for i, n := range dm.Lengths {
+						q.DemoLength += float64(n) / float64(len(dm.Lengths))
+						if dm.Terminal[i] {
+							term++
+						}
+					}
+					q.Terminated = float64(term) / float64(len(dm.Lengths))
+					for j, v := range f.Theta {
+						q.RewardMean += meanRow[j] * v
+					}
+					out = append(out, q)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// writeDemoQuality renders DemoQuality, averaged over seeds per client.
+func (s *Summary) writeDemoQuality(b *strings.Builder) {
+	if len(s.DemoQuality) == 0 {
+		return
+	}
+	b.WriteString("\n## Demonstrator quality (what the server can know without the demonstrations; mean over seeds)\n\nDeclared by each client: its demonstrations' mean return, mean length and the share of episodes that terminated before the time limit; computed from its θ on the lattice: the local reward's mean r̄ (the terminal state is worth 0, so r̄ < 0 means the reward prefers ending an episode, the mark of a failing demonstrator in a survival task).\n\n")
+	b.WriteString("| env | lattice | client | failing demonstrator (config) | demo return | demo length | terminated | local reward mean r̄ |\n|---|---|---|---|---|---|---|---|\n")
+	type ck struct {
+		env, lattice string
+		client       int
+	}
+	var order []ck
+	acc := map[ck][]DemoQuality{}
+	for _, q := range s.DemoQuality {
+		k := ck{q.Env, q.Lattice, q.Client}
+		if acc[k] == nil {
+			order = append(order, k)
+		}
+		acc[k] = append(acc[k], q)
+	}
+	for _, k := range order {
+		qs := acc[k]
+		var ret, ln, term, rm float64
+		for _, q := range qs {
+			n := float64(len(qs))
+			ret, ln, term, rm = ret+q.DemoReturn/n, ln+q.DemoLength/n, term+q.Terminated/n, rm+q.RewardMean/n
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %v | %s | %s | %s | %.3g |\n", k.env, k.lattice, k.client, qs[0].Failing, fmtNum(ret), fmtNum(ln), fmt2(term), rm)
 	}
 }

@@ -33,9 +33,10 @@ var SweepPairs = [][2]string{
 }
 
 // SweepMetrics are the metrics every declared pair is compared in: the
-// normalized return and the EPIC distance to the true reward under each
-// coverage.
-var SweepMetrics = []string{MetricNormalizedReturn, MetricEPICModel, MetricEPICUniform, MetricEPICDemos}
+// normalized return, the EPIC distance to the true reward under each
+// coverage, the worst client's normalized return and the raw final true
+// return (which no anchor weighs).
+var SweepMetrics = []string{MetricNormalizedReturn, MetricEPICModel, MetricEPICUniform, MetricEPICDemos, MetricWorstNormalized, MetricFinalReturn}
 
 // CeilingThreshold is the training clients' local normalized return (mean
 // over seeds) at or below which a regime puts the local rewards below the
@@ -43,9 +44,9 @@ var SweepMetrics = []string{MetricNormalizedReturn, MetricEPICModel, MetricEPICU
 const CeilingThreshold = 0.85
 
 // SweepBase returns the base config of `fedirl sweep control`: the default
-// study with 10 seeds on Pendulum-v1 and CartPole-v1, methods local, mean,
-// normalized-mean, barycenter, projected and true (quick: the smoke-test
-// study with 2 seeds).
+// study with 10 seeds on Pendulum-v1 and CartPole-v1, methods local,
+// personalized, mean, normalized-mean, barycenter, pooled, projected and
+// true (quick: the smoke-test study with 2 seeds).
 func SweepBase(quick bool) Config {
 	c := DefaultConfig()
 	c.Preset = "sweep"
@@ -56,7 +57,7 @@ func SweepBase(quick bool) Config {
 		c.NumberOfSeeds = 2
 	}
 	c.Envs = []string{"Pendulum-v1", "CartPole-v1"}
-	c.Methods = []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodProjected, MethodTrue}
+	c.Methods = []string{MethodLocal, MethodPersonalized, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodPooled, MethodProjected, MethodTrue}
 	return c
 }
 
@@ -222,7 +223,7 @@ func sweepRows(regime string, sum *Summary) []SweepRow {
 	}
 	for _, cmp := range sum.Comparisons {
 		i, ok := idx[[3]string{cmp.Env, cmp.Lattice, cmp.Group}]
-		if !ok || !slices.Contains(SweepMetrics, cmp.Metric) || !slices.Contains(SweepPairs, [2]string{cmp.A, cmp.B}) {
+		if !ok || !slices.Contains(SweepMetrics, cmp.Metric) || !declared([2]string{cmp.A, cmp.B}) {
 			continue
 		}
 		rows[i].Comparisons = append(rows[i].Comparisons, SweepComparison{Metric: cmp.Metric, A: cmp.A, B: cmp.B, Diff: cmp.Diff})
@@ -231,14 +232,28 @@ func sweepRows(regime string, sum *Summary) []SweepRow {
 }
 
 // bonferroni fills every comparison's Bonferroni interval: the family of a
-// metric is every (regime, environment, lattice, group, pair) of the sweep
-// compared in it, m of them, and each interval is at level 1 − 0.05/m.
+// metric and a declared family of pairs (pairFamilies: the sweep's, the
+// joint block's) is every (regime, environment, lattice, group, pair) of
+// the sweep compared in it, m of them, and each interval is at level
+// 1 − 0.05/m.
 func bonferroni(results []SweepResult) error {
-	m := map[string]int{}
+	type fam struct {
+		family int
+		metric string
+	}
+	familyOf := func(c SweepComparison) fam {
+		for fi, f := range pairFamilies {
+			if slices.Contains(f, [2]string{c.A, c.B}) {
+				return fam{fi, c.Metric}
+			}
+		}
+		return fam{-1, c.Metric}
+	}
+	m := map[fam]int{}
 	for _, res := range results {
 		for _, r := range res.Rows {
 			for _, c := range r.Comparisons {
-				m[c.Metric]++
+				m[familyOf(c)]++
 			}
 		}
 	}
@@ -246,7 +261,7 @@ func bonferroni(results []SweepResult) error {
 		for i := range results[ri].Rows {
 			for j := range results[ri].Rows[i].Comparisons {
 				c := &results[ri].Rows[i].Comparisons[j]
-				b, err := c.Diff.AtLevel(1 - 0.05/float64(m[c.Metric]))
+				b, err := c.Diff.AtLevel(1 - 0.05/float64(m[familyOf(*c)]))
 				if err != nil {
 					return err
 				}
@@ -275,9 +290,14 @@ func WriteSweep(dir string, results []SweepResult) error {
 	return report.WriteFile(filepath.Join(dir, "forest.png"), png)
 }
 
+// familyLabel names the declared families of pairs (pairFamilies).
+var familyLabel = []string{"the sweep's declared pairs", "the joint block's declared pairs (pooled ceiling, personalized rewards)"}
+
 // metricLabel names a metric in tables and plots.
 var metricLabel = map[string]string{
 	MetricNormalizedReturn: "normalized return",
+	MetricWorstNormalized:  "worst-client normalized return",
+	MetricFinalReturn:      "raw final true return",
 	MetricEPICModel:        "EPIC (model coverage)",
 	MetricEPICUniform:      "EPIC (uniform coverage)",
 	MetricEPICDemos:        "EPIC (demonstrations coverage)",
@@ -351,20 +371,36 @@ func SweepMarkdown(results []SweepResult) []byte {
 				raw(MethodLocal), raw(MethodMean), raw(MethodNormalizedMean), raw(MethodBarycenter), raw(MethodTrue))
 		}
 	}
-	for _, met := range SweepMetrics {
-		const dec = 3 // EPIC and normalized-return differences are both hundredths or less
-		fmt.Fprintf(&b, "\n## %s\n\n| regime | env | group |", metricLabel[met])
-		for _, p := range SweepPairs {
-			fmt.Fprintf(&b, " %s − %s |", p[0], p[1])
-		}
-		fmt.Fprintf(&b, "\n|---|---|---|%s\n", strings.Repeat("---|", len(SweepPairs)))
-		for _, res := range results {
-			for _, r := range res.Rows {
-				fmt.Fprintf(&b, "| %s | %s | %s |", r.Regime, r.Env, r.Group)
-				for _, p := range SweepPairs {
-					fmt.Fprintf(&b, " %s |", fmtDiff(r.comparison(met, p), dec))
+	for fi, pairs := range pairFamilies {
+		for _, met := range SweepMetrics {
+			dec := 3 // EPIC and normalized-return differences are both hundredths or less
+			if met == MetricFinalReturn {
+				dec = 1
+			}
+			have := false
+			for _, res := range results {
+				for _, r := range res.Rows {
+					for _, p := range pairs {
+						have = have || r.comparison(met, p).Diff.N > 0
+					}
 				}
-				fmt.Fprintln(&b)
+			}
+			if !have {
+				continue
+			}
+			fmt.Fprintf(&b, "\n## %s: %s\n\n| regime | env | group |", metricLabel[met], familyLabel[fi])
+			for _, p := range pairs {
+				fmt.Fprintf(&b, " %s − %s |", p[0], p[1])
+			}
+			fmt.Fprintf(&b, "\n|---|---|---|%s\n", strings.Repeat("---|", len(pairs)))
+			for _, res := range results {
+				for _, r := range res.Rows {
+					fmt.Fprintf(&b, "| %s | %s | %s |", r.Regime, r.Env, r.Group)
+					for _, p := range pairs {
+						fmt.Fprintf(&b, " %s |", fmtDiff(r.comparison(met, p), dec))
+					}
+					fmt.Fprintln(&b)
+				}
 			}
 		}
 	}
