@@ -340,6 +340,8 @@ type Objective struct {
 	// visitTol, when positive, is the visit solve's tolerance in place of
 	// the workspace's (maxEntNewton's inexact solves)
 	visitTol float64
+	// jointRtol is Term's Hessian residual (SetHessianRtol; ≤ 0: JointHessianRtol)
+	jointRtol float64
 }
 
 // NewObjective checks the inputs and precomputes μ_D and the initial

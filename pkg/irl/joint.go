@@ -35,8 +35,16 @@ func (o *Objective) Evaluate(theta []float64, rtol float64) jointopt.Eval {
 	return e
 }
 
-// Term returns o as a jointopt.Objective (Evaluate at JointHessianRtol),
-// checking ctx before each evaluation.
+// SetHessianRtol sets the Hessian's column-solve residual of the
+// objective's Term (≤ 0: JointHessianRtol). The Hessian only steers the
+// Newton steps, so a study's fits may take 10⁻³ (a step then contracts the
+// gradient by about that instead of quadratically) at a fraction of the
+// cost of 10⁻⁶ on a large lattice.
+func (o *Objective) SetHessianRtol(rtol float64) { o.jointRtol = rtol }
+
+// Term returns o as a jointopt.Objective (Evaluate at the SetHessianRtol
+// residual, JointHessianRtol by default), checking ctx before each
+// evaluation.
 func (o *Objective) Term(ctx context.Context) jointopt.Objective {
 	return func(theta []float64) (jointopt.Eval, error) {
 		if err := ctx.Err(); err != nil {
@@ -45,7 +53,7 @@ func (o *Objective) Term(ctx context.Context) jointopt.Objective {
 		if len(theta) != o.d {
 			return jointopt.Eval{}, fmt.Errorf("irl: θ has %d entries, the objective %d", len(theta), o.d)
 		}
-		return o.Evaluate(theta, 0), nil
+		return o.Evaluate(theta, o.jointRtol), nil
 	}
 }
 

@@ -48,14 +48,18 @@ type Config struct {
 	// GradTol and MaxRounds bound the Newton fits (jointopt.Config).
 	GradTol   float64 `yaml:"grad_tol" json:"grad_tol"`
 	MaxRounds int     `yaml:"max_rounds" json:"max_rounds"`
+	// HessianRtol is the Hessians' column-solve residual in the fits
+	// (irl.Objective.SetHessianRtol; convergence is judged on the
+	// gradient, which it does not touch).
+	HessianRtol float64 `yaml:"hessian_rtol" json:"hessian_rtol"`
 }
 
-// DefaultConfig returns the studies' default: both on, c ∈ {0, 0.01, 0.1,
-// 1, 10, 100} and the pooled θ itself, a fifth of the demonstrations held out, ‖∇‖ ≤ 1e-8 in at
-// most 100 Newton rounds.
+// DefaultConfig returns the studies' default: both on, c ∈ {0, 0.1, 1,
+// 10} and the pooled θ itself, a fifth of the demonstrations held out,
+// ‖∇‖ ≤ 1e-8 in at most 100 Newton rounds, Hessians to a residual of 1e-3.
 func DefaultConfig() Config {
-	return Config{Pooled: true, Personalized: true, ProxCandidates: []float64{0, 0.01, 0.1, 1, 10, 100}, ProxCenter: true,
-		ValidationFraction: 0.2, GradTol: 1e-8, MaxRounds: 100}
+	return Config{Pooled: true, Personalized: true, ProxCandidates: []float64{0, 0.1, 1, 10}, ProxCenter: true,
+		ValidationFraction: 0.2, GradTol: 1e-8, MaxRounds: 100, HessianRtol: 1e-3}
 }
 
 // Validate names the first setting out of range.
@@ -68,6 +72,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.opt().Resolve(); err != nil {
 		return fmt.Errorf("joint: %w", err)
+	}
+	if !(c.HessianRtol >= 0 && c.HessianRtol < 1) {
+		return fmt.Errorf("joint.hessian_rtol = %v, want in [0, 1) (0: irl.JointHessianRtol)", c.HessianRtol)
 	}
 	if !c.Personalized {
 		return nil
@@ -109,7 +116,7 @@ type Client struct {
 // discounted feature covariance). Directions no data can identify (a
 // constant added to every reward, where the features span it) are null
 // for every C_i; so the joint curvature ΣαC_i is read on its range R (its
-// eigenvectors above 10⁻⁹ of its largest eigenvalue), whose dimension is
+// eigenvectors above identTol = 10⁻⁵ of its largest eigenvalue), whose dimension is
 // JointRank. There JointMinEig is its smallest eigenvalue and
 // LocalMinEig[i] that of client i's C_i restricted to R: near 0 means
 // client i alone leaves a direction of R unidentified. λ_min is concave,
@@ -144,7 +151,7 @@ type Personal struct {
 	Choice    irl.ProxChoice `json:"choice"`
 }
 
-func objective(cl Client, lo, hi int) (*irl.Objective, error) {
+func objective(cl Client, c Config, lo, hi int) (*irl.Objective, error) {
 	cfg := cl.IRL
 	if cfg.EmpiricalFeatures != nil && (lo > 0 || hi < len(cl.Demos)) {
 		if cl.DemoFeatures == nil {
@@ -157,7 +164,12 @@ func objective(cl Client, lo, hi int) (*irl.Objective, error) {
 	if cfg.Solver.Tol <= 0 {
 		cfg.Solver.Tol = 1e-10
 	}
-	return irl.NewObjective(cl.MDP, cl.Phi, demos, cfg)
+	o, err := irl.NewObjective(cl.MDP, cl.Phi, demos, cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.SetHessianRtol(c.HessianRtol)
+	return o, nil
 }
 
 // FitPooled fits the pooled oracle to the clients and measures the
@@ -166,7 +178,7 @@ func FitPooled(ctx context.Context, clients []Client, c Config) (Pooled, error) 
 	objs := make([]*irl.Objective, len(clients))
 	w := make([]float64, len(clients))
 	for i, cl := range clients {
-		o, err := objective(cl, 0, len(cl.Demos))
+		o, err := objective(cl, c, 0, len(cl.Demos))
 		if err != nil {
 			return Pooled{}, fmt.Errorf("client %d: %w", i, err)
 		}
@@ -182,7 +194,7 @@ func FitPooled(ctx context.Context, clients []Client, c Config) (Pooled, error) 
 	joint := mat.NewSymDense(d, nil)
 	cs := make([]*mat.SymDense, len(objs))
 	for i, o := range objs {
-		cs[i] = curvature(o.Evaluate(s.Theta, 1e-10), d, clients[i].IRL.L2)
+		cs[i] = curvature(o.Evaluate(s.Theta, identRtol), d, clients[i].IRL.L2)
 		joint.AddSym(joint, scaled(cs[i], w[i]))
 	}
 	p.Ident = identifiability(joint, cs)
@@ -209,9 +221,15 @@ func scaled(a *mat.SymDense, w float64) *mat.SymDense {
 	return &s
 }
 
-// identTol is the relative eigenvalue below which a direction counts as
-// unidentified (numerical rank).
-const identTol = 1e-9
+// identRtol is the Hessians' column-solve residual of the identifiability
+// diagnostics, and identTol the relative eigenvalue (of the joint
+// curvature's largest) below which a direction counts as unidentified: a
+// relative error ε in C_i moves its eigenvalues by at most about ε‖C_i‖,
+// so directions are counted only ten times above the solves' residual.
+const (
+	identRtol = 1e-6
+	identTol  = 1e-5
+)
 
 func identifiability(joint *mat.SymDense, cs []*mat.SymDense) Identifiability {
 	d := joint.SymmetricDim()
@@ -291,12 +309,12 @@ func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Pe
 	if n < 2 {
 		return Personal{}, fmt.Errorf("personalization needs at least 2 demonstrations to hold one out, the client has %d", n)
 	}
-	fit, err := objective(cl, 0, n-nv)
+	fit, err := objective(cl, c, 0, n-nv)
 	if err != nil {
 		return Personal{}, err
 	}
 	defer fit.Close()
-	val, err := objective(cl, n-nv, n)
+	val, err := objective(cl, c, n-nv, n)
 	if err != nil {
 		return Personal{}, err
 	}
@@ -309,7 +327,7 @@ func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Pe
 	if ch.Center {
 		return p, nil
 	}
-	all, err := objective(cl, 0, n)
+	all, err := objective(cl, c, 0, n)
 	if err != nil {
 		return Personal{}, err
 	}
