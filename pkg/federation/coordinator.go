@@ -227,6 +227,9 @@ func (c *Coordinator) Store() *Store {
 // The task's family must accept the spec (Fuser.Validate), so that a task the
 // server could never fuse is refused before anything is stored.
 func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]string, error) {
+	if err := PrepareJointTask(c.cfg.Fuser, &spec, len(clients)); err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
 	if err := c.checkFusable(spec); err != nil {
 		return nil, err
 	}
@@ -399,6 +402,9 @@ func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, cli
 		return TaskInfo{}, internal(err)
 	}
 	info.CurrentRound, info.Done = st.Round, st.Done
+	if err := c.jointInfo(rec, st, &info); err != nil {
+		return TaskInfo{}, internal(err)
+	}
 	if rec.Spec.WarmStart && st.Round > 1 {
 		fr, ok, err := c.store.fused(taskID, st.Round-1)
 		if err != nil {
@@ -437,12 +443,25 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if len(sub.Reward) > 0 {
+	jc, err := c.jointOf(rec)
+	if err != nil {
+		return SubmitResult{}, errorf(CodeFailedPrecondition, "task %s: %v", sub.TaskID, err)
+	}
+	switch {
+	case jc != nil:
+		if e := c.checkJointSubmission(rec, *jc, &sub); e != nil {
+			return SubmitResult{}, e
+		}
+	case sub.Eval != nil:
+		return SubmitResult{}, errorf(CodeInvalidArgument, "task %s fuses each client's θ once: an evaluation (eval) is for a joint task's gradient rounds", sub.TaskID)
+	case len(sub.Reward) > 0:
 		if e := c.checkReward(&rec.Spec, sub.Reward); e != nil {
 			return SubmitResult{}, e
 		}
-	} else if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
-		return SubmitResult{}, e
+	default:
+		if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
+			return SubmitResult{}, e
+		}
 	}
 	if e := checkPrivacy(&rec.Spec, sub.Privacy); e != nil {
 		return SubmitResult{}, e
@@ -450,7 +469,7 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := checkDeclared(&rec.Spec, &sub); e != nil {
 		return SubmitResult{}, e
 	}
-	sub.Theta, sub.Reward = slices.Clone(sub.Theta), slices.Clone(sub.Reward)
+	sub.Theta, sub.Reward, sub.Eval = slices.Clone(sub.Theta), slices.Clone(sub.Reward), cloneEval(sub.Eval)
 	if sub.Privacy != nil {
 		d := *sub.Privacy
 		sub.Privacy = &d
@@ -496,8 +515,12 @@ func (c *Coordinator) checkReward(spec *TaskSpec, reward []float64) *Error {
 	return validateReward(spec, reward, points)
 }
 
-// kind returns "reward" for a reward submission, "theta" otherwise.
+// kind returns "reward" for a reward submission, "evaluation" for a joint
+// round's, "theta" otherwise.
 func (s *Submission) kind() string {
+	if s.Eval != nil {
+		return "evaluation"
+	}
 	if len(s.Reward) > 0 {
 		return "reward"
 	}
@@ -512,7 +535,7 @@ func sameSubmission(a, b *Submission) bool {
 	if (a.Privacy == nil) != (b.Privacy == nil) || (a.Privacy != nil && *a.Privacy != *b.Privacy) {
 		return false
 	}
-	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward)
+	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward) && sameEval(a.Eval, b.Eval)
 }
 
 // equalBits reports whether a and b hold the same float64 bits.
@@ -571,6 +594,14 @@ func (c *Coordinator) fuse(taskID string) {
 	round, trigger, subs := snap.Round, snap.Trigger, snap.Subs
 	if err != nil || subs == nil {
 		c.fusionFailed(taskID, err, false)
+		return
+	}
+	if jc, err := c.jointOf(rec); err != nil || jc != nil {
+		if err != nil {
+			c.fusionFailed(taskID, fmt.Errorf("task %s round %d: %w", taskID, round, err), true)
+			return
+		}
+		c.fuseJoint(spec, *jc, snap)
 		return
 	}
 	thetas := make([][]float64, len(subs))

@@ -282,6 +282,11 @@ func decodeSubmission(b []byte) (Submission, error) {
 			return sub, fmt.Errorf("corrupt submission: reward[%d] = %v", i, v)
 		}
 	}
+	if sub.Eval != nil {
+		if err := sub.Eval.Check(len(sub.Eval.Grad)); err != nil {
+			return sub, fmt.Errorf("corrupt submission: %w", err)
+		}
+	}
 	return sub, nil
 }
 
@@ -647,7 +652,7 @@ func (s *Store) commitFusion(spec *TaskSpec, fr *FusedResult) error {
 		if err != nil {
 			return err
 		}
-		next, err := afterFusion(st, spec, fr.Round)
+		next, err := afterCommit(st, spec, fr)
 		if err != nil {
 			return err
 		}

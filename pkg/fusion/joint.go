@@ -78,16 +78,16 @@ func (o Options) JointWeights(demoCounts []int) ([]float64, error) {
 // JointStep is the combining step of MethodJoint, one round: the clients'
 // evaluations at s.Trial(), in client order, summed with weights alpha
 // (jointopt.Sum) and folded into s (Observe), which then holds the next
-// trial point or has ended. An evaluation of the wrong shape or with a
-// non-finite entry is refused (naming the client's index) and leaves s
-// unchanged.
-func JointStep(s *jointopt.State, evals []jointopt.Eval, alpha []float64) error {
+// trial point or has ended; it returns the sum. An evaluation of the wrong
+// shape or with a non-finite entry is refused (naming the client's index)
+// and leaves s unchanged.
+func JointStep(s *jointopt.State, evals []jointopt.Eval, alpha []float64) (jointopt.Eval, error) {
 	sum, err := jointopt.Sum(evals, alpha, s.Dim())
 	if err != nil {
-		return fmt.Errorf("fusion: %s round %d: %w", MethodJoint, s.Rounds+1, err)
+		return sum, fmt.Errorf("fusion: %s round %d: %w", MethodJoint, s.Rounds+1, err)
 	}
 	if err := s.Observe(sum); err != nil {
-		return fmt.Errorf("fusion: %s round %d: %w", MethodJoint, s.Rounds+1, err)
+		return sum, fmt.Errorf("fusion: %s round %d: %w", MethodJoint, s.Rounds+1, err)
 	}
-	return nil
+	return sum, nil
 }

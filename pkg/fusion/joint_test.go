@@ -86,7 +86,7 @@ func TestJointStepIsSumAndObserve(t *testing.T) {
 	for !s.Done {
 		th := s.Trial()
 		evals := []jointopt.Eval{eval(cs[0], th), eval(cs[1], th), eval(cs[2], th)}
-		if err := fusion.JointStep(s, evals, alpha); err != nil {
+		if _, err := fusion.JointStep(s, evals, alpha); err != nil {
 			t.Fatal(err)
 		}
 		sum, _ := jointopt.Sum(evals, alpha, 2)
@@ -107,7 +107,7 @@ func TestJointStepIsSumAndObserve(t *testing.T) {
 	}
 	bad := []jointopt.Eval{eval(cs[0], s.Theta), {Grad: []float64{1}, Hess: []float64{1}}, eval(cs[2], s.Theta)}
 	s2, _ := jointopt.Start([]float64{0, 0}, jointopt.Config{})
-	if err := fusion.JointStep(s2, bad, alpha); err == nil || !strings.Contains(err.Error(), "evaluation 1") || s2.Rounds != 0 {
+	if _, err := fusion.JointStep(s2, bad, alpha); err == nil || !strings.Contains(err.Error(), "evaluation 1") || s2.Rounds != 0 {
 		t.Errorf("a wrong-shaped evaluation: %v, rounds %d", err, s2.Rounds)
 	}
 }

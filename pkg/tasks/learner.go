@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"gonum.org/v1/gonum/mat"
 )
@@ -33,6 +35,10 @@ type MaxEntLearner struct {
 	// method one that takes rewards. The fused θ of a previous round is on
 	// the task's features, not the client's, so it warm-starts nothing.
 	SubmitReward bool
+
+	mu        sync.Mutex
+	joint     *irl.Objective // Evaluate's objective, built for task jointTask
+	jointTask string
 }
 
 // LoadMaxEntLearner reads an MDP with its features (irl.LoadMDP: a JSON spec,
@@ -60,23 +66,11 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	if l.SubmitReward {
 		return l.learnReward(ctx, spec)
 	}
-	phi := l.Features
-	if fam, err := Lookup(spec.EnvFamily); err == nil {
-		if fc, ok := fam.(FeatureChecker); ok {
-			if phi, err = fc.ClientFeatures(spec.Probe, l.MDP, l.Features); err != nil {
-				return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
-			}
-		}
-	}
-	if _, d := phi.Dims(); d != spec.ThetaDim {
-		return federation.LocalResult{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
-	}
-	cfg, err := DecodeIRL(spec.IRL)
+	phi, cfg, err := l.taskModel(spec)
 	if err != nil {
-		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+		return federation.LocalResult{}, err
 	}
 	cfg.Theta0 = slices.Clone(warmStart)
-	cfg.Solver = l.Solver
 	res, err := irl.MaxEnt(ctx, l.MDP, phi, l.Demos, cfg)
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
@@ -84,6 +78,77 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: lastGradNorm(res),
 		Converged: res.Converged, StopReason: res.StopReason}, nil
 }
+
+// taskModel returns the client's features on the task's Φ (checked
+// against the task's probe for a FeatureChecker family) and the task's IRL
+// configuration with the client's solver.
+func (l *MaxEntLearner) taskModel(spec federation.TaskSpec) (*mat.Dense, irl.Config, error) {
+	phi := l.Features
+	if fam, err := Lookup(spec.EnvFamily); err == nil {
+		if fc, ok := fam.(FeatureChecker); ok {
+			if phi, err = fc.ClientFeatures(spec.Probe, l.MDP, l.Features); err != nil {
+				return nil, irl.Config{}, fmt.Errorf("task %s: %w", spec.ID, err)
+			}
+		}
+	}
+	if _, d := phi.Dims(); d != spec.ThetaDim {
+		return nil, irl.Config{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
+	}
+	cfg, err := DecodeIRL(spec.IRL)
+	if err != nil {
+		return nil, irl.Config{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	cfg.Solver = l.Solver
+	return phi, cfg, nil
+}
+
+// Evaluate implements federation.JointLearner: the client's MaxEnt
+// objective (log-likelihood of its demonstrations under its own MDP minus
+// the task's (λ/2)‖θ‖², irl.Objective) with its gradient and Hessian at
+// theta, and its demonstration count. The objective is built once per
+// task, on the first call, and reused: each evaluation warm-starts its
+// solves from the last, so a client's evaluations are a function of the θ
+// it has evaluated in order (as in the central fit, irl.Pooled).
+func (l *MaxEntLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, theta []float64) (jointopt.Eval, int, error) {
+	if err := ctx.Err(); err != nil {
+		return jointopt.Eval{}, 0, err
+	}
+	if l.SubmitReward {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s runs gradient rounds on the task's Φ; a client with its own reward model (--submit-reward) cannot evaluate them", spec.ID)
+	}
+	if len(theta) != spec.ThetaDim {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s: θ has %d components, theta_dim %d", spec.ID, len(theta), spec.ThetaDim)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.joint == nil || l.jointTask != spec.ID {
+		phi, cfg, err := l.taskModel(spec)
+		if err != nil {
+			return jointopt.Eval{}, 0, err
+		}
+		o, err := irl.NewObjective(l.MDP, phi, l.Demos, cfg)
+		if err != nil {
+			return jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+		}
+		if l.joint != nil {
+			l.joint.Close()
+		}
+		l.joint, l.jointTask = o, spec.ID
+	}
+	return l.joint.Evaluate(theta, 0), len(l.Demos), nil
+}
+
+// Close releases the objective Evaluate built (a no-op when none).
+func (l *MaxEntLearner) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.joint != nil {
+		l.joint.Close()
+		l.joint = nil
+	}
+}
+
+var _ federation.JointLearner = (*MaxEntLearner)(nil)
 
 func lastGradNorm(res irl.Result) float64 {
 	if n := len(res.GradNorm); n > 0 {
