@@ -1,0 +1,426 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/fedirl/fedirl/pkg/features"
+	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/jointopt"
+	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+	"github.com/fedirl/fedirl/pkg/tasks"
+)
+
+// jointFleet is a lattice-family joint task and its K clients: one random
+// feature matrix Φ (S×A rows, d columns, the task's probe), one true θ, and
+// per client its own random transitions (heterogeneous dynamics) with
+// demonstrations of the soft-optimal policy there, 8 + 5i episodes.
+type jointFleet struct {
+	spec     federation.TaskSpec
+	learners []*tasks.MaxEntLearner
+	ids      []string
+}
+
+var jointSolver = mdp.Options{Tol: 1e-14, MaxIter: 1 << 20}
+
+func newJointFleet(t testing.TB, seed uint64, k, S, A, d int, opt fusion.Options) jointFleet {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 50))
+	rows := make([][]float64, S*A)
+	data := make([]float64, 0, S*A*d)
+	for i := range rows {
+		rows[i] = make([]float64, d)
+		for j := range rows[i] {
+			rows[i][j] = rng.Float64()
+		}
+		data = append(data, rows[i]...)
+	}
+	phi := mat.NewDense(S*A, d, data)
+	truth := make([]float64, d)
+	for j := range truth {
+		truth[j] = 1.5 * rng.NormFloat64()
+	}
+	probe, err := json.Marshal(tasks.LatticeProbe{
+		State:  []tasks.LatticeAxis{{Name: "s", N: S, Categorical: true}},
+		Action: []tasks.LatticeAxis{{Name: "a", N: A, Categorical: true}},
+		Phi:    rows,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg := irl.Config{Temperature: 1, L2: 0.01}
+	f := jointFleet{spec: federation.TaskSpec{ID: fmt.Sprintf("joint-%d", seed), EnvFamily: tasks.LatticeFamilyName, Probe: probe, ThetaDim: d}}
+	if f.spec.IRL, err = tasks.EncodeIRL(icfg); err != nil {
+		t.Fatal(err)
+	}
+	if f.spec.Fusion, err = tasks.EncodeFusion(opt); err != nil {
+		t.Fatal(err)
+	}
+	for i := range k {
+		m := mdptest.RandomMDP(seed*100+uint64(i), S, A, 3, 0, 0.9, 0)
+		ws := mdp.NewWorkspace(m, mdp.Options{Tol: 1e-13})
+		r := features.Reward(make([]float64, m.NumPairs()), phi, truth)
+		pi := ws.SoftPolicy(nil, ws.SoftValueIteration(nil, r, 1), 1)
+		ws.Close()
+		drng := rand.New(rand.NewPCG(seed*100+uint64(i), 9))
+		var demos []irl.Trajectory
+		for len(demos) < 8+5*i {
+			s, a := m.Rollout(drng, pi, 20)
+			if len(a) > 0 {
+				demos = append(demos, irl.Trajectory{States: s, Actions: a})
+			}
+		}
+		l := &tasks.MaxEntLearner{MDP: m, Features: phi, Demos: demos, Solver: jointSolver}
+		t.Cleanup(l.Close)
+		f.learners = append(f.learners, l)
+		f.ids = append(f.ids, fmt.Sprintf("c%d", i))
+	}
+	return f
+}
+
+// pooled is the central fit of the fleet's clients (irl.Pooled) with the
+// task's weights: the ceiling the federated joint fit must reach.
+func (f jointFleet) pooled(t testing.TB) *jointopt.State {
+	t.Helper()
+	opt, err := fusion.DecodeOptions(f.spec.Fusion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg, err := tasks.DecodeIRL(f.spec.IRL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	icfg.Solver = jointSolver
+	objs := make([]*irl.Objective, len(f.learners))
+	counts := make([]int, len(f.learners))
+	for i, l := range f.learners {
+		if objs[i], err = irl.NewObjective(l.MDP, l.Features, l.Demos, icfg); err != nil {
+			t.Fatal(err)
+		}
+		defer objs[i].Close()
+		counts[i] = len(l.Demos)
+	}
+	w, err := opt.JointWeights(counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := opt.JointConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := irl.Pooled(context.Background(), objs, w, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (f jointFleet) local() []federation.LocalClient {
+	out := make([]federation.LocalClient, len(f.learners))
+	for i, l := range f.learners {
+		out[i] = federation.LocalClient{ID: f.ids[i], Learner: l}
+	}
+	return out
+}
+
+// grpcServer runs a coordinator with the real fuser on a bbolt store behind
+// a loopback gRPC server, with an admin token.
+func grpcServer(t testing.TB) (*federation.Coordinator, string) {
+	t.Helper()
+	store, err := federation.OpenStore(filepath.Join(t.TempDir(), "fed.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{Fuser: tasks.NewFuser(), AdminToken: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := federation.NewGRPCServer(coord, federation.GRPCServerConfig{})
+	go srv.Serve(lis)
+	t.Cleanup(func() { srv.Stop(); coord.Close(); store.Close() })
+	return coord, lis.Addr().String()
+}
+
+// runGRPC creates the fleet's task on a gRPC server and runs every client
+// through the gRPC transport; it returns each client's report.
+func (f jointFleet) runGRPC(t testing.TB, ctx context.Context, addr string) []federation.ClientReport {
+	t.Helper()
+	admin, err := federation.DialGRPC(addr, federation.DialConfig{Token: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	tokens, err := admin.CreateTask(ctx, f.spec, f.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := make([]federation.ClientReport, len(f.ids))
+	errs := make(chan error, len(f.ids))
+	for i, id := range f.ids {
+		go func() {
+			c, err := federation.DialGRPC(addr, federation.DialConfig{Token: tokens[id]})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			reps[i], err = federation.RunClient(ctx, c, f.learners[i], federation.ClientConfig{TaskID: f.spec.ID, ClientID: id})
+			errs <- err
+		}()
+	}
+	for range f.ids {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reps
+}
+
+func relErr(got, want []float64) float64 {
+	num, den := 0.0, 0.0
+	for i := range want {
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// TestJointOverGRPCReachesPooled is acceptance 1 on random tabular MDPs:
+// several clients with different dynamics, the joint task over the real
+// gRPC path, against the central pooled fit (irl.Pooled) computed here
+// from the same models and demonstrations: relative error ≤ 1e-8 in ≤ 15
+// rounds, for both weightings (demos uncapped is the pooled MLE).
+func TestJointOverGRPCReachesPooled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	_, addr := grpcServer(t)
+	for i, c := range []struct {
+		k, S, A, d int
+		opt        fusion.Options
+	}{
+		{3, 12, 3, 4, fusion.Options{Method: "joint", Weighting: "demos", DemoCap: ptrF(1e6)}},
+		{4, 15, 2, 5, fusion.Options{Method: "joint"}},
+		{2, 10, 4, 3, fusion.Options{Method: "joint", Weighting: "demos", GradTol: 1e-9, MaxRounds: 15}},
+	} {
+		f := newJointFleet(t, uint64(11+i), c.k, c.S, c.A, c.d, c.opt)
+		want := f.pooled(t)
+		if !want.Converged() {
+			t.Fatalf("case %d: the pooled fit did not converge: %s", i, want.Reason)
+		}
+		reps := f.runGRPC(t, ctx, addr)
+		for ci, rep := range reps {
+			fin := rep.Final
+			if fin.Joint == nil || !fin.Joint.Done || fin.Joint.Reason != jointopt.StopConverged {
+				t.Fatalf("case %d client %d: final round %+v", i, ci, fin.Joint)
+			}
+			if fin.Round > 15 || len(rep.Rounds) != fin.Round {
+				t.Errorf("case %d client %d: %d rounds (reported %d), want ≤ 15", i, ci, fin.Round, len(rep.Rounds))
+			}
+			if e := relErr(fin.Theta, want.Theta); !(e <= 1e-8) {
+				t.Errorf("case %d client %d: joint θ %v, pooled %v: relative error %.3g > 1e-8", i, ci, fin.Theta, want.Theta, e)
+			}
+		}
+		t.Logf("case %d: K=%d S=%d A=%d d=%d: %d rounds (pooled %d), relative error %.2g", i, c.k, c.S, c.A, c.d,
+			reps[0].Final.Round, want.Rounds, relErr(reps[0].Final.Theta, want.Theta))
+	}
+}
+
+func ptrF(v float64) *float64 { return &v }
+
+// TestJointInProcessEqualsGRPC is the metamorphic test: one seed drives
+// random fleets (client count, model size, weighting) whose joint task
+// runs in process (RunInProcess, memory store) and over gRPC (bbolt
+// store); every round's trial θ, accepted θ, weights and summed value
+// agree bit for bit.
+func TestJointInProcessEqualsGRPC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	_, addr := grpcServer(t)
+	rng := rand.New(rand.NewPCG(2026, 50))
+	for trial := range 3 {
+		k, S, A, d := 2+rng.IntN(3), 8+rng.IntN(8), 2+rng.IntN(3), 2+rng.IntN(4)
+		opt := fusion.Options{Method: "joint"}
+		if trial%2 == 0 {
+			opt.Weighting = "demos"
+		}
+		seed := uint64(100 + trial)
+		inproc, _, err := federation.RunInProcess(ctx, newJointFleet(t, seed, k, S, A, d, opt).spec, newJointFleet(t, seed, k, S, A, d, opt).local(),
+			federation.InProcessConfig{Fuser: tasks.NewFuser()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote := newJointFleet(t, seed, k, S, A, d, opt).runGRPC(t, ctx, addr)[0].Rounds
+		if len(inproc) != len(remote) {
+			t.Fatalf("trial %d: %d rounds in process, %d over gRPC", trial, len(inproc), len(remote))
+		}
+		for r := range inproc {
+			a, b := inproc[r], remote[r].Fused
+			if !sameBits(a.Theta, b.Theta) || !sameBits(a.Joint.Trial, b.Joint.Trial) || !sameBits(a.Weights, b.Weights) ||
+				!sameBits(a.Joint.Next, b.Joint.Next) || math.Float64bits(a.Joint.Value) != math.Float64bits(b.Joint.Value) {
+				t.Fatalf("trial %d round %d: in process θ %v trial %v F %v, gRPC θ %v trial %v F %v", trial, r+1,
+					a.Theta, a.Joint.Trial, a.Joint.Value, b.Theta, b.Joint.Trial, b.Joint.Value)
+			}
+		}
+		t.Logf("trial %d: K=%d S=%d A=%d d=%d weighting %q: %d rounds agree", trial, k, S, A, d, opt.Weighting, len(inproc))
+	}
+}
+
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestJointRefusals: over gRPC, a joint round refuses, with a status code
+// and a message naming the problem, a θ instead of an evaluation, a NaN,
+// a gradient or Hessian of the wrong shape, an asymmetric Hessian, an
+// evaluation at another θ, a stale or future round, a moved demo count,
+// and a joint task spec that cannot run (a deadline, a quorum below the
+// clients, explicit rounds other than max_rounds, a warm start).
+func TestJointRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, addr := grpcServer(t)
+	admin, err := federation.DialGRPC(addr, federation.DialConfig{Token: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	f := newJointFleet(t, 7, 2, 8, 2, 3, fusion.Options{Method: "joint", Weighting: "demos"})
+	for _, c := range []struct {
+		edit func(*federation.TaskSpec)
+		want string
+	}{
+		{func(s *federation.TaskSpec) { s.DeadlineSeconds = 5 }, "deadline"},
+		{func(s *federation.TaskSpec) { s.Quorum = 1 }, "quorum 1 with 2 clients"},
+		{func(s *federation.TaskSpec) { s.Rounds = 7 }, "max_rounds"},
+		{func(s *federation.TaskSpec) { s.WarmStart = true }, "warm_start"},
+	} {
+		spec := f.spec
+		c.edit(&spec)
+		if _, err := admin.CreateTask(ctx, spec, f.ids); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("spec refused with %v, want InvalidArgument naming %q", err, c.want)
+		}
+	}
+	tokens, err := admin.CreateTask(ctx, f.spec, f.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := make([]*federation.GRPCClient, 2)
+	for i, id := range f.ids {
+		if cl[i], err = federation.DialGRPC(addr, federation.DialConfig{Token: tokens[id]}); err != nil {
+			t.Fatal(err)
+		}
+		defer cl[i].Close()
+	}
+	info, err := cl[0].GetTask(ctx, f.spec.ID, "c0")
+	if err != nil || !info.Joint || info.CurrentRound != 1 || len(info.Trial) != 3 || info.Spec.Rounds != jointopt.DefaultMaxRounds {
+		t.Fatalf("GetTask: %+v, %v", info, err)
+	}
+	eval := func(i int, theta []float64) *jointopt.Eval {
+		e, _, err := f.learners[i].Evaluate(ctx, info.Spec, theta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &e
+	}
+	good := eval(0, info.Trial)
+	sub := func(mod func(*federation.Submission)) federation.Submission {
+		s := federation.Submission{TaskID: f.spec.ID, Round: 1, ClientID: "c0", Theta: info.Trial, Eval: good, DemoCount: len(f.learners[0].Demos)}
+		e := *good
+		e.Grad, e.Hess = append([]float64(nil), good.Grad...), append([]float64(nil), good.Hess...)
+		s.Eval = &e
+		mod(&s)
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		sub  federation.Submission
+		code federation.Code
+		want string
+	}{
+		{"θ instead of an evaluation", sub(func(s *federation.Submission) { s.Eval = nil }), federation.CodeInvalidArgument, "gradient/Hessian rounds"},
+		{"NaN gradient", sub(func(s *federation.Submission) { s.Eval.Grad[1] = math.NaN() }), federation.CodeInvalidArgument, "gradient entry 1 is NaN"},
+		{"NaN value", sub(func(s *federation.Submission) { s.Eval.Value = math.NaN() }), federation.CodeInvalidArgument, "value is NaN"},
+		{"short gradient", sub(func(s *federation.Submission) { s.Eval.Grad = s.Eval.Grad[:2] }), federation.CodeInvalidArgument, "gradient has 2 entries, want 3"},
+		{"wrong Hessian", sub(func(s *federation.Submission) { s.Eval.Hess = s.Eval.Hess[:4] }), federation.CodeInvalidArgument, "Hessian has 4 entries, want 3×3 = 9"},
+		{"asymmetric Hessian", sub(func(s *federation.Submission) { s.Eval.Hess[1] += 1 }), federation.CodeInvalidArgument, "not symmetric"},
+		{"huge Hessian", sub(func(s *federation.Submission) { s.Eval.Hess = make([]float64, federation.MaxJointDim*federation.MaxJointDim+1) }), federation.CodeResourceExhausted, ""}, // the gRPC message limit binds before MaxJointDim
+		{"another θ", sub(func(s *federation.Submission) { s.Theta = []float64{0, 0, 1e-300} }), federation.CodeInvalidArgument, "trial point"},
+		{"future round", sub(func(s *federation.Submission) { s.Round = 2 }), federation.CodeFailedPrecondition, "not open yet: the open round is 1"},
+	} {
+		if _, err := cl[0].Submit(ctx, c.sub); federation.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %v naming %q", c.name, err, c.code, c.want)
+		}
+	}
+	// Round 1 by both clients, then round 2 refuses a stale and a moved count.
+	for i, id := range f.ids {
+		s := federation.Submission{TaskID: f.spec.ID, Round: 1, ClientID: id, Theta: info.Trial, Eval: eval(i, info.Trial), DemoCount: len(f.learners[i].Demos)}
+		if _, err := cl[i].Submit(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // a retry of an accepted evaluation is a duplicate, not a refusal
+			if res, err := cl[0].Submit(ctx, s); err != nil || !res.Duplicate {
+				t.Fatalf("resubmission: %+v, %v", res, err)
+			}
+		}
+	}
+	fs, err := cl[0].GetFused(ctx, f.spec.ID, "c0", 1, 20*time.Second)
+	if err != nil || !fs.Ready || fs.Result.Joint == nil || fs.Result.Joint.Done {
+		t.Fatalf("round 1: %+v, %v", fs, err)
+	}
+	next := fs.Result.Joint.Next
+	stale := federation.Submission{TaskID: f.spec.ID, Round: 1, ClientID: "c0", Theta: info.Trial, Eval: eval(0, info.Trial), DemoCount: 99}
+	if _, err := cl[0].Submit(ctx, stale); federation.CodeOf(err) != federation.CodeAlreadyExists {
+		t.Errorf("a different evaluation for the closed round 1: %v, want AlreadyExists", err)
+	}
+	c1stale := federation.Submission{TaskID: f.spec.ID, Round: 1, ClientID: "c1", Theta: info.Trial, Eval: eval(1, info.Trial), DemoCount: len(f.learners[1].Demos)}
+	if res, err := cl[1].Submit(ctx, c1stale); err != nil || !res.Duplicate {
+		t.Errorf("c1's round 1 again: %+v, %v (an identical retry is a duplicate)", res, err)
+	}
+	moved := federation.Submission{TaskID: f.spec.ID, Round: 2, ClientID: "c0", Theta: next, Eval: eval(0, next), DemoCount: len(f.learners[0].Demos) + 1}
+	if _, err := cl[0].Submit(ctx, moved); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), "weights stay fixed") {
+		t.Errorf("moved demo count: %v", err)
+	}
+	// A client that has not evaluated round 2 cannot jump to round 3.
+	skip := federation.Submission{TaskID: f.spec.ID, Round: 3, ClientID: "c1", Theta: next, Eval: eval(1, next), DemoCount: len(f.learners[1].Demos)}
+	if _, err := cl[1].Submit(ctx, skip); federation.CodeOf(err) != federation.CodeFailedPrecondition || !strings.Contains(err.Error(), "the open round is 2") {
+		t.Errorf("round 3 while 2 is open: %v", err)
+	}
+	// A one-shot task refuses an evaluation.
+	one := f.spec
+	one.ID, one.Quorum = "oneshot", 1
+	one.Fusion, _ = tasks.EncodeFusion(fusion.Options{Method: "mean"})
+	tok1, err := admin.CreateTask(ctx, one, []string{"c0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := federation.DialGRPC(addr, federation.DialConfig{Token: tok1["c0"]})
+	defer c1.Close()
+	if _, err := c1.Submit(ctx, federation.Submission{TaskID: "oneshot", Round: 1, ClientID: "c0", Theta: []float64{1, 2, 3}, Eval: good}); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), "fuses each client's θ once") {
+		t.Errorf("an evaluation for a one-shot task: %v", err)
+	}
+}
