@@ -29,6 +29,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -62,8 +63,8 @@ type statusOptions struct {
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile, sigmaMode                                               string
-	trimFraction, demoCap                                                float64
-	byzantine, maxDemos                                                  int
+	trimFraction, demoCap, gradTol                                       float64
+	byzantine, maxDemos, maxRounds                                       int
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -351,6 +352,8 @@ your own problem"), or is built from flags: with
 	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
 	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
+	tf.Float64Var(&f.gradTol, "grad-tol", 0, fmt.Sprintf("with --fusion %s: stop the gradient/Hessian rounds once the summed gradient's norm is at most this (default %g)", fusion.MethodJoint, jointopt.DefaultGradTol))
+	countVar(tf, &f.maxRounds, "max-rounds", 0, "rounds", fmt.Sprintf("with --fusion %s: the most gradient/Hessian rounds (trial points), 1 to %d (default %d); the task's rounds", fusion.MethodJoint, jointopt.MaxRoundsLimit, jointopt.DefaultMaxRounds))
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
 	tf.IntVar(&f.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
@@ -695,6 +698,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		"quorum":            "want ≥ 1 submission (leave the flag out for the number of clients)",
 		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
 		"rounds":            "want ≥ 1 round",
+		"grad-tol":          "a gradient norm of exactly 0 is never reached; want > 0 (leave the flag out for the default)",
 		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
 		"max-reward-norm":   "a bound of 0 would refuse every reward; want > 0 (leave the flag out for 1e9)",
 	}); err != nil {
@@ -721,6 +725,8 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("byzantine", func() { fopt.Byzantine = &f.byzantine })
 	set("demo-cap", func() { fopt.DemoCap = &f.demoCap })
 	set("weighting", func() { fopt.Weighting = f.weighting })
+	set("grad-tol", func() { fopt.GradTol = f.gradTol })
+	set("max-rounds", func() { fopt.MaxRounds = f.maxRounds })
 	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
 	if solverErr != nil {
 		return fmt.Errorf("--solver: %w", solverErr)
@@ -806,8 +812,13 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		}
 		f.store = f.server
 	} else {
-		// Offline: the same checks as a server's CreateTask (spec fields, then
-		// the task family's Validate) before anything is stored.
+		// Offline: the same checks as a server's CreateTask (a joint task's
+		// shape, spec fields, then the task family's Validate) before
+		// anything is stored.
+		fuser := &tasks.Fuser{Limits: f.limits}
+		if err := federation.PrepareJointTask(fuser, &spec, len(clients)); err != nil {
+			return err
+		}
 		spec.Normalize()
 		if err := spec.Validate(); err != nil {
 			return err
@@ -815,7 +826,6 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := f.limits.CheckSpec(&spec); err != nil {
 			return err
 		}
-		fuser := &tasks.Fuser{Limits: f.limits}
 		if err := fuser.Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
 		}
