@@ -368,7 +368,9 @@ func TestJointRefusals(t *testing.T) {
 		{"short gradient", sub(func(s *federation.Submission) { s.Eval.Grad = s.Eval.Grad[:2] }), federation.CodeInvalidArgument, "gradient has 2 entries, want 3"},
 		{"wrong Hessian", sub(func(s *federation.Submission) { s.Eval.Hess = s.Eval.Hess[:4] }), federation.CodeInvalidArgument, "Hessian has 4 entries, want 3×3 = 9"},
 		{"asymmetric Hessian", sub(func(s *federation.Submission) { s.Eval.Hess[1] += 1 }), federation.CodeInvalidArgument, "not symmetric"},
-		{"huge Hessian", sub(func(s *federation.Submission) { s.Eval.Hess = make([]float64, federation.MaxJointDim*federation.MaxJointDim+1) }), federation.CodeResourceExhausted, ""}, // the gRPC message limit binds before MaxJointDim
+		{"huge Hessian", sub(func(s *federation.Submission) {
+			s.Eval.Hess = make([]float64, federation.MaxJointDim*federation.MaxJointDim+1)
+		}), federation.CodeResourceExhausted, ""}, // the gRPC message limit binds before MaxJointDim
 		{"another θ", sub(func(s *federation.Submission) { s.Theta = []float64{0, 0, 1e-300} }), federation.CodeInvalidArgument, "trial point"},
 		{"future round", sub(func(s *federation.Submission) { s.Round = 2 }), federation.CodeFailedPrecondition, "not open yet: the open round is 1"},
 	} {
