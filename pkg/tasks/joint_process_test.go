@@ -32,7 +32,6 @@ func jointReference(t *testing.T, ctx context.Context, dir, store, id string, n 
 			t.Fatal(err)
 		}
 		l.Solver = mdp.Options{Newton: true} // fedirl client's default --solver
-		t.Cleanup(l.Close)
 		local = append(local, federation.LocalClient{ID: fmt.Sprintf("c%d", i), Learner: l})
 	}
 	spec := storedSpec(t, store, id)
@@ -49,7 +48,8 @@ func jointReference(t *testing.T, ctx context.Context, dir, store, id string, n 
 // is killed with SIGKILL three times — just after a round's first
 // evaluation is acknowledged, between two rounds (a round committed, no
 // evaluation of the next yet), and during the final round — and restarted
-// on the same store and address each time. No acknowledged evaluation is
+// on the same store and address each time (and one client is killed and
+// restarted in between). No acknowledged evaluation is
 // lost (every client's acknowledged rounds are in the store, every round
 // holds all three), and every round's trial θ, accepted θ and summed value
 // and the final θ equal the uninterrupted run's bit for bit.
@@ -93,6 +93,15 @@ func TestProcessJointServerKilled(t *testing.T) {
 	kill("between rounds 3 and 4", func(log string) bool {
 		return strings.Contains(log, "task j round 3: joint round of 3 clients") && !strings.Contains(log, "task j round 4: accepted")
 	})
+	// A client killed too, after its round-4 evaluation was acknowledged,
+	// and restarted: it resumes at the task's open round.
+	waitFor(t, "c2's round 4", 60*time.Second, func() bool { return strings.Contains(clients[2].output(), "round 4: submitted evaluation") })
+	clients[2].cmd.Process.Signal(syscall.SIGKILL)
+	<-clients[2].done
+	mdpPath, demosPath := exportClient(t, dir, 3, 2)
+	clients[2] = start(t, ctx, "c2 (restarted)", "client", "--server", addr, "--insecure", "--task", "j", "--id", "c2",
+		"--token-file", tokens, "--mdp", mdpPath, "--demos", demosPath, "--out", filepath.Join(dir, "c2.json"),
+		"--pause-before-submit", "850ms")
 	kill(fmt.Sprintf("during the final round %d", final), func(log string) bool {
 		return strings.Contains(log, fmt.Sprintf("task j round %d: accepted evaluation from c0 (1/3)", final))
 	})

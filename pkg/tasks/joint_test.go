@@ -84,7 +84,6 @@ func newJointFleet(t testing.TB, seed uint64, k, S, A, d int, opt fusion.Options
 			}
 		}
 		l := &tasks.MaxEntLearner{MDP: m, Features: phi, Demos: demos, Solver: jointSolver}
-		t.Cleanup(l.Close)
 		f.learners = append(f.learners, l)
 		f.ids = append(f.ids, fmt.Sprintf("c%d", i))
 	}
@@ -243,6 +242,47 @@ func TestJointOverGRPCReachesPooled(t *testing.T) {
 }
 
 func ptrF(v float64) *float64 { return &v }
+
+// TestJointEvaluateIsAFunctionOfTheta: a client's evaluation at θ has the
+// same bits whatever it evaluated before (so a restarted client re-sends
+// an identical evaluation), and its gradient and Hessian match central
+// differences of its value and gradient.
+func TestJointEvaluateIsAFunctionOfTheta(t *testing.T) {
+	f := newJointFleet(t, 5, 1, 10, 3, 3, fusion.Options{Method: "joint"})
+	l, ctx := f.learners[0], context.Background()
+	a, b := []float64{0.3, -0.2, 0.5}, []float64{-1, 2, 0.1}
+	e1, n, err := l.Evaluate(ctx, f.spec, a)
+	if err != nil || n != len(l.Demos) {
+		t.Fatal(n, err)
+	}
+	if _, _, err := l.Evaluate(ctx, f.spec, b); err != nil {
+		t.Fatal(err)
+	}
+	e2, _, _ := l.Evaluate(ctx, f.spec, a)
+	if math.Float64bits(e1.Value) != math.Float64bits(e2.Value) || !sameBits(e1.Grad, e2.Grad) || !sameBits(e1.Hess, e2.Hess) {
+		t.Fatalf("θ evaluated twice, with another θ between: %v then %v", e1, e2)
+	}
+	const h = 1e-5
+	d := len(a)
+	for j := range d {
+		ap, am := append([]float64(nil), a...), append([]float64(nil), a...)
+		ap[j] += h
+		am[j] -= h
+		ep, _, _ := l.Evaluate(ctx, f.spec, ap)
+		em, _, _ := l.Evaluate(ctx, f.spec, am)
+		if fd := (ep.Value - em.Value) / (2 * h); math.Abs(fd-e1.Grad[j]) > 1e-7*(1+math.Abs(fd)) {
+			t.Errorf("∂L/∂θ%d = %v, central difference %v", j, e1.Grad[j], fd)
+		}
+		for i := range d {
+			if fd := (ep.Grad[i] - em.Grad[i]) / (2 * h); math.Abs(fd-e1.Hess[i*d+j]) > 1e-5*(1+math.Abs(fd)) {
+				t.Errorf("H[%d][%d] = %v, central difference %v", i, j, e1.Hess[i*d+j], fd)
+			}
+		}
+	}
+	if _, _, err := l.Evaluate(ctx, f.spec, []float64{1}); err == nil {
+		t.Error("a θ of the wrong length evaluated")
+	}
+}
 
 // TestJointInProcessEqualsGRPC is the metamorphic test: one seed drives
 // random fleets (client count, model size, weighting) whose joint task

@@ -37,7 +37,8 @@ type MaxEntLearner struct {
 	SubmitReward bool
 
 	mu        sync.Mutex
-	joint     *irl.Objective // Evaluate's objective, built for task jointTask
+	jointPhi  *mat.Dense // Evaluate's features and configuration, for task jointTask
+	jointCfg  irl.Config
 	jointTask string
 }
 
@@ -105,10 +106,11 @@ func (l *MaxEntLearner) taskModel(spec federation.TaskSpec) (*mat.Dense, irl.Con
 // Evaluate implements federation.JointLearner: the client's MaxEnt
 // objective (log-likelihood of its demonstrations under its own MDP minus
 // the task's (λ/2)‖θ‖², irl.Objective) with its gradient and Hessian at
-// theta, and its demonstration count. The objective is built once per
-// task, on the first call, and reused: each evaluation warm-starts its
-// solves from the last, so a client's evaluations are a function of the θ
-// it has evaluated in order (as in the central fit, irl.Pooled).
+// theta, and its demonstration count. The features and configuration are
+// resolved once per task; each evaluation starts its solves cold on a new
+// objective, so it is a function of theta alone: a restarted client
+// re-sends the same bits for a round it had answered (a duplicate), and the
+// order in which θ are evaluated does not matter.
 func (l *MaxEntLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, theta []float64) (jointopt.Eval, int, error) {
 	if err := ctx.Err(); err != nil {
 		return jointopt.Eval{}, 0, err
@@ -120,32 +122,22 @@ func (l *MaxEntLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, 
 		return jointopt.Eval{}, 0, fmt.Errorf("task %s: θ has %d components, theta_dim %d", spec.ID, len(theta), spec.ThetaDim)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.joint == nil || l.jointTask != spec.ID {
+	if l.jointPhi == nil || l.jointTask != spec.ID {
 		phi, cfg, err := l.taskModel(spec)
 		if err != nil {
+			l.mu.Unlock()
 			return jointopt.Eval{}, 0, err
 		}
-		o, err := irl.NewObjective(l.MDP, phi, l.Demos, cfg)
-		if err != nil {
-			return jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
-		}
-		if l.joint != nil {
-			l.joint.Close()
-		}
-		l.joint, l.jointTask = o, spec.ID
+		l.jointPhi, l.jointCfg, l.jointTask = phi, cfg, spec.ID
 	}
-	return l.joint.Evaluate(theta, 0), len(l.Demos), nil
-}
-
-// Close releases the objective Evaluate built (a no-op when none).
-func (l *MaxEntLearner) Close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.joint != nil {
-		l.joint.Close()
-		l.joint = nil
+	phi, cfg := l.jointPhi, l.jointCfg
+	l.mu.Unlock()
+	o, err := irl.NewObjective(l.MDP, phi, l.Demos, cfg)
+	if err != nil {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
+	defer o.Close()
+	return o.Evaluate(theta, 0), len(l.Demos), nil
 }
 
 var _ federation.JointLearner = (*MaxEntLearner)(nil)
