@@ -513,7 +513,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
 		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: f.insecure && loopback && admin == "", Logf: logger.Printf,
-		Metrics: metrics})
+		Metrics: metrics, MaxMessageBytes: f.maxMsg})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,11 @@ type CoordinatorConfig struct {
 	// (TaskSpec.CentralPrivacy); nil means privacy.CryptoSource(). Tests
 	// pass a seeded *rand.Rand; draws are serialised by the coordinator.
 	CentralNoise privacy.Source
+	// MaxMessageBytes, when > 0, is the transport's limit on one request
+	// (the gRPC server's --max-message-bytes): a joint task whose round
+	// submission (d + d² numbers and the echoed θ) cannot fit is refused at
+	// creation instead of failing every client's first round.
+	MaxMessageBytes int
 }
 
 // ErrTransient is wrapped by a Fuser's error when the same fusion may succeed
@@ -228,6 +233,9 @@ func (c *Coordinator) Store() *Store {
 // server could never fuse is refused before anything is stored.
 func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]string, error) {
 	if err := PrepareJointTask(c.cfg.Fuser, &spec, len(clients)); err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	if err := checkJointMessage(c.cfg.Fuser, &spec, c.cfg.MaxMessageBytes); err != nil {
 		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
 	}
 	if err := c.checkFusable(spec); err != nil {

@@ -22,7 +22,7 @@ import (
 
 // MaxJointDim is the largest θ dimension of a joint task: a round's
 // submission carries d + d² numbers (8.4 MB at d = 1024). The gRPC
-// message limit (--max-message-bytes, default 1 MiB: d ≤ 361) binds first
+// message limit (--max-message-bytes, default 1 MiB: d ≤ 360) binds first
 // on a default server.
 const MaxJointDim = 1024
 
@@ -125,6 +125,28 @@ func PrepareJointTask(fuser Fuser, spec *TaskSpec, clients int) error {
 		return fmt.Errorf("task spec %s: theta_dim %d: a joint round carries d + d² numbers; at most %d", spec.ID, spec.ThetaDim, MaxJointDim)
 	}
 	spec.Rounds, spec.Quorum, spec.MinClients = cfg.MaxRounds, clients, clients
+	return nil
+}
+
+// JointMessageBytes bounds the encoded size of a joint round's submission
+// of dimension d: 8 bytes for each of its 2d + d² + 1 numbers (θ echoed,
+// gradient, Hessian, value) and 1 KiB for the rest of the message.
+func JointMessageBytes(d int) int { return 8*(2*d+d*d+1) + 1024 }
+
+// checkJointMessage refuses a joint task whose round submission would
+// exceed limit bytes (no check when limit ≤ 0 or the task is one-shot).
+func checkJointMessage(fuser Fuser, spec *TaskSpec, limit int) error {
+	if limit <= 0 || spec.ThetaDim < 1 || spec.ThetaDim > MaxJointDim {
+		return nil
+	}
+	cfg, err := jointConfig(fuser, spec)
+	if err != nil || cfg == nil {
+		return nil // PrepareJointTask reported it, or a one-shot task
+	}
+	if n := JointMessageBytes(spec.ThetaDim); n > limit {
+		return fmt.Errorf("task spec %s: theta_dim %d: a joint round's submission carries d + d² = %d numbers (about %d bytes), above this server's message limit of %d bytes (--max-message-bytes)",
+			spec.ID, spec.ThetaDim, spec.ThetaDim+spec.ThetaDim*spec.ThetaDim, n, limit)
+	}
 	return nil
 }
 

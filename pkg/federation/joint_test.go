@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fedirl/fedirl/pkg/jointopt"
+	pb "github.com/fedirl/fedirl/proto"
 )
 
 // jointFake is a JointFuser without pkg/fusion: a spec whose fusion
@@ -327,4 +331,34 @@ func FuzzJointSubmit(f *testing.F) {
 			t.Fatalf("accepted %+v", got.Eval)
 		}
 	})
+}
+
+// TestJointTaskRefusedAboveMessageLimit: a coordinator that knows its
+// transport's message limit refuses a joint task whose round submission
+// cannot fit, naming the numbers and the flag, and accepts one that fits;
+// an encoded submission of the largest accepted size passes the limit.
+func TestJointTaskRefusedAboveMessageLimit(t *testing.T) {
+	c, err := newCoordinator(newMemStore(), CoordinatorConfig{Fuser: &jointFake{}, MaxMessageBytes: DefaultMaxMessageBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d := 1
+	for JointMessageBytes(d+1) <= DefaultMaxMessageBytes {
+		d++
+	}
+	if _, err := c.CreateTask(jointSpec("big", d+1, 5), []string{"a"}); CodeOf(err) != CodeInvalidArgument || !strings.Contains(err.Error(), "--max-message-bytes") {
+		t.Errorf("d = %d: %v, want a refusal naming --max-message-bytes", d+1, err)
+	}
+	if _, err := c.CreateTask(jointSpec("fits", d, 5), []string{"a"}); err != nil {
+		t.Errorf("d = %d: %v", d, err)
+	}
+	e := jointopt.Eval{Value: -1, Grad: make([]float64, d), Hess: make([]float64, d*d)}
+	for i := range e.Hess {
+		e.Hess[i] = -math.Pi * float64(i+1)
+	}
+	msg := &pb.SubmitRequest{TaskId: "fits", Round: 1, ClientId: "a", Theta: make([]float64, d), Eval: evalToPB(&e)}
+	if n := proto.Size(msg); n > JointMessageBytes(d) {
+		t.Errorf("an encoded submission of dimension %d has %d bytes, JointMessageBytes %d", d, n, JointMessageBytes(d))
+	}
 }
