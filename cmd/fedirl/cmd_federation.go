@@ -329,7 +329,12 @@ The task comes from --spec (a JSON task spec; for a "lattice" task a phi_file
 is read relative to the spec file and stored inline, see the README's "Federate
 your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
---seed, and theta_dim is that of its grid features. Flags override the spec file.`,
+--seed, and theta_dim is that of its grid features. Flags override the spec file.
+
+--fusion joint makes the task's rounds gradient/Hessian rounds of the joint
+likelihood (every client evaluates every round; --grad-tol and --max-rounds
+stop them, --weighting demos weighs each demonstration alike); such a task
+takes no --rounds, --deadline, --warm-start or --central-dp-*.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTaskCreate(cmd, f) },
 	}
@@ -417,7 +422,15 @@ state–action pairs) instead of θ; the task's fusion method must take rewards
 (mean, normalized-mean, barycenter, debiased, reward-median,
 reward-trimmed-mean), and the fused result carries the fused reward on the
 probe points beside its least-squares θ on the task's Φ. The privacy flags
-clip and noise the reward vector as they do θ.`,
+clip and noise the reward vector as they do θ.
+
+A joint task (created with --fusion joint) learns nothing locally: each round
+the server sends a trial θ, the client returns its MaxEnt objective's value,
+gradient and Hessian there (d + d² numbers, on --mdp and --demos), and the
+server takes a Newton step on the clients' weighted sum until the task's
+gradient tolerance or round cap; --out holds every round and the final θ
+(final.theta, final.joint.reason). With the privacy flags each round's
+evaluation is clipped, noised and recorded in the ledger before it is sent.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
 	}
