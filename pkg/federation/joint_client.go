@@ -110,7 +110,7 @@ func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, spe
 		return sub, fmt.Errorf("task %s round %d: the learner's evaluation: %w", cfg.TaskID, round, err)
 	}
 	sub.Eval, sub.DemoCount = &ev, n
-	rr.Local = LocalResult{DemoCount: n, GradNorm: norm2(ev.Grad), Converged: true}
+	rr.Local = LocalResult{DemoCount: n, GradNorm: norm2(ev.Grad)} // no local fit: its own gradient norm at the trial, kept in its report
 	if mech != nil {
 		decl := mech.Declaration()
 		// One vector (value, gradient, upper triangle of the Hessian),
