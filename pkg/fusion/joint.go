@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/fedirl/fedirl/pkg/jointopt"
 )
@@ -90,4 +91,180 @@ func JointStep(s *jointopt.State, evals []jointopt.Eval, alpha []float64) (joint
 		return sum, fmt.Errorf("fusion: %s round %d: %w", MethodJoint, s.Rounds+1, err)
 	}
 	return sum, nil
+}
+
+// Update rules of MethodJoint (Options.Update).
+const (
+	// UpdateNewton: clients return value, gradient and Hessian (d + d²
+	// numbers); the server takes damped Newton steps (JointStep).
+	UpdateNewton = "newton"
+	// UpdateFedAvg: clients return the θ after E local Newton steps on
+	// their own objective from the round's θ, with their gradient there
+	// (2d + 1 numbers); the server averages the θ (UpdateStep).
+	UpdateFedAvg = "fedavg"
+	// UpdateFedProx: UpdateFedAvg on L_i(θ) − (μ/2)‖θ − θ_r‖².
+	UpdateFedProx = "fedprox"
+)
+
+// Defaults and bounds of the local-update rules.
+const (
+	DefaultLocalSteps = 5
+	MaxLocalSteps     = 1000
+)
+
+// LocalUpdate is a client's local solve in a FedAvg or FedProx round: E
+// damped Newton steps, proximal weight Mu (0 for FedAvg).
+type LocalUpdate struct {
+	Steps int
+	Mu    float64
+}
+
+// checkUpdate checks the keys of the local-update rules against method m.
+func (o Options) checkUpdate(m Method) error {
+	if o.Update == "" && o.LocalSteps == 0 && o.Mu == 0 {
+		return nil
+	}
+	if m.Space() != JointSpace {
+		return fmt.Errorf("fusion.update, fusion.local_steps, fusion.mu: method %q fuses once; they apply to %q", m.Name(), MethodJoint)
+	}
+	switch o.Update {
+	case "", UpdateNewton:
+		if o.LocalSteps != 0 || o.Mu != 0 {
+			return fmt.Errorf("fusion.local_steps, fusion.mu: update %q takes no local steps; they apply to %q and %q", UpdateNewton, UpdateFedAvg, UpdateFedProx)
+		}
+		return nil
+	case UpdateFedAvg:
+		if o.Mu != 0 {
+			return fmt.Errorf("fusion.mu = %v: update %q has no proximal term; use %q", o.Mu, UpdateFedAvg, UpdateFedProx)
+		}
+	case UpdateFedProx:
+		if !(o.Mu > 0) || math.IsInf(o.Mu, 0) {
+			return fmt.Errorf("fusion.mu = %v: update %q needs a finite proximal weight μ > 0", o.Mu, UpdateFedProx)
+		}
+	default:
+		return fmt.Errorf("fusion.update %q: want %q, %q or %q", o.Update, UpdateNewton, UpdateFedAvg, UpdateFedProx)
+	}
+	if o.LocalSteps < 0 || o.LocalSteps > MaxLocalSteps {
+		return fmt.Errorf("fusion.local_steps = %d: want 1 to %d (0: the default %d)", o.LocalSteps, MaxLocalSteps, DefaultLocalSteps)
+	}
+	return nil
+}
+
+// LocalUpdate returns the local solve of a FedAvg or FedProx task, nil for
+// a Newton one (or another method).
+func (o Options) LocalUpdate() *LocalUpdate {
+	if !IsRoundMethod(o.Method) || (o.Update != UpdateFedAvg && o.Update != UpdateFedProx) {
+		return nil
+	}
+	lu := &LocalUpdate{Steps: o.LocalSteps, Mu: o.Mu}
+	if lu.Steps == 0 {
+		lu.Steps = DefaultLocalSteps
+	}
+	return lu
+}
+
+// Solve runs the local update from theta0 on the term f: up to Steps
+// accepted damped Newton steps (jointopt) on f(θ) − (μ/2)‖θ − θ0‖², ending
+// early at gradTol. It returns the θ reached and f's own evaluation at
+// theta0 (the round's θ: its gradient is what the server's stopping rule
+// sums).
+func (lu LocalUpdate) Solve(f jointopt.Objective, theta0 []float64, gradTol float64) ([]float64, jointopt.Eval, error) {
+	d := len(theta0)
+	var first jointopt.Eval
+	prox := func(th []float64) (jointopt.Eval, error) {
+		e, err := f(th)
+		if err != nil {
+			return e, err
+		}
+		if first.Grad == nil {
+			first = jointopt.Eval{Value: e.Value, Grad: append([]float64(nil), e.Grad...), Hess: append([]float64(nil), e.Hess...)}
+		}
+		if lu.Mu == 0 {
+			return e, nil
+		}
+		out := jointopt.Eval{Value: e.Value, Grad: append([]float64(nil), e.Grad...), Hess: append([]float64(nil), e.Hess...)}
+		for k := range d {
+			x := th[k] - theta0[k]
+			out.Value -= 0.5 * lu.Mu * x * x
+			out.Grad[k] -= lu.Mu * x
+			out.Hess[k*d+k] -= lu.Mu
+		}
+		return out, nil
+	}
+	s, err := jointopt.Start(theta0, jointopt.Config{GradTol: gradTol, MaxRounds: jointopt.MaxRoundsLimit})
+	if err != nil {
+		return nil, first, err
+	}
+	for !s.Done && s.Steps < lu.Steps {
+		e, err := prox(s.Trial())
+		if err != nil {
+			return nil, first, err
+		}
+		if err := s.Observe(e); err != nil {
+			return nil, first, err
+		}
+	}
+	return s.Theta, first, nil
+}
+
+// UpdateStep is the combining step of MethodJoint's FedAvg and FedProx
+// rules, one round: the clients' gradients at s.Trial() (evals, in client
+// order; their Hessians are not read) summed with weights alpha decide the
+// stop (‖Σ α_i ∇L_i‖₂ ≤ grad_tol: converged at the round's θ), and
+// otherwise the next θ is Σ α_i θ_i of the clients' local updates (or the
+// round cap ends the rounds there). It returns the summed evaluation
+// (value and gradient). The state's Newton fields stay unused (Have stays
+// false, so its trial is its Theta). A wrong-shaped or non-finite input is
+// refused, naming the client, and leaves s unchanged.
+func UpdateStep(s *jointopt.State, evals []jointopt.Eval, updates [][]float64, alpha []float64) (jointopt.Eval, error) {
+	d := s.Dim()
+	if s.Done {
+		return jointopt.Eval{}, errors.New("fusion: the rounds have ended")
+	}
+	if len(evals) != len(alpha) || len(updates) != len(alpha) || len(alpha) == 0 {
+		return jointopt.Eval{}, fmt.Errorf("fusion: %d evaluations and %d updates for %d weights", len(evals), len(updates), len(alpha))
+	}
+	sum := jointopt.Eval{Grad: make([]float64, d)}
+	next := make([]float64, d)
+	for i, e := range evals {
+		if len(e.Grad) != d || len(updates[i]) != d {
+			return jointopt.Eval{}, fmt.Errorf("fusion: client %d: gradient of %d and update of %d entries, want %d", i, len(e.Grad), len(updates[i]), d)
+		}
+		if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || !finite(e.Grad) || !finite(updates[i]) {
+			return jointopt.Eval{}, fmt.Errorf("fusion: client %d: a non-finite value, gradient or update", i)
+		}
+		sum.Value += alpha[i] * e.Value
+		for k := range d {
+			sum.Grad[k] += alpha[i] * e.Grad[k]
+			next[k] += alpha[i] * updates[i][k]
+		}
+	}
+	s.Rounds++
+	s.Base = sum
+	gn := 0.0
+	for _, g := range sum.Grad {
+		gn += g * g
+	}
+	gn = math.Sqrt(gn)
+	s.GradNorms = append(s.GradNorms, gn)
+	switch {
+	case gn <= s.Config.GradTol:
+		s.Done, s.Reason = true, jointopt.StopConverged
+	default:
+		s.Theta = next
+		s.Steps++
+		if s.Rounds >= s.Config.MaxRounds {
+			s.Done, s.Reason = true, jointopt.StopRoundCap
+		}
+	}
+	return sum, nil
+}
+
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }

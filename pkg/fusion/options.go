@@ -143,6 +143,18 @@ type Options struct {
 	// jointopt.DefaultMaxRounds. A federation task's rounds are this cap.
 	// Refused with another method.
 	MaxRounds int `json:"max_rounds,omitempty" yaml:"max_rounds,omitempty"`
+	// Update is how joint's clients answer a round: UpdateNewton (the
+	// default: value, gradient and Hessian; the server's Newton step),
+	// UpdateFedAvg (E local Newton steps on the client's own objective
+	// from the round's θ, averaged by the server) or UpdateFedProx (the
+	// same on L_i(θ) − (μ/2)‖θ − θ_r‖²). Refused with another method.
+	Update string `json:"update,omitempty" yaml:"update,omitempty"`
+	// LocalSteps is E of UpdateFedAvg and UpdateFedProx, 1 to
+	// MaxLocalSteps; 0 means DefaultLocalSteps. Refused with UpdateNewton.
+	LocalSteps int `json:"local_steps,omitempty" yaml:"local_steps,omitempty"`
+	// Mu is the proximal weight μ > 0 of UpdateFedProx (required there,
+	// refused elsewhere).
+	Mu float64 `json:"mu,omitempty" yaml:"mu,omitempty"`
 }
 
 // MethodName returns the registry name of the fusion method: the default
@@ -221,6 +233,9 @@ func (o Options) Validate() error {
 		if _, err := o.JointConfig(); err != nil {
 			return err
 		}
+	}
+	if err := o.checkUpdate(m); err != nil {
+		return err
 	}
 	if o.Byzantine != nil {
 		if name != MethodKrum && name != MethodMultiKrum {
