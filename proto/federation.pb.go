@@ -615,8 +615,11 @@ type GetTaskResponse struct {
 	WarmStart    []float64              `protobuf:"fixed64,4,rep,packed,name=warm_start,json=warmStart,proto3" json:"warm_start,omitempty"` // fused θ of the previous round, if any
 	// A joint task (gradient/Hessian rounds): trial is the θ the current
 	// round evaluates (empty once the task is done).
-	Joint         bool      `protobuf:"varint,5,opt,name=joint,proto3" json:"joint,omitempty"`
-	Trial         []float64 `protobuf:"fixed64,6,rep,packed,name=trial,proto3" json:"trial,omitempty"`
+	Joint bool      `protobuf:"varint,5,opt,name=joint,proto3" json:"joint,omitempty"`
+	Trial []float64 `protobuf:"fixed64,6,rep,packed,name=trial,proto3" json:"trial,omitempty"`
+	// The joint task's rounds carry local updates (fedavg, fedprox): answer
+	// with update and the value and gradient at trial (no Hessian).
+	JointUpdate   bool `protobuf:"varint,7,opt,name=joint_update,json=jointUpdate,proto3" json:"joint_update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -691,6 +694,13 @@ func (x *GetTaskResponse) GetTrial() []float64 {
 		return x.Trial
 	}
 	return nil
+}
+
+func (x *GetTaskResponse) GetJointUpdate() bool {
+	if x != nil {
+		return x.JointUpdate
+	}
+	return false
 }
 
 // Eval is one client's objective at a joint round's trial θ: its value,
@@ -883,7 +893,10 @@ type SubmitRequest struct {
 	Reward []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
 	// In a joint task's round: the objective at theta, which is then the
 	// round's trial θ echoed as sent.
-	Eval          *Eval `protobuf:"bytes,10,opt,name=eval,proto3" json:"eval,omitempty"`
+	Eval *Eval `protobuf:"bytes,10,opt,name=eval,proto3" json:"eval,omitempty"`
+	// In a local-update round (fedavg, fedprox): the θ after the client's
+	// local steps from theta.
+	Update        []float64 `protobuf:"fixed64,11,rep,packed,name=update,proto3" json:"update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -984,6 +997,13 @@ func (x *SubmitRequest) GetReward() []float64 {
 func (x *SubmitRequest) GetEval() *Eval {
 	if x != nil {
 		return x.Eval
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetUpdate() []float64 {
+	if x != nil {
+		return x.Update
 	}
 	return nil
 }
@@ -1774,7 +1794,7 @@ const file_federation_proto_rawDesc = "" +
 	"conversion\"F\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\xbe\x01\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\xe1\x01\n" +
 	"\x0fGetTaskResponse\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.fedirl.v1.TaskSpecR\x04spec\x12#\n" +
 	"\rcurrent_round\x18\x02 \x01(\x05R\fcurrentRound\x12\x12\n" +
@@ -1782,7 +1802,8 @@ const file_federation_proto_rawDesc = "" +
 	"\n" +
 	"warm_start\x18\x04 \x03(\x01R\twarmStart\x12\x14\n" +
 	"\x05joint\x18\x05 \x01(\bR\x05joint\x12\x14\n" +
-	"\x05trial\x18\x06 \x03(\x01R\x05trial\"D\n" +
+	"\x05trial\x18\x06 \x03(\x01R\x05trial\x12!\n" +
+	"\fjoint_update\x18\a \x01(\bR\vjointUpdate\"D\n" +
 	"\x04Eval\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x12\n" +
 	"\x04grad\x18\x02 \x03(\x01R\x04grad\x12\x12\n" +
@@ -1798,7 +1819,7 @@ const file_federation_proto_rawDesc = "" +
 	"\x04done\x18\x06 \x01(\bR\x04done\x12\x16\n" +
 	"\x06reason\x18\a \x01(\tR\x06reason\x12\x16\n" +
 	"\x06rounds\x18\b \x01(\x05R\x06rounds\x12\x14\n" +
-	"\x05steps\x18\t \x01(\x05R\x05steps\"\xc3\x02\n" +
+	"\x05steps\x18\t \x01(\x05R\x05steps\"\xdb\x02\n" +
 	"\rSubmitRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
@@ -1813,7 +1834,8 @@ const file_federation_proto_rawDesc = "" +
 	"\aprivacy\x18\b \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12\x16\n" +
 	"\x06reward\x18\t \x03(\x01R\x06reward\x12#\n" +
 	"\x04eval\x18\n" +
-	" \x01(\v2\x0f.fedirl.v1.EvalR\x04eval\"\xd1\x01\n" +
+	" \x01(\v2\x0f.fedirl.v1.EvalR\x04eval\x12\x16\n" +
+	"\x06update\x18\v \x03(\x01R\x06update\"\xd1\x01\n" +
 	"\x0eSubmitResponse\x12\x1c\n" +
 	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12 \n" +

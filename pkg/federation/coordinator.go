@@ -460,8 +460,8 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 		if e := c.checkJointSubmission(rec, *jc, &sub); e != nil {
 			return SubmitResult{}, e
 		}
-	case sub.Eval != nil:
-		return SubmitResult{}, errorf(CodeInvalidArgument, "task %s fuses each client's θ once: an evaluation (eval) is for a joint task's gradient rounds", sub.TaskID)
+	case sub.Eval != nil || len(sub.Update) > 0:
+		return SubmitResult{}, errorf(CodeInvalidArgument, "task %s fuses each client's θ once: an evaluation (eval) or local update is for a joint task's rounds", sub.TaskID)
 	case len(sub.Reward) > 0:
 		if e := c.checkReward(&rec.Spec, sub.Reward); e != nil {
 			return SubmitResult{}, e
@@ -477,7 +477,7 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := checkDeclared(&rec.Spec, &sub); e != nil {
 		return SubmitResult{}, e
 	}
-	sub.Theta, sub.Reward, sub.Eval = slices.Clone(sub.Theta), slices.Clone(sub.Reward), cloneEval(sub.Eval)
+	sub.Theta, sub.Reward, sub.Eval, sub.Update = slices.Clone(sub.Theta), slices.Clone(sub.Reward), cloneEval(sub.Eval), slices.Clone(sub.Update)
 	if sub.Privacy != nil {
 		d := *sub.Privacy
 		sub.Privacy = &d
@@ -543,7 +543,7 @@ func sameSubmission(a, b *Submission) bool {
 	if (a.Privacy == nil) != (b.Privacy == nil) || (a.Privacy != nil && *a.Privacy != *b.Privacy) {
 		return false
 	}
-	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward) && sameEval(a.Eval, b.Eval)
+	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward) && sameEval(a.Eval, b.Eval) && equalBits(a.Update, b.Update)
 }
 
 // equalBits reports whether a and b hold the same float64 bits.

@@ -422,14 +422,14 @@ func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.
 		return nil, toStatus(err)
 	}
 	return &pb.GetTaskResponse{Spec: specToPB(&info.Spec), CurrentRound: int32(info.CurrentRound), Done: info.Done, WarmStart: info.WarmStart,
-		Joint: info.Joint, Trial: info.Trial}, nil
+		Joint: info.Joint, Trial: info.Trial, JointUpdate: info.JointUpdate}, nil
 }
 
 // Submit implements pb.FederationServer.
 func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
 	sub := Submission{TaskID: req.GetTaskId(), Round: int(req.GetRound()), ClientID: req.GetClientId(),
 		Theta: req.GetTheta(), DemoCount: int(req.GetDemoCount()), Iterations: int(req.GetIterations()),
-		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy()), Reward: req.GetReward(), Eval: evalFromPB(req.GetEval())}
+		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy()), Reward: req.GetReward(), Eval: evalFromPB(req.GetEval()), Update: req.GetUpdate()}
 	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
 	if err != nil {
 		return nil, toStatus(err)
@@ -547,14 +547,14 @@ func (g *GRPCClient) GetTask(ctx context.Context, taskID, clientID string) (Task
 		return TaskInfo{}, fromStatus(ctx, err)
 	}
 	return TaskInfo{Spec: specFromPB(r.GetSpec()), CurrentRound: int(r.GetCurrentRound()), Done: r.GetDone(), WarmStart: r.GetWarmStart(),
-		Joint: r.GetJoint(), Trial: r.GetTrial()}, nil
+		Joint: r.GetJoint(), Trial: r.GetTrial(), JointUpdate: r.GetJointUpdate()}, nil
 }
 
 // Submit implements Federation.
 func (g *GRPCClient) Submit(ctx context.Context, sub Submission) (SubmitResult, error) {
 	r, err := g.rpc.Submit(g.ctx(ctx), &pb.SubmitRequest{TaskId: sub.TaskID, Round: int32(sub.Round), ClientId: sub.ClientID,
 		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm,
-		Privacy: declarationToPB(sub.Privacy), Reward: sub.Reward, Eval: evalToPB(sub.Eval)})
+		Privacy: declarationToPB(sub.Privacy), Reward: sub.Reward, Eval: evalToPB(sub.Eval), Update: sub.Update})
 	if err != nil {
 		return SubmitResult{}, fromStatus(ctx, err)
 	}

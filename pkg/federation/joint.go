@@ -60,12 +60,17 @@ type JointFuser interface {
 	// rounds, ok false for a one-shot task, or an error naming the bad
 	// option.
 	JointConfig(spec TaskSpec) (cfg jointopt.Config, ok bool, err error)
+	// JointUpdates reports whether spec's rounds carry the clients' local
+	// updates (FedAvg, FedProx: θ_i after local steps, with the value and
+	// gradient at the round's θ) instead of Hessians.
+	JointUpdates(spec TaskSpec) bool
 	// JointStep is one round's combining step: it weighs the clients'
-	// evaluations at s.Trial() (in the order of demoCounts, the clients'
-	// declared demonstration counts) by the task's weighting, sums them
-	// and folds the sum into s, returning the normalized weights and the
-	// sum. On error s is unchanged.
-	JointStep(ctx context.Context, spec TaskSpec, s *jointopt.State, evals []jointopt.Eval, demoCounts []int) (weights []float64, sum jointopt.Eval, err error)
+	// evaluations at s.Trial() (and, when JointUpdates, their updates;
+	// otherwise updates is nil), in the order of demoCounts (the clients'
+	// declared demonstration counts), by the task's weighting, and moves s
+	// to the next trial or ends it, returning the normalized weights and
+	// the summed evaluation. On error s is unchanged.
+	JointStep(ctx context.Context, spec TaskSpec, s *jointopt.State, evals []jointopt.Eval, updates [][]float64, demoCounts []int) (weights []float64, sum jointopt.Eval, err error)
 }
 
 // JointLearner is a Learner that also answers joint tasks: it evaluates
@@ -76,6 +81,59 @@ type JointLearner interface {
 	// Evaluate returns the objective's value, gradient and Hessian at theta
 	// (jointopt.Eval, d + d² numbers) and the client's demonstration count.
 	Evaluate(ctx context.Context, spec TaskSpec, theta []float64) (jointopt.Eval, int, error)
+}
+
+// JointUpdater is a JointLearner that also answers the rounds of a joint
+// task with local updates (FedAvg, FedProx).
+type JointUpdater interface {
+	JointLearner
+	// LocalUpdate returns the client's θ after the task's local steps from
+	// theta, its objective's value and gradient at theta (Hess empty) and
+	// its demonstration count.
+	LocalUpdate(ctx context.Context, spec TaskSpec, theta []float64) ([]float64, jointopt.Eval, int, error)
+}
+
+// jointUpdates reports whether fuser runs spec's rounds with local updates.
+func jointUpdates(fuser Fuser, spec *TaskSpec) bool {
+	jf, ok := fuser.(JointFuser)
+	return ok && jf.JointUpdates(*spec)
+}
+
+// checkUpdateEval checks a local-update round's evaluation: a finite value
+// and gradient of dimension d and no Hessian.
+func checkUpdateEval(e *jointopt.Eval, d int) error {
+	switch {
+	case len(e.Hess) != 0:
+		return fmt.Errorf("%w: a local-update round takes no Hessian (%d entries sent)", jointopt.ErrEval, len(e.Hess))
+	case len(e.Grad) != d:
+		return fmt.Errorf("%w: gradient has %d entries, want %d", jointopt.ErrEval, len(e.Grad), d)
+	case math.IsNaN(e.Value) || math.IsInf(e.Value, 0):
+		return fmt.Errorf("%w: value is %v", jointopt.ErrEval, e.Value)
+	}
+	for j, v := range e.Grad {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: gradient entry %d is %v", jointopt.ErrEval, j, v)
+		}
+	}
+	return nil
+}
+
+// releaseVector is what a private client's joint round releases: the
+// packed evaluation, followed by the local update when there is one.
+func releaseVector(e jointopt.Eval, update []float64) []float64 {
+	return append(PackEval(e), update...)
+}
+
+// unpackRelease inverts releaseVector for dimension d.
+func unpackRelease(v []float64, d int, update bool) (jointopt.Eval, []float64, error) {
+	if !update {
+		e, err := UnpackEval(v, d)
+		return e, nil, err
+	}
+	if len(v) != 1+2*d {
+		return jointopt.Eval{}, nil, fmt.Errorf("a released local update of dimension %d has %d numbers, not %d", d, 1+2*d, len(v))
+	}
+	return jointopt.Eval{Value: v[0], Grad: append([]float64(nil), v[1:1+d]...)}, append([]float64(nil), v[1+d:]...), nil
 }
 
 // jointConfig returns spec's joint configuration when fuser runs spec in

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
@@ -23,6 +24,9 @@ func runJoint(ctx context.Context, fed Federation, learner Learner, cfg ClientCo
 	if !ok {
 		return rep, fmt.Errorf("task %s runs gradient/Hessian rounds (joint) and this client's learner evaluates no objective (no JointLearner)", cfg.TaskID)
 	}
+	if _, ok := learner.(JointUpdater); info.JointUpdate && !ok {
+		return rep, fmt.Errorf("task %s runs local-update rounds (fedavg/fedprox) and this client's learner takes no local steps (no JointUpdater)", cfg.TaskID)
+	}
 	d := info.Spec.ThetaDim
 	round, trial, done := info.CurrentRound, info.Trial, info.Done
 	for {
@@ -31,7 +35,7 @@ func runJoint(ctx context.Context, fed Federation, learner Learner, cfg ClientCo
 			if len(trial) != d {
 				return rep, fmt.Errorf("task %s round %d: the server sent a trial θ of %d components, the task has %d", cfg.TaskID, round, len(trial), d)
 			}
-			sub, err := jointSubmission(ctx, jl, cfg, info.Spec, round, trial, mech, noise, &rr)
+			sub, err := jointSubmission(ctx, jl, cfg, info, round, trial, mech, noise, &rr)
 			if err != nil {
 				return rep, err
 			}
@@ -78,9 +82,9 @@ func runJoint(ctx context.Context, fed Federation, learner Learner, cfg ClientCo
 // the ledger already holds is re-sent as it was, nothing evaluated or
 // drawn). The demonstration count, which the mechanism does not cover, is
 // then 0.
-func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, spec TaskSpec, round int, trial []float64,
+func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, info TaskInfo, round int, trial []float64,
 	mech *privacy.Mechanism, noise privacy.Source, rr *RoundReport) (Submission, error) {
-	d := spec.ThetaDim
+	spec, d := info.Spec, info.Spec.ThetaDim
 	sub := Submission{TaskID: cfg.TaskID, Round: round, ClientID: cfg.ClientID, Theta: slices.Clone(trial)}
 	if mech != nil && cfg.Privacy.Ledger != nil {
 		prior, err := cfg.Privacy.Ledger.Released(cfg.TaskID, cfg.ClientID, round)
@@ -88,7 +92,7 @@ func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, spe
 			return sub, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
 		}
 		if prior != nil {
-			e, err := UnpackEval(prior.Joint, d)
+			e, u, err := unpackRelease(prior.Joint, d, info.JointUpdate)
 			if err != nil {
 				return sub, fmt.Errorf("task %s round %d: the privacy ledger's release: %w", cfg.TaskID, round, err)
 			}
@@ -96,18 +100,30 @@ func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, spe
 				return sub, fmt.Errorf("task %s round %d: the privacy ledger holds a release at another θ than the round's trial point", cfg.TaskID, round)
 			}
 			decl := prior.Declaration
-			sub.Eval, sub.Privacy, rr.Resent = &e, &decl, true
+			sub.Eval, sub.Update, sub.Privacy, rr.Resent = &e, u, &decl, true
 			rr.Sent = slices.Clone(prior.Joint)
 			cfg.Logf("round %d: re-sending the evaluation released at %s (privacy ledger; no new noise)", round, prior.ReleasedAt.Format(time.RFC3339))
 			return sub, nil
 		}
 	}
-	ev, n, err := jl.Evaluate(ctx, spec, trial)
-	if err != nil {
-		return sub, fmt.Errorf("task %s round %d: evaluating the objective: %w", cfg.TaskID, round, err)
-	}
-	if err := ev.Check(d); err != nil {
-		return sub, fmt.Errorf("task %s round %d: the learner's evaluation: %w", cfg.TaskID, round, err)
+	var ev jointopt.Eval
+	var n int
+	var err error
+	if info.JointUpdate {
+		if sub.Update, ev, n, err = jl.(JointUpdater).LocalUpdate(ctx, spec, trial); err != nil {
+			return sub, fmt.Errorf("task %s round %d: local update: %w", cfg.TaskID, round, err)
+		}
+		ev.Hess = nil
+		if err := checkUpdateEval(&ev, d); err != nil || len(sub.Update) != d {
+			return sub, fmt.Errorf("task %s round %d: the learner's local update (%d components): %v", cfg.TaskID, round, len(sub.Update), err)
+		}
+	} else {
+		if ev, n, err = jl.Evaluate(ctx, spec, trial); err != nil {
+			return sub, fmt.Errorf("task %s round %d: evaluating the objective: %w", cfg.TaskID, round, err)
+		}
+		if err := ev.Check(d); err != nil {
+			return sub, fmt.Errorf("task %s round %d: the learner's evaluation: %w", cfg.TaskID, round, err)
+		}
 	}
 	sub.Eval, sub.DemoCount = &ev, n
 	rr.Local = LocalResult{DemoCount: n, GradNorm: norm2(ev.Grad)} // no local fit: its own gradient norm at the trial, kept in its report
@@ -117,12 +133,12 @@ func jointSubmission(ctx context.Context, jl JointLearner, cfg ClientConfig, spe
 		// clipped to C and noised as θ is: replacing the client's data
 		// moves it by at most 2C. Rebuilding the symmetric Hessian from
 		// the noised triangle is post-processing.
-		v := mech.Release(nil, PackEval(ev), noise)
-		e, err := UnpackEval(v, d)
+		v := mech.Release(nil, releaseVector(ev, sub.Update), noise)
+		e, u, err := unpackRelease(v, d, info.JointUpdate)
 		if err != nil {
 			return sub, err
 		}
-		sub.Eval, sub.Privacy, sub.DemoCount = &e, &decl, 0
+		sub.Eval, sub.Update, sub.Privacy, sub.DemoCount = &e, u, &decl, 0
 		rr.Local = LocalResult{}
 		rr.Sent = slices.Clone(v)
 		if l := cfg.Privacy.Ledger; l != nil {

@@ -55,8 +55,23 @@ func (c *Coordinator) checkJointSubmission(rec *taskRecord, cfg jointopt.Config,
 	if len(sub.Reward) > 0 {
 		return errorf(CodeInvalidArgument, "task %s runs gradient/Hessian rounds (joint) and takes no reward on the probe", spec.ID)
 	}
-	if err := sub.Eval.Check(spec.ThetaDim); err != nil {
-		return errorf(CodeInvalidArgument, "task %s round %d: client %s's evaluation: %v", spec.ID, sub.Round, sub.ClientID, err)
+	if jointUpdates(c.cfg.Fuser, spec) {
+		if err := checkUpdateEval(sub.Eval, spec.ThetaDim); err != nil {
+			return errorf(CodeInvalidArgument, "task %s round %d: client %s's evaluation: %v", spec.ID, sub.Round, sub.ClientID, err)
+		}
+		if len(sub.Update) == 0 {
+			return errorf(CodeInvalidArgument, "task %s runs local-update rounds (fedavg/fedprox): send the θ after your local steps (update) with the value and gradient at the round's θ", spec.ID)
+		}
+		if e := validateTheta(spec, sub.Update); e != nil {
+			return errorf(CodeInvalidArgument, "task %s round %d: update: %s", spec.ID, sub.Round, e.Msg)
+		}
+	} else {
+		if len(sub.Update) > 0 {
+			return errorf(CodeInvalidArgument, "task %s runs Newton rounds: send the value, gradient and Hessian at the round's θ, no local update", spec.ID)
+		}
+		if err := sub.Eval.Check(spec.ThetaDim); err != nil {
+			return errorf(CodeInvalidArgument, "task %s round %d: client %s's evaluation: %v", spec.ID, sub.Round, sub.ClientID, err)
+		}
 	}
 	st, err := c.store.state(spec.ID)
 	if err != nil {
@@ -132,6 +147,10 @@ func (c *Coordinator) fuseJoint(spec TaskSpec, cfg jointopt.Config, snap fusingR
 	s := cloneJoint(&JointRound{State: prior}).State
 	trial := s.Trial()
 	evals := make([]jointopt.Eval, len(subs))
+	var updates [][]float64
+	if jf.JointUpdates(spec) {
+		updates = make([][]float64, len(subs))
+	}
 	clients := make([]string, len(subs))
 	demos := make([]int, len(subs))
 	var priv []privacy.Declaration
@@ -143,6 +162,13 @@ func (c *Coordinator) fuseJoint(spec TaskSpec, cfg jointopt.Config, snap fusingR
 			return
 		}
 		evals[i], clients[i], demos[i] = *sub.Eval, sub.ClientID, sub.DemoCount
+		if updates != nil {
+			if len(sub.Update) != spec.ThetaDim {
+				fail(fmt.Errorf("client %s's submission carries no local update", sub.ClientID), true)
+				return
+			}
+			updates[i] = sub.Update
+		}
 		if d := sub.Privacy; d != nil {
 			if priv == nil {
 				priv = make([]privacy.Declaration, len(subs))
@@ -150,7 +176,7 @@ func (c *Coordinator) fuseJoint(spec TaskSpec, cfg jointopt.Config, snap fusingR
 			priv[i] = *d
 		}
 	}
-	w, sum, err := jf.JointStep(c.ctx, spec, s, evals, demos)
+	w, sum, err := jf.JointStep(c.ctx, spec, s, evals, updates, demos)
 	if err != nil {
 		fail(err, !errors.Is(err, ErrTransient))
 		return
@@ -214,7 +240,7 @@ func (c *Coordinator) jointInfo(rec *taskRecord, st taskState, info *TaskInfo) e
 	if err != nil || cfg == nil {
 		return err
 	}
-	info.Joint = true
+	info.Joint, info.JointUpdate = true, jointUpdates(c.cfg.Fuser, &rec.Spec)
 	if st.Done {
 		return nil
 	}

@@ -50,7 +50,9 @@ func (j *jointFake) JointConfig(spec TaskSpec) (jointopt.Config, bool, error) {
 	return cfg, true, err
 }
 
-func (j *jointFake) JointStep(ctx context.Context, spec TaskSpec, s *jointopt.State, evals []jointopt.Eval, demos []int) ([]float64, jointopt.Eval, error) {
+func (j *jointFake) JointUpdates(TaskSpec) bool { return false }
+
+func (j *jointFake) JointStep(ctx context.Context, spec TaskSpec, s *jointopt.State, evals []jointopt.Eval, updates [][]float64, demos []int) ([]float64, jointopt.Eval, error) {
 	j.steps.Add(1)
 	if b := j.block.Load(); b > 0 && int64(s.Rounds+1) == b {
 		j.block.Store(0)

@@ -162,7 +162,7 @@ func (m *memStore) get(id string) (*memTask, error) {
 }
 
 func cloneSub(s Submission) Submission {
-	s.Theta, s.Reward, s.Eval = slices.Clone(s.Theta), slices.Clone(s.Reward), cloneEval(s.Eval)
+	s.Theta, s.Reward, s.Eval, s.Update = slices.Clone(s.Theta), slices.Clone(s.Reward), cloneEval(s.Eval), slices.Clone(s.Update)
 	if s.Privacy != nil {
 		d := *s.Privacy
 		s.Privacy = &d

@@ -283,8 +283,17 @@ func decodeSubmission(b []byte) (Submission, error) {
 		}
 	}
 	if sub.Eval != nil {
-		if err := sub.Eval.Check(len(sub.Eval.Grad)); err != nil {
+		check := sub.Eval.Check
+		if len(sub.Eval.Hess) == 0 { // a local-update round's evaluation
+			check = func(d int) error { return checkUpdateEval(sub.Eval, d) }
+		}
+		if err := check(len(sub.Eval.Grad)); err != nil {
 			return sub, fmt.Errorf("corrupt submission: %w", err)
+		}
+	}
+	for i, v := range sub.Update {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return sub, fmt.Errorf("corrupt submission: update[%d] = %v", i, v)
 		}
 	}
 	return sub, nil

@@ -75,6 +75,9 @@ type TaskInfo struct {
 	// evaluates (nil once the task is done).
 	Joint bool
 	Trial []float64
+	// JointUpdate marks a joint task whose rounds carry local updates
+	// (Submission.Update) instead of Hessians.
+	JointUpdate bool
 }
 
 // Submission is one client's locally learned θ_i, or its reward on the
@@ -102,6 +105,11 @@ type Submission struct {
 	// Theta, which is then the round's trial θ echoed as it was sent
 	// (joint.go).
 	Eval *jointopt.Eval `json:"eval,omitempty"`
+	// Update, in a round of a joint task with local updates (FedAvg,
+	// FedProx: JointFuser.JointUpdates), is the client's θ after its local
+	// steps from Theta; Eval then holds the value and gradient at Theta and
+	// no Hessian.
+	Update []float64 `json:"update,omitempty"`
 }
 
 // SubmitResult acknowledges a submission.

@@ -173,10 +173,18 @@ func (f *Fuser) JointConfig(spec federation.TaskSpec) (jointopt.Config, bool, er
 	return cfg, true, err
 }
 
+// JointUpdates implements federation.JointFuser: a joint task with update
+// fedavg or fedprox (fusion.Options.LocalUpdate).
+func (f *Fuser) JointUpdates(spec federation.TaskSpec) bool {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	return err == nil && opt.LocalUpdate() != nil
+}
+
 // JointStep implements federation.JointFuser with the registry's combining
-// step (fusion.JointStep), weighting the clients as every other method
+// step (fusion.JointStep for Newton rounds, fusion.UpdateStep with the
+// clients' local updates), weighting the clients as every other method
 // does (fusion.Options.JointWeights: uniform, or demos with its cap).
-func (f *Fuser) JointStep(_ context.Context, spec federation.TaskSpec, s *jointopt.State, evals []jointopt.Eval, demoCounts []int) ([]float64, jointopt.Eval, error) {
+func (f *Fuser) JointStep(_ context.Context, spec federation.TaskSpec, s *jointopt.State, evals []jointopt.Eval, updates [][]float64, demoCounts []int) ([]float64, jointopt.Eval, error) {
 	opt, err := fusion.DecodeOptions(spec.Fusion)
 	if err != nil {
 		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
@@ -185,7 +193,12 @@ func (f *Fuser) JointStep(_ context.Context, spec federation.TaskSpec, s *jointo
 	if err != nil {
 		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
-	sum, err := fusion.JointStep(s, evals, alpha)
+	var sum jointopt.Eval
+	if updates != nil {
+		sum, err = fusion.UpdateStep(s, evals, updates, alpha)
+	} else {
+		sum, err = fusion.JointStep(s, evals, alpha)
+	}
 	if err != nil {
 		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}

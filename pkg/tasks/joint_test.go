@@ -466,3 +466,120 @@ func TestJointRefusals(t *testing.T) {
 		t.Errorf("an evaluation for a one-shot task: %v", err)
 	}
 }
+
+// TestJointLocalUpdatesOverGRPC: joint's FedAvg and FedProx rules over the
+// real gRPC path. Clients with the same model and demonstrations make
+// FedAvg's average their common optimum, which it reaches (against
+// irl.Pooled, relative error ≤ 1e-8); with different dynamics FedProx's
+// first round is recomputed here from each client's own local solve
+// (fusion.LocalUpdate.Solve on its irl.Objective) and its summed gradient
+// norm at θ = 0 is the pooled fit's first; and a local-update round
+// refuses a Hessian or a missing update, a Newton round an update.
+func TestJointLocalUpdatesOverGRPC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	_, addr := grpcServer(t)
+
+	same := newJointFleet(t, 21, 1, 10, 3, 3, fusion.Options{Method: "joint", Update: "fedavg", LocalSteps: 3, MaxRounds: 20})
+	l0 := same.learners[0]
+	for i := 1; i < 3; i++ {
+		same.learners = append(same.learners, &tasks.MaxEntLearner{MDP: l0.MDP, Features: l0.Features, Demos: l0.Demos, Solver: jointSolver})
+		same.ids = append(same.ids, fmt.Sprintf("c%d", i))
+	}
+	same.spec.ID = "fedavg-same"
+	want := same.pooled(t)
+	fin := same.runGRPC(t, ctx, addr)[0].Final
+	if fin.Joint == nil || fin.Joint.Reason != jointopt.StopConverged || relErr(fin.Theta, want.Theta) > 1e-8 {
+		t.Errorf("FedAvg of identical clients: %+v, θ %v, pooled %v", fin.Joint, fin.Theta, want.Theta)
+	}
+	t.Logf("FedAvg, 3 identical clients: %s after %d rounds, relative error %.2g", fin.Joint.Reason, fin.Round, relErr(fin.Theta, want.Theta))
+
+	het := newJointFleet(t, 22, 3, 12, 3, 4, fusion.Options{Method: "joint", Update: "fedprox", Mu: 1, LocalSteps: 2, MaxRounds: 4})
+	reps := het.runGRPC(t, ctx, addr)
+	r1 := reps[0].Rounds[0].Fused
+	icfg, _ := tasks.DecodeIRL(het.spec.IRL)
+	icfg.Solver = jointSolver
+	lu := fusion.LocalUpdate{Steps: 2, Mu: 1}
+	alpha, _ := fusion.Weights(nil, 3)
+	avg := make([]float64, 4)
+	counts := make([]int, len(het.learners))
+	for i, l := range het.learners {
+		o, err := irl.NewObjective(l.MDP, l.Features, l.Demos, icfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		term := func(th []float64) (jointopt.Eval, error) {
+			o2, _ := irl.NewObjective(l.MDP, l.Features, l.Demos, icfg)
+			defer o2.Close()
+			return o2.Evaluate(th, 0), nil
+		}
+		u, _, err := lu.Solve(term, make([]float64, 4), jointopt.DefaultGradTol)
+		o.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range avg {
+			avg[k] += alpha[i] * u[k]
+		}
+		counts[i] = len(l.Demos)
+	}
+	if !sameBits(r1.Theta, avg) {
+		t.Errorf("FedProx round 1 θ %v, the clients' local solves averaged here %v", r1.Theta, avg)
+	}
+	pooled := het.pooled(t)
+	if math.Abs(r1.Joint.GradNorm-pooled.GradNorms[0]) > 1e-12*pooled.GradNorms[0] {
+		t.Errorf("FedProx round 1 ‖∇F(0)‖ = %v, the pooled fit's %v", r1.Joint.GradNorm, pooled.GradNorms[0])
+	}
+	last := reps[0].Final
+	if len(reps[0].Rounds) != 4 || last.Joint.Reason != jointopt.StopRoundCap {
+		t.Errorf("FedProx with max_rounds 4: %d rounds, %s", len(reps[0].Rounds), last.Joint.Reason)
+	}
+	t.Logf("FedProx μ = 1, E = 2, 3 clients with their own dynamics: relative error to pooled after 4 rounds %.3g", relErr(last.Theta, pooled.Theta))
+
+	// Refusals.
+	admin, err := federation.DialGRPC(addr, federation.DialConfig{Token: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	spec := het.spec
+	spec.ID = "refuse-updates"
+	tok, err := admin.CreateTask(ctx, spec, het.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := federation.DialGRPC(addr, federation.DialConfig{Token: tok["c0"]})
+	defer c.Close()
+	info, err := c.GetTask(ctx, spec.ID, "c0")
+	if err != nil || !info.Joint || !info.JointUpdate {
+		t.Fatalf("GetTask: %+v, %v", info, err)
+	}
+	full, _, _ := het.learners[0].Evaluate(ctx, info.Spec, info.Trial)
+	gradOnly := jointopt.Eval{Value: full.Value, Grad: full.Grad}
+	for _, x := range []struct {
+		sub  federation.Submission
+		want string
+	}{
+		{federation.Submission{Eval: &full, Update: []float64{1, 2, 3, 4}}, "takes no Hessian"},
+		{federation.Submission{Eval: &gradOnly}, "send the θ after your local steps"},
+		{federation.Submission{Eval: &gradOnly, Update: []float64{1, 2}}, "theta has dimension 2"},
+	} {
+		x.sub.TaskID, x.sub.Round, x.sub.ClientID, x.sub.Theta = spec.ID, 1, "c0", info.Trial
+		if _, err := c.Submit(ctx, x.sub); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), x.want) {
+			t.Errorf("%v, want InvalidArgument naming %q", err, x.want)
+		}
+	}
+	newton := newJointFleet(t, 23, 1, 8, 2, 4, fusion.Options{Method: "joint"})
+	newton.spec.ID = "refuse-newton-update"
+	tok2, err := admin.CreateTask(ctx, newton.spec, newton.ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := federation.DialGRPC(addr, federation.DialConfig{Token: tok2["c0"]})
+	defer c2.Close()
+	info2, _ := c2.GetTask(ctx, newton.spec.ID, "c0")
+	e2, _, _ := newton.learners[0].Evaluate(ctx, info2.Spec, info2.Trial)
+	if _, err := c2.Submit(ctx, federation.Submission{TaskID: newton.spec.ID, Round: 1, ClientID: "c0", Theta: info2.Trial, Eval: &e2, Update: []float64{1, 2, 3, 4}}); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), "no local update") {
+		t.Errorf("an update in a Newton round: %v", err)
+	}
+}

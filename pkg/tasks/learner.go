@@ -140,7 +140,41 @@ func (l *MaxEntLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, 
 	return o.Evaluate(theta, 0), len(l.Demos), nil
 }
 
-var _ federation.JointLearner = (*MaxEntLearner)(nil)
+// LocalUpdate implements federation.JointUpdater for a joint task with
+// update fedavg or fedprox: the task's local steps (fusion.LocalUpdate:
+// E damped Newton steps on the client's objective, with the proximal
+// term for FedProx) from theta, ending early at the task's grad_tol; it
+// returns the θ reached, the objective's value and gradient at theta, and
+// the demonstration count.
+func (l *MaxEntLearner) LocalUpdate(ctx context.Context, spec federation.TaskSpec, theta []float64) ([]float64, jointopt.Eval, int, error) {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	lu := opt.LocalUpdate()
+	if lu == nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: fusion %q with update %q takes no local steps", spec.ID, opt.MethodName(), opt.Update)
+	}
+	cfg, err := opt.JointConfig()
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	term := func(th []float64) (jointopt.Eval, error) {
+		e, _, err := l.Evaluate(ctx, spec, th)
+		return e, err
+	}
+	u, first, err := lu.Solve(term, theta, cfg.GradTol)
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, err
+	}
+	first.Hess = nil
+	return u, first, len(l.Demos), nil
+}
+
+var (
+	_ federation.JointLearner = (*MaxEntLearner)(nil)
+	_ federation.JointUpdater = (*MaxEntLearner)(nil)
+)
 
 func lastGradNorm(res irl.Result) float64 {
 	if n := len(res.GradNorm); n > 0 {
