@@ -63,8 +63,9 @@ type statusOptions struct {
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile, sigmaMode                                               string
-	trimFraction, demoCap, gradTol                                       float64
-	byzantine, maxDemos, maxRounds                                       int
+	trimFraction, demoCap, gradTol, mu                                   float64
+	byzantine, maxDemos, maxRounds, localSteps                           int
+	update                                                               string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -334,7 +335,9 @@ your own problem"), or is built from flags: with
 --fusion joint makes the task's rounds gradient/Hessian rounds of the joint
 likelihood (every client evaluates every round; --grad-tol and --max-rounds
 stop them, --weighting demos weighs each demonstration alike); such a task
-takes no --rounds, --deadline, --warm-start or --central-dp-*.`,
+takes no --rounds, --deadline, --warm-start or --central-dp-*. --update fedavg
+or fedprox (with --local-steps E, --mu μ) has each client answer with its θ
+after E local Newton steps from the round's θ instead, averaged by the server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTaskCreate(cmd, f) },
 	}
@@ -358,6 +361,9 @@ takes no --rounds, --deadline, --warm-start or --central-dp-*.`,
 	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
 	tf.Float64Var(&f.gradTol, "grad-tol", 0, fmt.Sprintf("with --fusion %s: stop the gradient/Hessian rounds once the summed gradient's norm is at most this (default %g)", fusion.MethodJoint, jointopt.DefaultGradTol))
+	tf.StringVar(&f.update, "update", "", fmt.Sprintf("with --fusion %s: how clients answer a round: %s (value, gradient, Hessian; the server's Newton step; default), %s (E local Newton steps, averaged) or %s (the same with a proximal term, --mu)", fusion.MethodJoint, fusion.UpdateNewton, fusion.UpdateFedAvg, fusion.UpdateFedProx))
+	countVar(tf, &f.localSteps, "local-steps", 0, "steps", fmt.Sprintf("with --update %s or %s: E, the local Newton steps per round, 1 to %d (default %d)", fusion.UpdateFedAvg, fusion.UpdateFedProx, fusion.MaxLocalSteps, fusion.DefaultLocalSteps))
+	tf.Float64Var(&f.mu, "mu", 0, fmt.Sprintf("with --update %s: the proximal weight μ > 0 of L_i(θ) − (μ/2)‖θ − θ_r‖²", fusion.UpdateFedProx))
 	countVar(tf, &f.maxRounds, "max-rounds", 0, "rounds", fmt.Sprintf("with --fusion %s: the most gradient/Hessian rounds (trial points), 1 to %d (default %d); the task's rounds", fusion.MethodJoint, jointopt.MaxRoundsLimit, jointopt.DefaultMaxRounds))
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
@@ -712,6 +718,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
 		"rounds":            "want ≥ 1 round",
 		"grad-tol":          "a gradient norm of exactly 0 is never reached; want > 0 (leave the flag out for the default)",
+		"mu":                "a proximal weight of 0 is --update fedavg; want μ > 0",
 		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
 		"max-reward-norm":   "a bound of 0 would refuse every reward; want > 0 (leave the flag out for 1e9)",
 	}); err != nil {
@@ -740,6 +747,9 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("weighting", func() { fopt.Weighting = f.weighting })
 	set("grad-tol", func() { fopt.GradTol = f.gradTol })
 	set("max-rounds", func() { fopt.MaxRounds = f.maxRounds })
+	set("update", func() { fopt.Update = f.update })
+	set("local-steps", func() { fopt.LocalSteps = f.localSteps })
+	set("mu", func() { fopt.Mu = f.mu })
 	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
 	if solverErr != nil {
 		return fmt.Errorf("--solver: %w", solverErr)

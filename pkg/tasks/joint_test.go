@@ -21,6 +21,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/mdp/mdptest"
+	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -581,5 +582,68 @@ func TestJointLocalUpdatesOverGRPC(t *testing.T) {
 	e2, _, _ := newton.learners[0].Evaluate(ctx, info2.Spec, info2.Trial)
 	if _, err := c2.Submit(ctx, federation.Submission{TaskID: newton.spec.ID, Round: 1, ClientID: "c0", Theta: info2.Trial, Eval: &e2, Update: []float64{1, 2, 3, 4}}); federation.CodeOf(err) != federation.CodeInvalidArgument || !strings.Contains(err.Error(), "no local update") {
 		t.Errorf("an update in a Newton round: %v", err)
+	}
+}
+
+// TestJointPrivateLocalUpdatesInProcess: under local DP a FedAvg round
+// releases value, gradient and update as one clipped, noised vector of
+// 1 + 2d numbers, recorded in the client's ledger before it is sent and
+// stored by the server exactly; the ledger's total over the task's rounds
+// is the accountant's ε for the declared σ (the declared ε).
+func TestJointPrivateLocalUpdatesInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	f := newJointFleet(t, 31, 2, 10, 3, 3, fusion.Options{Method: "joint", Update: "fedavg", LocalSteps: 2, MaxRounds: 3})
+	f.spec.Privacy = &privacy.Requirement{MaxEpsilon: 2, MaxDelta: 1e-5, Clip: 3}
+	dir := t.TempDir()
+	ledgers := make([]*privacy.Ledger, 2)
+	for i := range ledgers {
+		var err error
+		if ledgers[i], err = privacy.OpenLedger(filepath.Join(dir, fmt.Sprintf("l%d.db", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := filepath.Join(dir, "fed.db")
+	fused, _, err := federation.RunInProcess(ctx, f.spec, f.local(), federation.InProcessConfig{Fuser: tasks.NewFuser(), StorePath: store,
+		Privacy: func(i int) *federation.ClientPrivacy {
+			return &federation.ClientPrivacy{Params: privacy.Params{Epsilon: 1, Delta: 1e-5}, Noise: rand.New(rand.NewPCG(uint64(i), 7)), Ledger: ledgers[i]}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fused) != 3 || fused[2].Joint.Reason != jointopt.StopRoundCap {
+		t.Fatalf("%d rounds, last %+v", len(fused), fused[len(fused)-1].Joint)
+	}
+	s, err := federation.OpenStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for r := 1; r <= 3; r++ {
+		subs, err := s.Submissions(f.spec.ID, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, sub := range subs {
+			rel, err := ledgers[i].Released(f.spec.ID, sub.ClientID, r)
+			if err != nil || rel == nil {
+				t.Fatalf("round %d %s: no release (%v)", r, sub.ClientID, err)
+			}
+			got := append(federation.PackEval(*sub.Eval), sub.Update...)
+			if len(rel.Joint) != 1+2*3 || !sameBits(rel.Joint, got) || sub.DemoCount != 0 || len(sub.Eval.Hess) != 0 {
+				t.Errorf("round %d %s: released %v, stored %v (demo count %d)", r, sub.ClientID, rel.Joint, got, sub.DemoCount)
+			}
+		}
+	}
+	for i, l := range ledgers {
+		sum, err := l.Summary(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := sum.Tasks[0].Declaration
+		want, _ := privacy.Epsilon(d.Delta, privacy.ComposedSigma([]float64{d.Sigma}, []int{3}))
+		if sum.Tasks[0].Releases != 3 || sum.Epsilon != want || math.Abs(want-1) > 1e-9 {
+			t.Errorf("client %d: %d releases, ε %v; the accountant's %v (declared 1)", i, sum.Tasks[0].Releases, sum.Epsilon, want)
+		}
 	}
 }
