@@ -286,7 +286,7 @@ func TestJointEvaluateIsAFunctionOfTheta(t *testing.T) {
 }
 
 // TestJointInProcessEqualsGRPC is the metamorphic test: one seed drives
-// random fleets (client count, model size, weighting) whose joint task
+// random fleets (client count, model size, weighting, update rule) whose joint task
 // runs in process (RunInProcess, memory store) and over gRPC (bbolt
 // store); every round's trial θ, accepted θ, weights and summed value
 // agree bit for bit.
@@ -295,11 +295,17 @@ func TestJointInProcessEqualsGRPC(t *testing.T) {
 	defer cancel()
 	_, addr := grpcServer(t)
 	rng := rand.New(rand.NewPCG(2026, 50))
-	for trial := range 3 {
+	for trial := range 5 {
 		k, S, A, d := 2+rng.IntN(3), 8+rng.IntN(8), 2+rng.IntN(3), 2+rng.IntN(4)
 		opt := fusion.Options{Method: "joint"}
 		if trial%2 == 0 {
 			opt.Weighting = "demos"
+		}
+		switch trial {
+		case 3:
+			opt.Update, opt.LocalSteps, opt.MaxRounds = "fedavg", 1+rng.IntN(4), 6
+		case 4:
+			opt.Update, opt.Mu, opt.MaxRounds = "fedprox", 0.1+rng.Float64(), 6
 		}
 		seed := uint64(100 + trial)
 		inproc, _, err := federation.RunInProcess(ctx, newJointFleet(t, seed, k, S, A, d, opt).spec, newJointFleet(t, seed, k, S, A, d, opt).local(),
@@ -319,7 +325,7 @@ func TestJointInProcessEqualsGRPC(t *testing.T) {
 					a.Theta, a.Joint.Trial, a.Joint.Value, b.Theta, b.Joint.Trial, b.Joint.Value)
 			}
 		}
-		t.Logf("trial %d: K=%d S=%d A=%d d=%d weighting %q: %d rounds agree", trial, k, S, A, d, opt.Weighting, len(inproc))
+		t.Logf("trial %d: K=%d S=%d A=%d d=%d weighting %q update %q: %d rounds agree", trial, k, S, A, d, opt.Weighting, opt.Update, len(inproc))
 	}
 }
 
