@@ -608,11 +608,18 @@ func (x *GetTaskRequest) GetClientId() string {
 }
 
 type GetTaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
-	CurrentRound  int32                  `protobuf:"varint,2,opt,name=current_round,json=currentRound,proto3" json:"current_round,omitempty"`
-	Done          bool                   `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
-	WarmStart     []float64              `protobuf:"fixed64,4,rep,packed,name=warm_start,json=warmStart,proto3" json:"warm_start,omitempty"` // fused θ of the previous round, if any
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Spec         *TaskSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	CurrentRound int32                  `protobuf:"varint,2,opt,name=current_round,json=currentRound,proto3" json:"current_round,omitempty"`
+	Done         bool                   `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	WarmStart    []float64              `protobuf:"fixed64,4,rep,packed,name=warm_start,json=warmStart,proto3" json:"warm_start,omitempty"` // fused θ of the previous round, if any
+	// A joint task (gradient/Hessian rounds): trial is the θ the current
+	// round evaluates (empty once the task is done).
+	Joint bool      `protobuf:"varint,5,opt,name=joint,proto3" json:"joint,omitempty"`
+	Trial []float64 `protobuf:"fixed64,6,rep,packed,name=trial,proto3" json:"trial,omitempty"`
+	// The joint task's rounds carry local updates (fedavg, fedprox): answer
+	// with update and the value and gradient at trial (no Hessian).
+	JointUpdate   bool `protobuf:"varint,7,opt,name=joint_update,json=jointUpdate,proto3" json:"joint_update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -675,6 +682,199 @@ func (x *GetTaskResponse) GetWarmStart() []float64 {
 	return nil
 }
 
+func (x *GetTaskResponse) GetJoint() bool {
+	if x != nil {
+		return x.Joint
+	}
+	return false
+}
+
+func (x *GetTaskResponse) GetTrial() []float64 {
+	if x != nil {
+		return x.Trial
+	}
+	return nil
+}
+
+func (x *GetTaskResponse) GetJointUpdate() bool {
+	if x != nil {
+		return x.JointUpdate
+	}
+	return false
+}
+
+// Eval is one client's objective at a joint round's trial θ: its value,
+// gradient (d numbers) and Hessian (d×d, row-major, symmetric).
+type Eval struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         float64                `protobuf:"fixed64,1,opt,name=value,proto3" json:"value,omitempty"`
+	Grad          []float64              `protobuf:"fixed64,2,rep,packed,name=grad,proto3" json:"grad,omitempty"`
+	Hess          []float64              `protobuf:"fixed64,3,rep,packed,name=hess,proto3" json:"hess,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Eval) Reset() {
+	*x = Eval{}
+	mi := &file_federation_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Eval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Eval) ProtoMessage() {}
+
+func (x *Eval) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Eval.ProtoReflect.Descriptor instead.
+func (*Eval) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Eval) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *Eval) GetGrad() []float64 {
+	if x != nil {
+		return x.Grad
+	}
+	return nil
+}
+
+func (x *Eval) GetHess() []float64 {
+	if x != nil {
+		return x.Hess
+	}
+	return nil
+}
+
+// JointRound records one gradient/Hessian round of a joint task (the
+// optimizer's full state stays on the server).
+type JointRound struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Trial         []float64              `protobuf:"fixed64,1,rep,packed,name=trial,proto3" json:"trial,omitempty"`                            // the θ evaluated
+	DemoCounts    []int32                `protobuf:"varint,2,rep,packed,name=demo_counts,json=demoCounts,proto3" json:"demo_counts,omitempty"` // in the order of the result's clients
+	Value         float64                `protobuf:"fixed64,3,opt,name=value,proto3" json:"value,omitempty"`                                   // Σ α_i L_i at trial
+	GradNorm      float64                `protobuf:"fixed64,4,opt,name=grad_norm,json=gradNorm,proto3" json:"grad_norm,omitempty"`             // ‖Σ α_i ∇L_i‖₂ at trial
+	Next          []float64              `protobuf:"fixed64,5,rep,packed,name=next,proto3" json:"next,omitempty"`                              // the next round's trial θ; empty when done
+	Done          bool                   `protobuf:"varint,6,opt,name=done,proto3" json:"done,omitempty"`
+	Reason        string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"` // why the rounds ended: "converged", "round cap", "line search failed"
+	Rounds        int32                  `protobuf:"varint,8,opt,name=rounds,proto3" json:"rounds,omitempty"`
+	Steps         int32                  `protobuf:"varint,9,opt,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JointRound) Reset() {
+	*x = JointRound{}
+	mi := &file_federation_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JointRound) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JointRound) ProtoMessage() {}
+
+func (x *JointRound) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JointRound.ProtoReflect.Descriptor instead.
+func (*JointRound) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *JointRound) GetTrial() []float64 {
+	if x != nil {
+		return x.Trial
+	}
+	return nil
+}
+
+func (x *JointRound) GetDemoCounts() []int32 {
+	if x != nil {
+		return x.DemoCounts
+	}
+	return nil
+}
+
+func (x *JointRound) GetValue() float64 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *JointRound) GetGradNorm() float64 {
+	if x != nil {
+		return x.GradNorm
+	}
+	return 0
+}
+
+func (x *JointRound) GetNext() []float64 {
+	if x != nil {
+		return x.Next
+	}
+	return nil
+}
+
+func (x *JointRound) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *JointRound) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JointRound) GetRounds() int32 {
+	if x != nil {
+		return x.Rounds
+	}
+	return 0
+}
+
+func (x *JointRound) GetSteps() int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
 type SubmitRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	TaskId     string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -690,14 +890,20 @@ type SubmitRequest struct {
 	// the two is set): any reward model, fused in reward space by the
 	// methods that take rewards (mean, normalized-mean, barycenter, debiased,
 	// reward-median, reward-trimmed-mean).
-	Reward        []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
+	Reward []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
+	// In a joint task's round: the objective at theta, which is then the
+	// round's trial θ echoed as sent.
+	Eval *Eval `protobuf:"bytes,10,opt,name=eval,proto3" json:"eval,omitempty"`
+	// In a local-update round (fedavg, fedprox): the θ after the client's
+	// local steps from theta.
+	Update        []float64 `protobuf:"fixed64,11,rep,packed,name=update,proto3" json:"update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubmitRequest) Reset() {
 	*x = SubmitRequest{}
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +915,7 @@ func (x *SubmitRequest) String() string {
 func (*SubmitRequest) ProtoMessage() {}
 
 func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[7]
+	mi := &file_federation_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +928,7 @@ func (x *SubmitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitRequest.ProtoReflect.Descriptor instead.
 func (*SubmitRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{7}
+	return file_federation_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SubmitRequest) GetTaskId() string {
@@ -788,6 +994,20 @@ func (x *SubmitRequest) GetReward() []float64 {
 	return nil
 }
 
+func (x *SubmitRequest) GetEval() *Eval {
+	if x != nil {
+		return x.Eval
+	}
+	return nil
+}
+
+func (x *SubmitRequest) GetUpdate() []float64 {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
 type SubmitResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Duplicate     bool                   `protobuf:"varint,1,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
@@ -802,7 +1022,7 @@ type SubmitResponse struct {
 
 func (x *SubmitResponse) Reset() {
 	*x = SubmitResponse{}
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +1034,7 @@ func (x *SubmitResponse) String() string {
 func (*SubmitResponse) ProtoMessage() {}
 
 func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[8]
+	mi := &file_federation_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +1047,7 @@ func (x *SubmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitResponse.ProtoReflect.Descriptor instead.
 func (*SubmitResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{8}
+	return file_federation_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SubmitResponse) GetDuplicate() bool {
@@ -884,7 +1104,7 @@ type GetFusedRequest struct {
 
 func (x *GetFusedRequest) Reset() {
 	*x = GetFusedRequest{}
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -896,7 +1116,7 @@ func (x *GetFusedRequest) String() string {
 func (*GetFusedRequest) ProtoMessage() {}
 
 func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[9]
+	mi := &file_federation_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -909,7 +1129,7 @@ func (x *GetFusedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedRequest.ProtoReflect.Descriptor instead.
 func (*GetFusedRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{9}
+	return file_federation_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetFusedRequest) GetTaskId() string {
@@ -967,13 +1187,15 @@ type FusedResult struct {
 	Reward []float64 `protobuf:"fixed64,14,rep,packed,name=reward,proto3" json:"reward,omitempty"`
 	// The clients (of clients) that submitted rewards instead of theta.
 	RewardClients []string `protobuf:"bytes,15,rep,name=reward_clients,json=rewardClients,proto3" json:"reward_clients,omitempty"`
+	// The round of a joint task (theta is then the last accepted point).
+	Joint         *JointRound `protobuf:"bytes,16,opt,name=joint,proto3" json:"joint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FusedResult) Reset() {
 	*x = FusedResult{}
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1207,7 @@ func (x *FusedResult) String() string {
 func (*FusedResult) ProtoMessage() {}
 
 func (x *FusedResult) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[10]
+	mi := &file_federation_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1220,7 @@ func (x *FusedResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FusedResult.ProtoReflect.Descriptor instead.
 func (*FusedResult) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{10}
+	return file_federation_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FusedResult) GetTaskId() string {
@@ -1106,6 +1328,13 @@ func (x *FusedResult) GetRewardClients() []string {
 	return nil
 }
 
+func (x *FusedResult) GetJoint() *JointRound {
+	if x != nil {
+		return x.Joint
+	}
+	return nil
+}
+
 type GetFusedResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Ready       bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
@@ -1122,7 +1351,7 @@ type GetFusedResponse struct {
 
 func (x *GetFusedResponse) Reset() {
 	*x = GetFusedResponse{}
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1363,7 @@ func (x *GetFusedResponse) String() string {
 func (*GetFusedResponse) ProtoMessage() {}
 
 func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[11]
+	mi := &file_federation_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1376,7 @@ func (x *GetFusedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFusedResponse.ProtoReflect.Descriptor instead.
 func (*GetFusedResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{11}
+	return file_federation_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetFusedResponse) GetReady() bool {
@@ -1200,7 +1429,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1212,7 +1441,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[12]
+	mi := &file_federation_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1225,7 +1454,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{12}
+	return file_federation_proto_rawDescGZIP(), []int{14}
 }
 
 type TaskStatus struct {
@@ -1248,7 +1477,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1489,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[13]
+	mi := &file_federation_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1502,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{13}
+	return file_federation_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskStatus) GetId() string {
@@ -1369,7 +1598,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1381,7 +1610,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[14]
+	mi := &file_federation_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1394,7 +1623,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{14}
+	return file_federation_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusResponse) GetTasks() []*TaskStatus {
@@ -1414,7 +1643,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_federation_proto_msgTypes[15]
+	mi := &file_federation_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1655,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[15]
+	mi := &file_federation_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1668,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{15}
+	return file_federation_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateTaskRequest) GetSpec() *TaskSpec {
@@ -1465,7 +1694,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_federation_proto_msgTypes[16]
+	mi := &file_federation_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1706,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_federation_proto_msgTypes[16]
+	mi := &file_federation_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1719,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_federation_proto_rawDescGZIP(), []int{16}
+	return file_federation_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTaskResponse) GetTokens() map[string]string {
@@ -1565,13 +1794,32 @@ const file_federation_proto_rawDesc = "" +
 	"conversion\"F\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\x92\x01\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\xe1\x01\n" +
 	"\x0fGetTaskResponse\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.fedirl.v1.TaskSpecR\x04spec\x12#\n" +
 	"\rcurrent_round\x18\x02 \x01(\x05R\fcurrentRound\x12\x12\n" +
 	"\x04done\x18\x03 \x01(\bR\x04done\x12\x1d\n" +
 	"\n" +
-	"warm_start\x18\x04 \x03(\x01R\twarmStart\"\x9e\x02\n" +
+	"warm_start\x18\x04 \x03(\x01R\twarmStart\x12\x14\n" +
+	"\x05joint\x18\x05 \x01(\bR\x05joint\x12\x14\n" +
+	"\x05trial\x18\x06 \x03(\x01R\x05trial\x12!\n" +
+	"\fjoint_update\x18\a \x01(\bR\vjointUpdate\"D\n" +
+	"\x04Eval\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x12\n" +
+	"\x04grad\x18\x02 \x03(\x01R\x04grad\x12\x12\n" +
+	"\x04hess\x18\x03 \x03(\x01R\x04hess\"\xe4\x01\n" +
+	"\n" +
+	"JointRound\x12\x14\n" +
+	"\x05trial\x18\x01 \x03(\x01R\x05trial\x12\x1f\n" +
+	"\vdemo_counts\x18\x02 \x03(\x05R\n" +
+	"demoCounts\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\x01R\x05value\x12\x1b\n" +
+	"\tgrad_norm\x18\x04 \x01(\x01R\bgradNorm\x12\x12\n" +
+	"\x04next\x18\x05 \x03(\x01R\x04next\x12\x12\n" +
+	"\x04done\x18\x06 \x01(\bR\x04done\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x16\n" +
+	"\x06rounds\x18\b \x01(\x05R\x06rounds\x12\x14\n" +
+	"\x05steps\x18\t \x01(\x05R\x05steps\"\xdb\x02\n" +
 	"\rSubmitRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
@@ -1584,7 +1832,10 @@ const file_federation_proto_rawDesc = "" +
 	"iterations\x12\x1b\n" +
 	"\tgrad_norm\x18\a \x01(\x01R\bgradNorm\x127\n" +
 	"\aprivacy\x18\b \x01(\v2\x1d.fedirl.v1.PrivacyDeclarationR\aprivacy\x12\x16\n" +
-	"\x06reward\x18\t \x03(\x01R\x06reward\"\xd1\x01\n" +
+	"\x06reward\x18\t \x03(\x01R\x06reward\x12#\n" +
+	"\x04eval\x18\n" +
+	" \x01(\v2\x0f.fedirl.v1.EvalR\x04eval\x12\x16\n" +
+	"\x06update\x18\v \x03(\x01R\x06update\"\xd1\x01\n" +
 	"\x0eSubmitResponse\x12\x1c\n" +
 	"\tduplicate\x18\x01 \x01(\bR\tduplicate\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12 \n" +
@@ -1596,7 +1847,7 @@ const file_federation_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\x8a\x04\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xb7\x04\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -1615,7 +1866,8 @@ const file_federation_proto_rawDesc = "" +
 	"\x0eoutlier_scores\x18\f \x03(\x01R\routlierScores\x12B\n" +
 	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\x12\x16\n" +
 	"\x06reward\x18\x0e \x03(\x01R\x06reward\x12%\n" +
-	"\x0ereward_clients\x18\x0f \x03(\tR\rrewardClients\"\xdd\x01\n" +
+	"\x0ereward_clients\x18\x0f \x03(\tR\rrewardClients\x12+\n" +
+	"\x05joint\x18\x10 \x01(\v2\x15.fedirl.v1.JointRoundR\x05joint\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +
@@ -1672,7 +1924,7 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_federation_proto_goTypes = []any{
 	(*TaskSpec)(nil),           // 0: fedirl.v1.TaskSpec
 	(*CentralPrivacy)(nil),     // 1: fedirl.v1.CentralPrivacy
@@ -1681,46 +1933,50 @@ var file_federation_proto_goTypes = []any{
 	(*PrivacyDeclaration)(nil), // 4: fedirl.v1.PrivacyDeclaration
 	(*GetTaskRequest)(nil),     // 5: fedirl.v1.GetTaskRequest
 	(*GetTaskResponse)(nil),    // 6: fedirl.v1.GetTaskResponse
-	(*SubmitRequest)(nil),      // 7: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),     // 8: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),    // 9: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),        // 10: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil),   // 11: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),      // 12: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),         // 13: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),     // 14: fedirl.v1.StatusResponse
-	(*CreateTaskRequest)(nil),  // 15: fedirl.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 16: fedirl.v1.CreateTaskResponse
-	nil,                        // 17: fedirl.v1.CreateTaskResponse.TokensEntry
+	(*Eval)(nil),               // 7: fedirl.v1.Eval
+	(*JointRound)(nil),         // 8: fedirl.v1.JointRound
+	(*SubmitRequest)(nil),      // 9: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),     // 10: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),    // 11: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),        // 12: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),   // 13: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),      // 14: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),         // 15: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),     // 16: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),  // 17: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil), // 18: fedirl.v1.CreateTaskResponse
+	nil,                        // 19: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
 	3,  // 0: fedirl.v1.TaskSpec.privacy:type_name -> fedirl.v1.PrivacyRequirement
 	1,  // 1: fedirl.v1.TaskSpec.central_privacy:type_name -> fedirl.v1.CentralPrivacy
 	0,  // 2: fedirl.v1.GetTaskResponse.spec:type_name -> fedirl.v1.TaskSpec
 	4,  // 3: fedirl.v1.SubmitRequest.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	4,  // 4: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	4,  // 5: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
-	2,  // 6: fedirl.v1.FusedResult.central_privacy:type_name -> fedirl.v1.CentralRelease
-	10, // 7: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
-	10, // 8: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
-	13, // 9: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
-	0,  // 10: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
-	17, // 11: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
-	5,  // 12: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
-	7,  // 13: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
-	9,  // 14: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
-	12, // 15: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
-	15, // 16: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
-	6,  // 17: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	8,  // 18: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	11, // 19: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	14, // 20: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	16, // 21: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	7,  // 4: fedirl.v1.SubmitRequest.eval:type_name -> fedirl.v1.Eval
+	4,  // 5: fedirl.v1.SubmitResponse.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	4,  // 6: fedirl.v1.FusedResult.privacy:type_name -> fedirl.v1.PrivacyDeclaration
+	2,  // 7: fedirl.v1.FusedResult.central_privacy:type_name -> fedirl.v1.CentralRelease
+	8,  // 8: fedirl.v1.FusedResult.joint:type_name -> fedirl.v1.JointRound
+	12, // 9: fedirl.v1.GetFusedResponse.result:type_name -> fedirl.v1.FusedResult
+	12, // 10: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
+	15, // 11: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
+	0,  // 12: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
+	19, // 13: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	5,  // 14: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
+	9,  // 15: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
+	11, // 16: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
+	14, // 17: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
+	17, // 18: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
+	6,  // 19: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	10, // 20: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	13, // 21: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	16, // 22: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	18, // 23: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_federation_proto_init() }
@@ -1734,7 +1990,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,7 +37,7 @@ func connHint(err error) error {
 func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport) error {
 	learnt := false
 	for _, r := range rep.Rounds {
-		learnt = learnt || r.Local.Theta != nil || r.Local.Reward != nil
+		learnt = learnt || r.Local.Theta != nil || r.Local.Reward != nil || (r.Fused.Joint != nil && r.Submit.Round > 0)
 		if (r.Local.Theta != nil || r.Local.Reward != nil) && !r.Local.Converged {
 			reason := r.Local.StopReason
 			if reason == "" {

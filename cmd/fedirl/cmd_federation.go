@@ -29,6 +29,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -62,8 +63,9 @@ type statusOptions struct {
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
 	clientsFile, sigmaMode                                               string
-	trimFraction, demoCap                                                float64
-	byzantine, maxDemos                                                  int
+	trimFraction, demoCap, gradTol, mu                                   float64
+	byzantine, maxDemos, maxRounds, localSteps                           int
+	update                                                               string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -328,7 +330,14 @@ The task comes from --spec (a JSON task spec; for a "lattice" task a phi_file
 is read relative to the spec file and stored inline, see the README's "Federate
 your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
---seed, and theta_dim is that of its grid features. Flags override the spec file.`,
+--seed, and theta_dim is that of its grid features. Flags override the spec file.
+
+--fusion joint makes the task's rounds gradient/Hessian rounds of the joint
+likelihood (every client evaluates every round; --grad-tol and --max-rounds
+stop them, --weighting demos weighs each demonstration alike); such a task
+takes no --rounds, --deadline, --warm-start or --central-dp-*. --update fedavg
+or fedprox (with --local-steps E, --mu μ) has each client answer with its θ
+after E local Newton steps from the round's θ instead, averaged by the server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTaskCreate(cmd, f) },
 	}
@@ -351,6 +360,11 @@ your own problem"), or is built from flags: with
 	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
 	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
+	tf.Float64Var(&f.gradTol, "grad-tol", 0, fmt.Sprintf("with --fusion %s: stop the gradient/Hessian rounds once the summed gradient's norm is at most this (default %g)", fusion.MethodJoint, jointopt.DefaultGradTol))
+	tf.StringVar(&f.update, "update", "", fmt.Sprintf("with --fusion %s: how clients answer a round: %s (value, gradient, Hessian; the server's Newton step; default), %s (E local Newton steps, averaged) or %s (the same with a proximal term, --mu)", fusion.MethodJoint, fusion.UpdateNewton, fusion.UpdateFedAvg, fusion.UpdateFedProx))
+	countVar(tf, &f.localSteps, "local-steps", 0, "steps", fmt.Sprintf("with --update %s or %s: E, the local Newton steps per round, 1 to %d (default %d)", fusion.UpdateFedAvg, fusion.UpdateFedProx, fusion.MaxLocalSteps, fusion.DefaultLocalSteps))
+	tf.Float64Var(&f.mu, "mu", 0, fmt.Sprintf("with --update %s: the proximal weight μ > 0 of L_i(θ) − (μ/2)‖θ − θ_r‖²", fusion.UpdateFedProx))
+	countVar(tf, &f.maxRounds, "max-rounds", 0, "rounds", fmt.Sprintf("with --fusion %s: the most gradient/Hessian rounds (trial points), 1 to %d (default %d); the task's rounds", fusion.MethodJoint, jointopt.MaxRoundsLimit, jointopt.DefaultMaxRounds))
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")
 	tf.IntVar(&f.quorum, "quorum", 0, "submissions that trigger fusion (default: number of clients)")
 	tf.IntVar(&f.minClients, "min-clients", 0, "submissions needed to fuse at the deadline (default: quorum)")
@@ -414,7 +428,15 @@ state–action pairs) instead of θ; the task's fusion method must take rewards
 (mean, normalized-mean, barycenter, debiased, reward-median,
 reward-trimmed-mean), and the fused result carries the fused reward on the
 probe points beside its least-squares θ on the task's Φ. The privacy flags
-clip and noise the reward vector as they do θ.`,
+clip and noise the reward vector as they do θ.
+
+A joint task (created with --fusion joint) learns nothing locally: each round
+the server sends a trial θ, the client returns its MaxEnt objective's value,
+gradient and Hessian there (d + d² numbers, on --mdp and --demos), and the
+server takes a Newton step on the clients' weighted sum until the task's
+gradient tolerance or round cap; --out holds every round and the final θ
+(final.theta, final.joint.reason). With the privacy flags each round's
+evaluation is clipped, noised and recorded in the ledger before it is sent.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
 	}
@@ -510,7 +532,7 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
 		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: f.insecure && loopback && admin == "", Logf: logger.Printf,
-		Metrics: metrics})
+		Metrics: metrics, MaxMessageBytes: f.maxMsg})
 	if err != nil {
 		return err
 	}
@@ -695,6 +717,8 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		"quorum":            "want ≥ 1 submission (leave the flag out for the number of clients)",
 		"min-clients":       "want ≥ 1 submission (leave the flag out for the quorum)",
 		"rounds":            "want ≥ 1 round",
+		"grad-tol":          "a gradient norm of exactly 0 is never reached; want > 0 (leave the flag out for the default)",
+		"mu":                "a proximal weight of 0 is --update fedavg; want μ > 0",
 		"max-theta-norm":    "a bound of 0 would refuse every θ; want > 0 (leave the flag out for 1e6)",
 		"max-reward-norm":   "a bound of 0 would refuse every reward; want > 0 (leave the flag out for 1e9)",
 	}); err != nil {
@@ -721,6 +745,11 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("byzantine", func() { fopt.Byzantine = &f.byzantine })
 	set("demo-cap", func() { fopt.DemoCap = &f.demoCap })
 	set("weighting", func() { fopt.Weighting = f.weighting })
+	set("grad-tol", func() { fopt.GradTol = f.gradTol })
+	set("max-rounds", func() { fopt.MaxRounds = f.maxRounds })
+	set("update", func() { fopt.Update = f.update })
+	set("local-steps", func() { fopt.LocalSteps = f.localSteps })
+	set("mu", func() { fopt.Mu = f.mu })
 	set("solver", func() { solverErr = fopt.Solver.UnmarshalText([]byte(f.solver)) })
 	if solverErr != nil {
 		return fmt.Errorf("--solver: %w", solverErr)
@@ -806,8 +835,13 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		}
 		f.store = f.server
 	} else {
-		// Offline: the same checks as a server's CreateTask (spec fields, then
-		// the task family's Validate) before anything is stored.
+		// Offline: the same checks as a server's CreateTask (a joint task's
+		// shape, spec fields, then the task family's Validate) before
+		// anything is stored.
+		fuser := &tasks.Fuser{Limits: f.limits}
+		if err := federation.PrepareJointTask(fuser, &spec, len(clients)); err != nil {
+			return err
+		}
 		spec.Normalize()
 		if err := spec.Validate(); err != nil {
 			return err
@@ -815,7 +849,6 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		if err := f.limits.CheckSpec(&spec); err != nil {
 			return err
 		}
-		fuser := &tasks.Fuser{Limits: f.limits}
 		if err := fuser.Validate(spec); err != nil {
 			return fmt.Errorf("task spec %s: %w", spec.ID, err)
 		}

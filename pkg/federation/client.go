@@ -254,6 +254,9 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 			}
 		}
 	}
+	if info.Joint {
+		return runJoint(ctx, fed, learner, cfg, info, mech, noise, rng, rep)
+	}
 	warm := info.WarmStart
 	round := info.CurrentRound
 	if info.Done {
@@ -347,37 +350,45 @@ func RunClient(ctx context.Context, fed Federation, learner Learner, cfg ClientC
 				}
 			}
 		}
-		for {
-			// Ask the server to answer before our own deadline, so that a
-			// client that gives up can still say what it was waiting for.
-			wait := cfg.PollWait
-			if dl, ok := ctx.Deadline(); ok {
-				wait = max(0, min(wait, time.Until(dl)-250*time.Millisecond))
-			}
-			fs, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "fetching fused theta", func(ctx context.Context) (FusedStatus, error) {
-				return fed.GetFused(ctx, cfg.TaskID, cfg.ClientID, round, wait)
-			})
-			if err != nil {
-				return rep, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
-			}
-			if fs.Ready {
-				rr.Fused = fs.Result
-				break
-			}
-			if ctx.Err() != nil || wait == 0 {
-				if ctx.Err() == nil {
-					<-ctx.Done()
-				}
-				return rep, fmt.Errorf("task %s round %d: gave up waiting for fusion (%d/%d submitted%s): %w", cfg.TaskID, round, fs.Submissions, fs.Quorum, waitingText(fs), ctx.Err())
-			}
-			cfg.Logf("round %d: waiting for fusion (%d/%d submitted%s)", round, fs.Submissions, fs.Quorum, waitingText(fs))
+		fr, err := waitFused(ctx, fed, cfg, rng, round)
+		if err != nil {
+			return rep, err
 		}
+		rr.Fused = fr
 		cfg.Logf("round %d: fused theta from %d clients by %s", round, len(rr.Fused.Clients), rr.Fused.Method)
 		rep.Rounds = append(rep.Rounds, rr)
 		rep.Final = rr.Fused
 		warm = rr.Fused.Theta
 	}
 	return rep, nil
+}
+
+// waitFused fetches the fused result of a round, waiting for it.
+func waitFused(ctx context.Context, fed Federation, cfg ClientConfig, rng *rand.Rand, round int) (FusedResult, error) {
+	for {
+		// Ask the server to answer before our own deadline, so that a
+		// client that gives up can still say what it was waiting for.
+		wait := cfg.PollWait
+		if dl, ok := ctx.Deadline(); ok {
+			wait = max(0, min(wait, time.Until(dl)-250*time.Millisecond))
+		}
+		fs, err := withRetry(ctx, cfg.Retry, rng, cfg.Logf, "fetching fused theta", func(ctx context.Context) (FusedStatus, error) {
+			return fed.GetFused(ctx, cfg.TaskID, cfg.ClientID, round, wait)
+		})
+		if err != nil {
+			return FusedResult{}, fmt.Errorf("task %s round %d: %w", cfg.TaskID, round, err)
+		}
+		if fs.Ready {
+			return fs.Result, nil
+		}
+		if ctx.Err() != nil || wait == 0 {
+			if ctx.Err() == nil {
+				<-ctx.Done()
+			}
+			return FusedResult{}, fmt.Errorf("task %s round %d: gave up waiting for fusion (%d/%d submitted%s): %w", cfg.TaskID, round, fs.Submissions, fs.Quorum, waitingText(fs), ctx.Err())
+		}
+		cfg.Logf("round %d: waiting for fusion (%d/%d submitted%s)", round, fs.Submissions, fs.Quorum, waitingText(fs))
+	}
 }
 
 // waitingText names the clients a round still waits for, e.g.

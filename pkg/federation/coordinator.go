@@ -47,6 +47,11 @@ type CoordinatorConfig struct {
 	// (TaskSpec.CentralPrivacy); nil means privacy.CryptoSource(). Tests
 	// pass a seeded *rand.Rand; draws are serialised by the coordinator.
 	CentralNoise privacy.Source
+	// MaxMessageBytes, when > 0, is the transport's limit on one request
+	// (the gRPC server's --max-message-bytes): a joint task whose round
+	// submission (d + d² numbers and the echoed θ) cannot fit is refused at
+	// creation instead of failing every client's first round.
+	MaxMessageBytes int
 }
 
 // ErrTransient is wrapped by a Fuser's error when the same fusion may succeed
@@ -227,6 +232,12 @@ func (c *Coordinator) Store() *Store {
 // The task's family must accept the spec (Fuser.Validate), so that a task the
 // server could never fuse is refused before anything is stored.
 func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]string, error) {
+	if err := PrepareJointTask(c.cfg.Fuser, &spec, len(clients)); err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
+	if err := checkJointMessage(c.cfg.Fuser, &spec, c.cfg.MaxMessageBytes); err != nil {
+		return nil, &Error{Code: CodeInvalidArgument, Msg: err.Error()}
+	}
 	if err := c.checkFusable(spec); err != nil {
 		return nil, err
 	}
@@ -399,6 +410,9 @@ func (c *Coordinator) GetTask(ctx context.Context, cred Credentials, taskID, cli
 		return TaskInfo{}, internal(err)
 	}
 	info.CurrentRound, info.Done = st.Round, st.Done
+	if err := c.jointInfo(rec, st, &info); err != nil {
+		return TaskInfo{}, internal(err)
+	}
 	if rec.Spec.WarmStart && st.Round > 1 {
 		fr, ok, err := c.store.fused(taskID, st.Round-1)
 		if err != nil {
@@ -437,12 +451,25 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if err != nil {
 		return SubmitResult{}, err
 	}
-	if len(sub.Reward) > 0 {
+	jc, err := c.jointOf(rec)
+	if err != nil {
+		return SubmitResult{}, errorf(CodeFailedPrecondition, "task %s: %v", sub.TaskID, err)
+	}
+	switch {
+	case jc != nil:
+		if e := c.checkJointSubmission(rec, *jc, &sub); e != nil {
+			return SubmitResult{}, e
+		}
+	case sub.Eval != nil || len(sub.Update) > 0:
+		return SubmitResult{}, errorf(CodeInvalidArgument, "task %s fuses each client's θ once: an evaluation (eval) or local update is for a joint task's rounds", sub.TaskID)
+	case len(sub.Reward) > 0:
 		if e := c.checkReward(&rec.Spec, sub.Reward); e != nil {
 			return SubmitResult{}, e
 		}
-	} else if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
-		return SubmitResult{}, e
+	default:
+		if e := validateTheta(&rec.Spec, sub.Theta); e != nil {
+			return SubmitResult{}, e
+		}
 	}
 	if e := checkPrivacy(&rec.Spec, sub.Privacy); e != nil {
 		return SubmitResult{}, e
@@ -450,7 +477,7 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if e := checkDeclared(&rec.Spec, &sub); e != nil {
 		return SubmitResult{}, e
 	}
-	sub.Theta, sub.Reward = slices.Clone(sub.Theta), slices.Clone(sub.Reward)
+	sub.Theta, sub.Reward, sub.Eval, sub.Update = slices.Clone(sub.Theta), slices.Clone(sub.Reward), cloneEval(sub.Eval), slices.Clone(sub.Update)
 	if sub.Privacy != nil {
 		d := *sub.Privacy
 		sub.Privacy = &d
@@ -496,8 +523,12 @@ func (c *Coordinator) checkReward(spec *TaskSpec, reward []float64) *Error {
 	return validateReward(spec, reward, points)
 }
 
-// kind returns "reward" for a reward submission, "theta" otherwise.
+// kind returns "reward" for a reward submission, "evaluation" for a joint
+// round's, "theta" otherwise.
 func (s *Submission) kind() string {
+	if s.Eval != nil {
+		return "evaluation"
+	}
 	if len(s.Reward) > 0 {
 		return "reward"
 	}
@@ -512,7 +543,7 @@ func sameSubmission(a, b *Submission) bool {
 	if (a.Privacy == nil) != (b.Privacy == nil) || (a.Privacy != nil && *a.Privacy != *b.Privacy) {
 		return false
 	}
-	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward)
+	return equalBits(a.Theta, b.Theta) && equalBits(a.Reward, b.Reward) && sameEval(a.Eval, b.Eval) && equalBits(a.Update, b.Update)
 }
 
 // equalBits reports whether a and b hold the same float64 bits.
@@ -571,6 +602,14 @@ func (c *Coordinator) fuse(taskID string) {
 	round, trigger, subs := snap.Round, snap.Trigger, snap.Subs
 	if err != nil || subs == nil {
 		c.fusionFailed(taskID, err, false)
+		return
+	}
+	if jc, err := c.jointOf(rec); err != nil || jc != nil {
+		if err != nil {
+			c.fusionFailed(taskID, fmt.Errorf("task %s round %d: %w", taskID, round, err), true)
+			return
+		}
+		c.fuseJoint(spec, *jc, snap)
 		return
 	}
 	thetas := make([][]float64, len(subs))

@@ -387,6 +387,7 @@ func fusedToPB(f *FusedResult) *pb.FusedResult {
 	for i := range f.Privacy {
 		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
 	}
+	p.Joint = jointToPB(f.Joint)
 	return p
 }
 
@@ -398,7 +399,7 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
 		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores(), Central: centralReleaseFromPB(p.GetCentralPrivacy()),
-		Reward: p.GetReward(), RewardClients: p.GetRewardClients()}
+		Reward: p.GetReward(), RewardClients: p.GetRewardClients(), Joint: jointFromPB(p.GetJoint())}
 }
 
 func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {
@@ -420,14 +421,15 @@ func (s *grpcService) GetTask(ctx context.Context, req *pb.GetTaskRequest) (*pb.
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pb.GetTaskResponse{Spec: specToPB(&info.Spec), CurrentRound: int32(info.CurrentRound), Done: info.Done, WarmStart: info.WarmStart}, nil
+	return &pb.GetTaskResponse{Spec: specToPB(&info.Spec), CurrentRound: int32(info.CurrentRound), Done: info.Done, WarmStart: info.WarmStart,
+		Joint: info.Joint, Trial: info.Trial, JointUpdate: info.JointUpdate}, nil
 }
 
 // Submit implements pb.FederationServer.
 func (s *grpcService) Submit(ctx context.Context, req *pb.SubmitRequest) (*pb.SubmitResponse, error) {
 	sub := Submission{TaskID: req.GetTaskId(), Round: int(req.GetRound()), ClientID: req.GetClientId(),
 		Theta: req.GetTheta(), DemoCount: int(req.GetDemoCount()), Iterations: int(req.GetIterations()),
-		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy()), Reward: req.GetReward()}
+		GradNorm: req.GetGradNorm(), Privacy: declarationFromPB(req.GetPrivacy()), Reward: req.GetReward(), Eval: evalFromPB(req.GetEval()), Update: req.GetUpdate()}
 	res, err := s.c.Submit(ctx, credentialsFrom(ctx), sub)
 	if err != nil {
 		return nil, toStatus(err)
@@ -544,14 +546,15 @@ func (g *GRPCClient) GetTask(ctx context.Context, taskID, clientID string) (Task
 	if err != nil {
 		return TaskInfo{}, fromStatus(ctx, err)
 	}
-	return TaskInfo{Spec: specFromPB(r.GetSpec()), CurrentRound: int(r.GetCurrentRound()), Done: r.GetDone(), WarmStart: r.GetWarmStart()}, nil
+	return TaskInfo{Spec: specFromPB(r.GetSpec()), CurrentRound: int(r.GetCurrentRound()), Done: r.GetDone(), WarmStart: r.GetWarmStart(),
+		Joint: r.GetJoint(), Trial: r.GetTrial(), JointUpdate: r.GetJointUpdate()}, nil
 }
 
 // Submit implements Federation.
 func (g *GRPCClient) Submit(ctx context.Context, sub Submission) (SubmitResult, error) {
 	r, err := g.rpc.Submit(g.ctx(ctx), &pb.SubmitRequest{TaskId: sub.TaskID, Round: int32(sub.Round), ClientId: sub.ClientID,
 		Theta: sub.Theta, DemoCount: int32(sub.DemoCount), Iterations: int32(sub.Iterations), GradNorm: sub.GradNorm,
-		Privacy: declarationToPB(sub.Privacy), Reward: sub.Reward})
+		Privacy: declarationToPB(sub.Privacy), Reward: sub.Reward, Eval: evalToPB(sub.Eval), Update: sub.Update})
 	if err != nil {
 		return SubmitResult{}, fromStatus(ctx, err)
 	}

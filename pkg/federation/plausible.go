@@ -17,6 +17,9 @@ func checkDeclared(spec *TaskSpec, sub *Submission) *Error {
 		if len(sub.Reward) > 0 {
 			v = sub.Reward // the mechanism clips and noises the reward vector alike
 		}
+		if sub.Eval != nil {
+			v = releaseVector(*sub.Eval, sub.Update) // a joint round releases its packed evaluation (Theta is the public trial θ)
+		}
 		if err := privacy.Plausible(v, *sub.Privacy, 0); err != nil {
 			return errorf(CodeInvalidArgument, "task %s: privacy declaration: %v", spec.ID, err)
 		}

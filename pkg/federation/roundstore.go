@@ -162,7 +162,7 @@ func (m *memStore) get(id string) (*memTask, error) {
 }
 
 func cloneSub(s Submission) Submission {
-	s.Theta, s.Reward = slices.Clone(s.Theta), slices.Clone(s.Reward)
+	s.Theta, s.Reward, s.Eval, s.Update = slices.Clone(s.Theta), slices.Clone(s.Reward), cloneEval(s.Eval), slices.Clone(s.Update)
 	if s.Privacy != nil {
 		d := *s.Privacy
 		s.Privacy = &d
@@ -174,6 +174,7 @@ func cloneFused(fr FusedResult) FusedResult {
 	fr.Theta, fr.Clients, fr.Weights = slices.Clone(fr.Theta), slices.Clone(fr.Clients), slices.Clone(fr.Weights)
 	fr.Privacy = slices.Clone(fr.Privacy)
 	fr.Reward, fr.RewardClients = slices.Clone(fr.Reward), slices.Clone(fr.RewardClients)
+	fr.Joint = cloneJoint(fr.Joint)
 	return fr
 }
 
@@ -321,7 +322,7 @@ func (m *memStore) commitFusion(spec *TaskSpec, fr *FusedResult) error {
 	if err != nil {
 		return err
 	}
-	next, err := afterFusion(t.st, spec, fr.Round)
+	next, err := afterCommit(t.st, spec, fr)
 	if err != nil {
 		return err
 	}

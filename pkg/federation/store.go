@@ -282,6 +282,20 @@ func decodeSubmission(b []byte) (Submission, error) {
 			return sub, fmt.Errorf("corrupt submission: reward[%d] = %v", i, v)
 		}
 	}
+	if sub.Eval != nil {
+		check := sub.Eval.Check
+		if len(sub.Eval.Hess) == 0 { // a local-update round's evaluation
+			check = func(d int) error { return checkUpdateEval(sub.Eval, d) }
+		}
+		if err := check(len(sub.Eval.Grad)); err != nil {
+			return sub, fmt.Errorf("corrupt submission: %w", err)
+		}
+	}
+	for i, v := range sub.Update {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return sub, fmt.Errorf("corrupt submission: update[%d] = %v", i, v)
+		}
+	}
 	return sub, nil
 }
 
@@ -647,7 +661,7 @@ func (s *Store) commitFusion(spec *TaskSpec, fr *FusedResult) error {
 		if err != nil {
 			return err
 		}
-		next, err := afterFusion(st, spec, fr.Round)
+		next, err := afterCommit(st, spec, fr)
 		if err != nil {
 			return err
 		}

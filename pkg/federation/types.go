@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
@@ -69,6 +70,14 @@ type TaskInfo struct {
 	CurrentRound int
 	Done         bool
 	WarmStart    []float64 // fused θ of round CurrentRound-1 when Spec.WarmStart, else nil
+	// Joint marks a task whose rounds are gradient/Hessian rounds of a
+	// joint likelihood (JointFuser); Trial is then the θ the current round
+	// evaluates (nil once the task is done).
+	Joint bool
+	Trial []float64
+	// JointUpdate marks a joint task whose rounds carry local updates
+	// (Submission.Update) instead of Hessians.
+	JointUpdate bool
 }
 
 // Submission is one client's locally learned θ_i, or its reward on the
@@ -91,6 +100,16 @@ type Submission struct {
 	// (ε, δ) over the task's rounds); nil when the client added none.
 	Privacy    *privacy.Declaration `json:"privacy,omitempty"`
 	ReceivedAt time.Time            `json:"received_at,omitzero"`
+	// Eval, in a joint task's round (a gradient/Hessian round), is the
+	// client's objective value, gradient and Hessian (d + d² numbers) at
+	// Theta, which is then the round's trial θ echoed as it was sent
+	// (joint.go).
+	Eval *jointopt.Eval `json:"eval,omitempty"`
+	// Update, in a round of a joint task with local updates (FedAvg,
+	// FedProx: JointFuser.JointUpdates), is the client's θ after its local
+	// steps from Theta; Eval then holds the value and gradient at Theta and
+	// no Hessian.
+	Update []float64 `json:"update,omitempty"`
 }
 
 // SubmitResult acknowledges a submission.
@@ -134,6 +153,11 @@ type FusedResult struct {
 	// RewardClients lists the clients of Clients that submitted a reward
 	// instead of θ, in the order of Clients.
 	RewardClients []string `json:"reward_clients,omitempty"`
+	// Joint is the record of a gradient/Hessian round of a joint task:
+	// the trial θ evaluated, the summed objective there and the optimizer's
+	// state after it (Theta is then the last accepted point); nil for a
+	// one-shot fusion.
+	Joint *JointRound `json:"joint,omitempty"`
 }
 
 // FusedStatus answers a request for a round's fused θ.

@@ -188,6 +188,10 @@ func validateSubmissionFields(sub *Submission) *Error {
 		return errorf(CodeResourceExhausted, "theta has %d components, limit %d", len(sub.Theta), MaxThetaDim)
 	case len(sub.Reward) > MaxRewardPoints:
 		return errorf(CodeResourceExhausted, "reward has %d values, limit %d (MaxRewardPoints)", len(sub.Reward), MaxRewardPoints)
+	case sub.Eval != nil && (len(sub.Eval.Grad) > MaxJointDim || len(sub.Eval.Hess) > MaxJointDim*MaxJointDim):
+		return errorf(CodeResourceExhausted, "evaluation has a %d-entry gradient and a %d-entry Hessian, limit %d and %d (MaxJointDim)", len(sub.Eval.Grad), len(sub.Eval.Hess), MaxJointDim, MaxJointDim*MaxJointDim)
+	case len(sub.Update) > MaxThetaDim:
+		return errorf(CodeResourceExhausted, "update has %d components, limit %d", len(sub.Update), MaxThetaDim)
 	case len(sub.Reward) > 0 && len(sub.Theta) > 0:
 		return errorf(CodeInvalidArgument, "the submission carries theta (%d components) and reward (%d values): send exactly one", len(sub.Theta), len(sub.Reward))
 	}

@@ -134,6 +134,27 @@ type Options struct {
 	// Byzantine, with K > 2f + 2 at fusion time; absent means the largest
 	// such f, ⌊(K − 3)/2⌋.
 	Byzantine *int `json:"byzantine,omitempty" yaml:"byzantine,omitempty"`
+	// GradTol is the gradient tolerance of a round method (joint): the
+	// rounds stop once ‖Σ α_i ∇L_i‖₂ ≤ GradTol; 0 means
+	// jointopt.DefaultGradTol. Refused with another method.
+	GradTol float64 `json:"grad_tol,omitempty" yaml:"grad_tol,omitempty"`
+	// MaxRounds caps a round method's rounds (trial points, line-search
+	// trials included), 1 to jointopt.MaxRoundsLimit; 0 means
+	// jointopt.DefaultMaxRounds. A federation task's rounds are this cap.
+	// Refused with another method.
+	MaxRounds int `json:"max_rounds,omitempty" yaml:"max_rounds,omitempty"`
+	// Update is how joint's clients answer a round: UpdateNewton (the
+	// default: value, gradient and Hessian; the server's Newton step),
+	// UpdateFedAvg (E local Newton steps on the client's own objective
+	// from the round's θ, averaged by the server) or UpdateFedProx (the
+	// same on L_i(θ) − (μ/2)‖θ − θ_r‖²). Refused with another method.
+	Update string `json:"update,omitempty" yaml:"update,omitempty"`
+	// LocalSteps is E of UpdateFedAvg and UpdateFedProx, 1 to
+	// MaxLocalSteps; 0 means DefaultLocalSteps. Refused with UpdateNewton.
+	LocalSteps int `json:"local_steps,omitempty" yaml:"local_steps,omitempty"`
+	// Mu is the proximal weight μ > 0 of UpdateFedProx (required there,
+	// refused elsewhere).
+	Mu float64 `json:"mu,omitempty" yaml:"mu,omitempty"`
 }
 
 // MethodName returns the registry name of the fusion method: the default
@@ -204,6 +225,17 @@ func (o Options) Validate() error {
 		if b := *o.TrimFraction; !(b >= 0 && b < 0.5) {
 			return fmt.Errorf("fusion.trim_fraction = %v: want 0 ≤ β < 0.5", b)
 		}
+	}
+	if o.GradTol != 0 || o.MaxRounds != 0 {
+		if m.Space() != JointSpace {
+			return fmt.Errorf("fusion.grad_tol, fusion.max_rounds: method %q fuses once and has no gradient rounds; they apply to %q", name, MethodJoint)
+		}
+		if _, err := o.JointConfig(); err != nil {
+			return err
+		}
+	}
+	if err := o.checkUpdate(m); err != nil {
+		return err
 	}
 	if o.Byzantine != nil {
 		if name != MethodKrum && name != MethodMultiKrum {

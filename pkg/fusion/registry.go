@@ -19,10 +19,13 @@ const (
 	RewardSpace
 )
 
-// String returns "theta" or "reward".
+// String returns "theta", "reward" or "joint".
 func (s Space) String() string {
-	if s == RewardSpace {
+	switch s {
+	case RewardSpace:
 		return "reward"
+	case JointSpace:
+		return "joint"
 	}
 	return "theta"
 }
@@ -73,6 +76,7 @@ var registry = []Method{
 	krumMethod{multi: true},
 	rewardMedian,
 	rewardTrimmedMean,
+	jointMethod{},
 }
 
 // aliases maps accepted old spellings to registry names.

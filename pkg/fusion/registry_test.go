@@ -27,7 +27,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestMethodsRegistry(t *testing.T) {
 	want := []string{"mean", "normalized-mean", "barycenter", "debiased", "median", "trimmed-mean",
-		"geometric-median", "krum", "multi-krum", "reward-median", "reward-trimmed-mean"}
+		"geometric-median", "krum", "multi-krum", "reward-median", "reward-trimmed-mean", "joint"}
 	if got := fusion.Methods(); !slices.Equal(got, want) {
 		t.Fatalf("Methods() = %v, want %v", got, want)
 	}
@@ -523,6 +523,9 @@ func TestEveryMethodIgnoresZeroWeightClients(t *testing.T) {
 	wBad := append(slices.Clone(w), 0)
 	for _, name := range fusion.Methods() {
 		m, _ := fusion.Lookup(name)
+		if m.Space() == fusion.JointSpace {
+			continue // fuses no θ_i (TestJointFusesNoTheta)
+		}
 		opt := fusion.Options{Method: name}
 		if m.Space() == fusion.RewardSpace {
 			opt.SigmaMode = fusion.SigmaPerClient
@@ -599,6 +602,9 @@ func BenchmarkFuseMethods(b *testing.B) {
 		thetas[i] = []float64{-0.05 * rng.Float64(), 0.03 * rng.Float64()}
 	}
 	for _, name := range fusion.Methods() {
+		if fusion.IsRoundMethod(name) {
+			continue
+		}
 		b.Run(name, func(b *testing.B) {
 			opt := fusion.Options{Method: name, MaxIter: 200}
 			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace {

@@ -92,6 +92,11 @@ type Release struct {
 	// instead of θ, is the noised reward vector exactly as sent (Theta is
 	// then empty): the same mechanism, clipped in L2 and noised alike.
 	Reward []float64 `json:"reward,omitempty"`
+	// Joint, for a round of a joint-likelihood task, is the noised
+	// evaluation exactly as sent: value, gradient and the Hessian's upper
+	// triangle as one vector, clipped in L2 and noised alike (Theta is then
+	// the round's public trial θ, which the client evaluated and echoes).
+	Joint []float64 `json:"joint,omitempty"`
 	// ReleasedAt is when the release was written, before it was sent.
 	ReleasedAt time.Time `json:"released_at"`
 	// AckedAt is when the server acknowledged it (zero until then).
@@ -328,7 +333,7 @@ func (l *Ledger) Record(r Release) error {
 			if err := json.Unmarshal(v, &old); err != nil {
 				return fmt.Errorf("release of task %s client %s round %d: %w", r.Task, r.Client, r.Round, err)
 			}
-			if old.Declaration == r.Declaration && old.Mechanism == r.Mechanism && sameBits(old.Theta, r.Theta) && sameBits(old.Reward, r.Reward) {
+			if old.Declaration == r.Declaration && old.Mechanism == r.Mechanism && sameBits(old.Theta, r.Theta) && sameBits(old.Reward, r.Reward) && sameBits(old.Joint, r.Joint) {
 				return nil
 			}
 			return fmt.Errorf("%w: client %s released round %d of task %s on %s with another θ; drawing new noise for it is refused (it would be a second release): re-send the recorded θ",

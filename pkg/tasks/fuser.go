@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 )
 
 // Fuser is the server's federation.Fuser for every registered family: it
@@ -156,3 +157,52 @@ func (f *Fuser) checkedProbe(spec federation.TaskSpec) (fusion.Probe, error) {
 	})
 	return p, err
 }
+
+// JointConfig implements federation.JointFuser: a task whose fusion method
+// runs in gradient/Hessian rounds (fusion.IsRoundMethod: "joint") has the
+// optimizer configuration of its fusion options (grad_tol, max_rounds).
+func (f *Fuser) JointConfig(spec federation.TaskSpec) (jointopt.Config, bool, error) {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return jointopt.Config{}, false, err
+	}
+	if !fusion.IsRoundMethod(opt.Method) {
+		return jointopt.Config{}, false, nil
+	}
+	cfg, err := opt.JointConfig()
+	return cfg, true, err
+}
+
+// JointUpdates implements federation.JointFuser: a joint task with update
+// fedavg or fedprox (fusion.Options.LocalUpdate).
+func (f *Fuser) JointUpdates(spec federation.TaskSpec) bool {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	return err == nil && opt.LocalUpdate() != nil
+}
+
+// JointStep implements federation.JointFuser with the registry's combining
+// step (fusion.JointStep for Newton rounds, fusion.UpdateStep with the
+// clients' local updates), weighting the clients as every other method
+// does (fusion.Options.JointWeights: uniform, or demos with its cap).
+func (f *Fuser) JointStep(_ context.Context, spec federation.TaskSpec, s *jointopt.State, evals []jointopt.Eval, updates [][]float64, demoCounts []int) ([]float64, jointopt.Eval, error) {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	alpha, err := opt.JointWeights(demoCounts)
+	if err != nil {
+		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	var sum jointopt.Eval
+	if updates != nil {
+		sum, err = fusion.UpdateStep(s, evals, updates, alpha)
+	} else {
+		sum, err = fusion.JointStep(s, evals, alpha)
+	}
+	if err != nil {
+		return nil, jointopt.Eval{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	return alpha, sum, nil
+}
+
+var _ federation.JointFuser = (*Fuser)(nil)

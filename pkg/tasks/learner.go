@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"gonum.org/v1/gonum/mat"
 )
@@ -33,6 +35,11 @@ type MaxEntLearner struct {
 	// method one that takes rewards. The fused θ of a previous round is on
 	// the task's features, not the client's, so it warm-starts nothing.
 	SubmitReward bool
+
+	mu        sync.Mutex
+	jointPhi  *mat.Dense // Evaluate's features and configuration, for task jointTask
+	jointCfg  irl.Config
+	jointTask string
 }
 
 // LoadMaxEntLearner reads an MDP with its features (irl.LoadMDP: a JSON spec,
@@ -60,23 +67,11 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	if l.SubmitReward {
 		return l.learnReward(ctx, spec)
 	}
-	phi := l.Features
-	if fam, err := Lookup(spec.EnvFamily); err == nil {
-		if fc, ok := fam.(FeatureChecker); ok {
-			if phi, err = fc.ClientFeatures(spec.Probe, l.MDP, l.Features); err != nil {
-				return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
-			}
-		}
-	}
-	if _, d := phi.Dims(); d != spec.ThetaDim {
-		return federation.LocalResult{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
-	}
-	cfg, err := DecodeIRL(spec.IRL)
+	phi, cfg, err := l.taskModel(spec)
 	if err != nil {
-		return federation.LocalResult{}, fmt.Errorf("task %s: %w", spec.ID, err)
+		return federation.LocalResult{}, err
 	}
 	cfg.Theta0 = slices.Clone(warmStart)
-	cfg.Solver = l.Solver
 	res, err := irl.MaxEnt(ctx, l.MDP, phi, l.Demos, cfg)
 	if err != nil {
 		return federation.LocalResult{}, fmt.Errorf("MaxEnt IRL: %w", err)
@@ -84,6 +79,102 @@ func (l *MaxEntLearner) Learn(ctx context.Context, spec federation.TaskSpec, war
 	return federation.LocalResult{Theta: res.Theta, DemoCount: len(l.Demos), Iterations: res.Iterations, GradNorm: lastGradNorm(res),
 		Converged: res.Converged, StopReason: res.StopReason}, nil
 }
+
+// taskModel returns the client's features on the task's Φ (checked
+// against the task's probe for a FeatureChecker family) and the task's IRL
+// configuration with the client's solver.
+func (l *MaxEntLearner) taskModel(spec federation.TaskSpec) (*mat.Dense, irl.Config, error) {
+	phi := l.Features
+	if fam, err := Lookup(spec.EnvFamily); err == nil {
+		if fc, ok := fam.(FeatureChecker); ok {
+			if phi, err = fc.ClientFeatures(spec.Probe, l.MDP, l.Features); err != nil {
+				return nil, irl.Config{}, fmt.Errorf("task %s: %w", spec.ID, err)
+			}
+		}
+	}
+	if _, d := phi.Dims(); d != spec.ThetaDim {
+		return nil, irl.Config{}, fmt.Errorf("task %s wants theta_dim %d, the client's features have %d", spec.ID, spec.ThetaDim, d)
+	}
+	cfg, err := DecodeIRL(spec.IRL)
+	if err != nil {
+		return nil, irl.Config{}, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	cfg.Solver = l.Solver
+	return phi, cfg, nil
+}
+
+// Evaluate implements federation.JointLearner: the client's MaxEnt
+// objective (log-likelihood of its demonstrations under its own MDP minus
+// the task's (λ/2)‖θ‖², irl.Objective) with its gradient and Hessian at
+// theta, and its demonstration count. The features and configuration are
+// resolved once per task; each evaluation starts its solves cold on a new
+// objective, so it is a function of theta alone: a restarted client
+// re-sends the same bits for a round it had answered (a duplicate), and the
+// order in which θ are evaluated does not matter.
+func (l *MaxEntLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, theta []float64) (jointopt.Eval, int, error) {
+	if err := ctx.Err(); err != nil {
+		return jointopt.Eval{}, 0, err
+	}
+	if l.SubmitReward {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s runs gradient rounds on the task's Φ; a client with its own reward model (--submit-reward) cannot evaluate them", spec.ID)
+	}
+	if len(theta) != spec.ThetaDim {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s: θ has %d components, theta_dim %d", spec.ID, len(theta), spec.ThetaDim)
+	}
+	l.mu.Lock()
+	if l.jointPhi == nil || l.jointTask != spec.ID {
+		phi, cfg, err := l.taskModel(spec)
+		if err != nil {
+			l.mu.Unlock()
+			return jointopt.Eval{}, 0, err
+		}
+		l.jointPhi, l.jointCfg, l.jointTask = phi, cfg, spec.ID
+	}
+	phi, cfg := l.jointPhi, l.jointCfg
+	l.mu.Unlock()
+	o, err := irl.NewObjective(l.MDP, phi, l.Demos, cfg)
+	if err != nil {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	defer o.Close()
+	return o.Evaluate(theta, 0), len(l.Demos), nil
+}
+
+// LocalUpdate implements federation.JointUpdater for a joint task with
+// update fedavg or fedprox: the task's local steps (fusion.LocalUpdate:
+// E damped Newton steps on the client's objective, with the proximal
+// term for FedProx) from theta, ending early at the task's grad_tol; it
+// returns the θ reached, the objective's value and gradient at theta, and
+// the demonstration count.
+func (l *MaxEntLearner) LocalUpdate(ctx context.Context, spec federation.TaskSpec, theta []float64) ([]float64, jointopt.Eval, int, error) {
+	opt, err := fusion.DecodeOptions(spec.Fusion)
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	lu := opt.LocalUpdate()
+	if lu == nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: fusion %q with update %q takes no local steps", spec.ID, opt.MethodName(), opt.Update)
+	}
+	cfg, err := opt.JointConfig()
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, fmt.Errorf("task %s: %w", spec.ID, err)
+	}
+	term := func(th []float64) (jointopt.Eval, error) {
+		e, _, err := l.Evaluate(ctx, spec, th)
+		return e, err
+	}
+	u, first, err := lu.Solve(term, theta, cfg.GradTol)
+	if err != nil {
+		return nil, jointopt.Eval{}, 0, err
+	}
+	first.Hess = nil
+	return u, first, len(l.Demos), nil
+}
+
+var (
+	_ federation.JointLearner = (*MaxEntLearner)(nil)
+	_ federation.JointUpdater = (*MaxEntLearner)(nil)
+)
 
 func lastGradNorm(res irl.Result) float64 {
 	if n := len(res.GradNorm); n > 0 {

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -178,6 +179,13 @@ func TestFuserRunsEveryRegisteredMethod(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		out, err := f.Fuse(context.Background(), spec, thetas, []int{1, 2, 1, 3, 1})
+		if fusion.IsRoundMethod(name) {
+			// Gradient/Hessian rounds (joint_test.go): no one-shot fusion.
+			if !errors.Is(err, fusion.ErrRoundMethod) {
+				t.Errorf("%s: one-shot Fuse gave %v, want ErrRoundMethod", name, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
