@@ -1,9 +1,11 @@
 package irl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fedirl/fedirl/pkg/jointopt"
 )
@@ -13,7 +15,14 @@ import (
 // the client's own MaxEnt optimum, μ → ∞ the fused θ itself. It starts from
 // center, where the pull is zero.
 func Personalize(ctx context.Context, o *Objective, center []float64, mu float64, cfg jointopt.Config) (*jointopt.State, error) {
-	if len(center) != o.d {
+	return PersonalizeFrom(ctx, o, center, mu, center, cfg)
+}
+
+// PersonalizeFrom is Personalize started from start instead of the center
+// (a warm start: the objective is strictly concave for μ > 0 or λ > 0, so
+// the optimum is the same).
+func PersonalizeFrom(ctx context.Context, o *Objective, center []float64, mu float64, start []float64, cfg jointopt.Config) (*jointopt.State, error) {
+	if len(center) != o.d || len(start) != o.d {
 		return nil, fmt.Errorf("irl: personalization center has %d entries, the objective %d", len(center), o.d)
 	}
 	if !(mu >= 0) || math.IsInf(mu, 0) {
@@ -24,7 +33,7 @@ func Personalize(ctx context.Context, o *Objective, center []float64, mu float64
 	if mu > 0 {
 		terms, w = append(terms, jointopt.Prox(center, mu)), append(w, 1)
 	}
-	return jointopt.Maximize(terms, w, center, cfg)
+	return jointopt.Maximize(terms, w, start, cfg)
 }
 
 // ProxChoice is the outcome of choosing a personalization weight on a
@@ -59,7 +68,7 @@ func ChooseProx(ctx context.Context, fit, val *Objective, center []float64, cand
 		return ProxChoice{}, fmt.Errorf("irl: no personalization candidates")
 	}
 	d := fit.d
-	e := fit.Evaluate(center, 0)
+	e := fit.Evaluate(center, fit.jointRtol)
 	tr := 0.0
 	for j := range d {
 		tr -= e.Hess[j*d+j]
@@ -73,15 +82,28 @@ func ChooseProx(ctx context.Context, fit, val *Objective, center []float64, cand
 			ch.Chosen = k
 		}
 	}
+	// Fitted from the largest weight down, each from the previous fit (a
+	// continuation from the center toward the client's own optimum), and
+	// scored in the declared order.
+	order := make([]int, len(candidates))
 	for k, c := range candidates {
 		if !(c >= 0) || math.IsInf(c, 0) {
 			return ProxChoice{}, fmt.Errorf("irl: personalization candidate %v, want finite and ≥ 0", c)
 		}
-		s, err := Personalize(ctx, fit, center, c*ch.Scale, cfg)
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(candidates[b], candidates[a]) })
+	fits := make([][]float64, len(candidates))
+	start := center
+	for _, k := range order {
+		s, err := PersonalizeFrom(ctx, fit, center, candidates[k]*ch.Scale, start, cfg)
 		if err != nil {
 			return ProxChoice{}, err
 		}
-		score(k, s.Theta)
+		fits[k], start = s.Theta, s.Theta
+	}
+	for k := range candidates {
+		score(k, fits[k])
 	}
 	if withCenter {
 		score(len(candidates), center)

@@ -11,6 +11,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 	"gonum.org/v1/gonum/floats"
@@ -112,6 +113,9 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
+	if opt.MethodName() == fusion.MethodJoint {
+		spec.Rounds = 0 // a joint task's rounds are its max_rounds
+	}
 	switch {
 	case c.Privacy.central() && opt.MethodName() == fusion.MethodMean:
 		// The server clips the θ_i it receives in clear and noises the mean.
@@ -168,8 +172,16 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		run := federation.InProcessConfig{Fuser: fuser}
 		localDP := c.Privacy.enabled() && spec.CentralPrivacy == nil
 		if localDP {
+			params := c.Privacy.params()
+			if opt.MethodName() == fusion.MethodJoint {
+				// one release per round, composed over the task's round cap
+				params.Rounds = opt.MaxRounds
+				if params.Rounds == 0 {
+					params.Rounds = jointopt.DefaultMaxRounds
+				}
+			}
 			run.Privacy = func(i int) *federation.ClientPrivacy {
-				return &federation.ClientPrivacy{Params: c.Privacy.params(), Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
+				return &federation.ClientPrivacy{Params: params, Noise: stream(f.Seed, f.GridSize, noisePurpose, i)}
 			}
 		} else if spec.CentralPrivacy != nil {
 			// The server's stream: index K, after the clients' 0..K-1.
@@ -178,6 +190,12 @@ func (c Config) federate(ctx context.Context, name string, f *Fit, st *setup, cl
 		fused, reports, err := federation.RunInProcess(ctx, spec, local, run)
 		if err != nil {
 			return fmt.Errorf("federation %s: %w", id, err)
+		}
+		if opt.MethodName() == fusion.MethodJoint {
+			if err := c.jointResult(f, col, id, fused, clients); err != nil {
+				return err
+			}
+			continue
 		}
 		if len(fused) != 1 || len(fused[0].Clients) != len(clients) {
 			return fmt.Errorf("federation %s: want one round fused from %d clients, got %d rounds", id, len(clients), len(fused))

@@ -3,6 +3,7 @@ package gridworld
 import (
 	"context"
 	"fmt"
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 	"maps"
 	"math"
 	"slices"
@@ -122,7 +123,21 @@ func TestFederatedStudyMatchesDirectFusion(t *testing.T) {
 				sameBits(t, "local theta", f.Local[i], local[i])
 			}
 			for _, m := range append(slices.Clone(DefaultFusionMethods), ColExpert) {
+				if m == fusion.MethodJoint {
+					continue // rounds of the summed likelihood, checked against the central pooled fit below
+				}
 				sameBits(t, m, f.Fused[m], fused[m])
+			}
+			jc, err := c.jointClients(clients)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pooled, err := jointfit.FitPooled(context.Background(), jc, c.Joint)
+			if err != nil || !pooled.Converged {
+				t.Fatalf("pooled: %v", err)
+			}
+			if e := relDist(f.Fused[fusion.MethodJoint], pooled.Theta); !(e <= 1e-5) {
+				t.Errorf("joint θ %v, the central pooled fit %v: relative distance %.3g > 1e-5", f.Fused[fusion.MethodJoint], pooled.Theta, e)
 			}
 			if !maps.Equal(f.Info, info) {
 				t.Errorf("diagnostics %+v, direct fusion gives %+v", f.Info, info)

@@ -110,6 +110,8 @@ type Fit struct {
 	// clients' personalized fits around it (joint.personalized).
 	Pooled   *jointfit.Pooled    `json:"pooled,omitempty"`
 	Personal []jointfit.Personal `json:"personalized,omitempty"`
+	// Joint describes each joint column's federated rounds.
+	Joint map[string]JointRounds `json:"joint,omitempty"`
 
 	// Not serialized: the environments and probe, for figures.
 	clients, heldOut []*Env
@@ -248,6 +250,9 @@ func (c Config) columnOptions(col string) (fusion.Options, error) {
 	case fusion.MethodDebiased:
 		opt = c.fusionOptions(ot.Debiased)
 		opt.Method = fusion.MethodDebiased
+	case fusion.MethodJoint:
+		// the pooled column's tolerance and round cap, so the two are the same fit
+		opt = fusion.Options{Method: name, GradTol: c.Joint.GradTol, MaxRounds: c.Joint.MaxRounds}
 	default:
 		opt = fusion.Options{Method: name}
 		if m.Space() == fusion.RewardSpace {

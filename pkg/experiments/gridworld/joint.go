@@ -8,7 +8,10 @@ import (
 	"slices"
 
 	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
+	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/jointopt"
 )
 
 // The pooled oracle and the personalized rewards of a cell (jointfit): the
@@ -109,12 +112,19 @@ func (s *Study) jointMarkdown(b *bytes.Buffer) {
 	}
 	fmt.Fprintf(b, "\nThe pooled oracle (one θ fitted to every client's demonstrations under its own dynamics, Newton to ‖∇‖ ≤ %g) and the identifiability of θ: the data curvature −∇²L − λI at the pooled θ read on the joint curvature's range (jointfit.Identifiability): its λ_min jointly (Σα_i) and of the best single client there; gain = joint / best single (> 1: the federation pins down a direction no client alone does). Personalized: each client's μ chosen on its last %g of demonstrations (c·s for c in %v, or the pooled θ itself).\n\n",
 		s.Config.Joint.GradTol, s.Config.Joint.ValidationFraction, s.Config.Joint.ProxCandidates)
-	b.WriteString("| Environment | Seeds | pooled converged | Newton rounds (max) | joint rank (min) / d | λ_min joint (median) | λ_min best client (median) | gain > 1 | personalized: μ = 0 / between / pooled θ |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Environment | Seeds | pooled converged | Newton rounds (max) | federated joint: rounds (max), ‖θ_joint − θ_pooled‖/‖θ_pooled‖ (max) | joint rank (min) / d | λ_min joint (median) | λ_min best client (median) | gain > 1 | personalized: μ = 0 / between / pooled θ |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for k, e := range s.Config.Environments {
 		conv, maxRounds, gainAbove, minRank, dim := 0, 0, 0, math.MaxInt, 0
 		var joint, best []float64
-		var own, mid, center int
+		var own, mid, center, jointRounds int
+		jointErr := math.NaN()
 		for _, f := range s.Cells[k] {
+			if jr, ok := f.Joint[fusion.MethodJoint]; ok && f.Pooled != nil {
+				jointRounds = max(jointRounds, jr.Rounds)
+				if e := relDist(f.Fused[fusion.MethodJoint], f.Pooled.Theta); math.IsNaN(jointErr) || e > jointErr {
+					jointErr = e
+				}
+			}
 			p := f.Pooled
 			if p == nil {
 				continue
@@ -140,9 +150,23 @@ func (s *Study) jointMarkdown(b *bytes.Buffer) {
 				}
 			}
 		}
-		fmt.Fprintf(b, "| %d×%d | %d | %d/%d | %d | %d / %d | %.3g | %.3g | %d/%d | %d / %d / %d |\n", e.GridSize, e.GridSize, len(s.Cells[k]),
-			conv, len(s.Cells[k]), maxRounds, minRank, dim, median(joint), median(best), gainAbove, len(s.Cells[k]), own, mid, center)
+		jointCell := "–"
+		if jointRounds > 0 {
+			jointCell = fmt.Sprintf("%d, %.2g", jointRounds, jointErr)
+		}
+		fmt.Fprintf(b, "| %d×%d | %d | %d/%d | %d | %s | %d / %d | %.3g | %.3g | %d/%d | %d / %d / %d |\n", e.GridSize, e.GridSize, len(s.Cells[k]),
+			conv, len(s.Cells[k]), maxRounds, jointCell, minRank, dim, median(joint), median(best), gainAbove, len(s.Cells[k]), own, mid, center)
 	}
+}
+
+// relDist is ‖a − b‖₂/‖b‖₂.
+func relDist(a, b []float64) float64 {
+	num, den := 0.0, 0.0
+	for i := range b {
+		num += (a[i] - b[i]) * (a[i] - b[i])
+		den += b[i] * b[i]
+	}
+	return math.Sqrt(num / den)
 }
 
 func median(x []float64) float64 {
@@ -155,4 +179,54 @@ func median(x []float64) float64 {
 		return y[n/2]
 	}
 	return (y[n/2-1] + y[n/2]) / 2
+}
+
+// Evaluate implements federation.JointLearner: the client's MaxEnt
+// objective under its own environment (the cell's irl settings, value
+// solves to 1e-10 as the pooled column's) at θ, built anew for each θ so
+// that an evaluation is a function of θ alone; the count is the
+// demonstration steps the study's demonstrations weighting uses.
+func (l *studyClient) Evaluate(ctx context.Context, spec federation.TaskSpec, theta []float64) (jointopt.Eval, int, error) {
+	if err := ctx.Err(); err != nil {
+		return jointopt.Eval{}, 0, err
+	}
+	cfg := l.cfg.config(l.cfg.IRLIterations)
+	cfg.Solver.Tol = 1e-10
+	o, err := irl.NewObjective(l.env.MDP, l.env.Phi, l.demos, cfg)
+	if err != nil {
+		return jointopt.Eval{}, 0, err
+	}
+	defer o.Close()
+	if len(theta) != o.Dim() {
+		return jointopt.Eval{}, 0, fmt.Errorf("task %s: θ has %d entries, the client's features %d", spec.ID, len(theta), o.Dim())
+	}
+	return o.Evaluate(theta, 0), l.demoSteps, nil
+}
+
+var _ federation.JointLearner = (*studyClient)(nil)
+
+// jointResult records a joint column: the last round's θ (the federated
+// fit of the clients' summed likelihood) and its rounds, checked to have
+// taken every client.
+func (c Config) jointResult(f *Fit, col, id string, fused []federation.FusedResult, clients []*studyClient) error {
+	if len(fused) == 0 {
+		return fmt.Errorf("federation %s: no round fused", id)
+	}
+	last := fused[len(fused)-1]
+	if len(last.Clients) != len(clients) || last.Joint == nil {
+		return fmt.Errorf("federation %s: the last of %d rounds has %d clients and no joint record", id, len(fused), len(last.Clients))
+	}
+	f.Fused[col] = last.Theta
+	if f.Joint == nil {
+		f.Joint = map[string]JointRounds{}
+	}
+	f.Joint[col] = JointRounds{Rounds: len(fused), Reason: last.Joint.Reason, GradNorm: last.Joint.GradNorm}
+	return nil
+}
+
+// JointRounds describes a joint column's federated fit.
+type JointRounds struct {
+	Rounds   int     `json:"rounds"`
+	Reason   string  `json:"reason"`
+	GradNorm float64 `json:"grad_norm"`
 }

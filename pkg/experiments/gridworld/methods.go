@@ -14,8 +14,10 @@ import (
 
 // DefaultFusionMethods are the fused columns of the study by default: the
 // paper's two (mean, barycenter), the normalization control
-// (normalized-mean) and the debiased barycenter.
-var DefaultFusionMethods = []string{fusion.MethodMean, fusion.MethodNormalizedMean, fusion.MethodBarycenter, fusion.MethodDebiased}
+// (normalized-mean), the debiased barycenter and the federated joint fit
+// (gradient/Hessian rounds of the clients' summed likelihood, which must
+// reach the pooled column).
+var DefaultFusionMethods = []string{fusion.MethodMean, fusion.MethodNormalizedMean, fusion.MethodBarycenter, fusion.MethodDebiased, fusion.MethodJoint}
 
 // perClientSuffix marks a fusion_methods entry fused with per-client σ.
 const perClientSuffix = "/" + fusion.SigmaPerClient
@@ -93,6 +95,8 @@ var DeclaredPairs = []Pair{
 	{ColPooled, fusion.MethodBarycenter},
 	{ColPersonalized, ColLocal},
 	{ColPersonalized, ColPooled},
+	// the federated joint fit against the central pooled one: a check (≈ 0)
+	{fusion.MethodJoint, ColPooled},
 }
 
 // pairs returns the declared pairs whose columns are among cols.
@@ -123,6 +127,7 @@ var styles = map[string]columnStyle{
 	ColLocal:                    {color.Gray{Y: 150}, draw.CrossGlyph{}},
 	ColPooled:                   {color.RGBA{23, 190, 207, 255}, draw.PlusGlyph{}},
 	ColPersonalized:             {color.RGBA{188, 189, 34, 255}, draw.BoxGlyph{}},
+	fusion.MethodJoint:          {color.RGBA{127, 127, 127, 255}, draw.TriangleGlyph{}},
 }
 
 var fallbackStyles = []columnStyle{

@@ -123,8 +123,8 @@ func TestSweepResumesAndMatchesStudy(t *testing.T) {
 	}
 	for k, r := range s.Table1() {
 		got := res[1].Rows[k]
-		if len(got.In) != 9 || len(got.HeldOut) != 6 {
-			t.Fatalf("row %d: %d in-distribution and %d held-out pairs, want the 9 and 6 declared", k, len(got.In), len(got.HeldOut))
+		if len(got.In) != 10 || len(got.HeldOut) != 7 {
+			t.Fatalf("row %d: %d in-distribution and %d held-out pairs, want the 10 and 7 declared", k, len(got.In), len(got.HeldOut))
 		}
 		for key, p := range r.InDistPaired {
 			if got.In[key].Mean != p.Mean || got.In[key].Hi != p.Hi {
