@@ -196,14 +196,14 @@ func (s *State) Trial() []float64 {
 
 // valueNoise is the relative error of an evaluation's value that the line
 // search tolerates; armijo is the sufficient-increase constant and
-// backtrack the step factor of the line search; maxBacktracks ends a search that cannot
-// increase F (the direction is then no ascent direction at the precision
-// of the evaluations).
+// backtrack the largest step factor of a backtrack; minAlpha ends a
+// search that cannot increase F (the direction is then no ascent
+// direction at the precision of the evaluations).
 const (
-	valueNoise    = 1e-8
-	armijo        = 1e-4
-	backtrack     = 0.5
-	maxBacktracks = 30
+	valueNoise = 1e-8
+	armijo     = 1e-4
+	backtrack  = 0.5
+	minAlpha   = 1e-9
 )
 
 // Observe folds in the summed evaluation at Trial() and decides the next
@@ -219,9 +219,10 @@ func (s *State) Observe(ev Eval) error {
 	}
 	s.Rounds++
 	accept := !s.Have
+	var predicted, gain float64
 	if s.Have {
-		predicted := s.Alpha * floats.Dot(s.Base.Grad, s.Dir)
-		gain := ev.Value - s.Base.Value
+		predicted = s.Alpha * floats.Dot(s.Base.Grad, s.Dir)
+		gain = ev.Value - s.Base.Value
 		// Values carry the error of the solves behind them (about 1e-9 of
 		// 1 + |F| for value iteration to 1e-10): a step whose predicted
 		// gain is below that is judged by the gradient, which Newton's
@@ -251,8 +252,17 @@ func (s *State) Observe(ev Eval) error {
 		}
 		s.Alpha = 1
 	} else {
-		s.Alpha *= backtrack
-		if s.Alpha < math.Pow(backtrack, maxBacktracks) {
+		// The maximizer of the quadratic through F(0), its slope and
+		// F(Alpha), kept within [0.1, 0.5]·Alpha (a safeguarded
+		// interpolation: one round usually lands near the best step where
+		// halving would take several).
+		next := backtrack * s.Alpha
+		if curv := 2 * (gain - predicted); curv < 0 {
+			a := -predicted * s.Alpha / curv
+			next = min(max(a, 0.1*s.Alpha), backtrack*s.Alpha)
+		}
+		s.Alpha = next
+		if s.Alpha < minAlpha {
 			return s.finish(StopLineSearch)
 		}
 	}

@@ -180,7 +180,16 @@ func probeWithin(spec federation.TaskSpec, lim federation.Limits, build func(Fam
 	if err := lim.CheckProbe(n, d); err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
 	}
-	if d != spec.ThetaDim {
+	want := d
+	if opt.MethodName() == fusion.MethodJoint && icfg.Absorbing {
+		// a joint task's θ is the clients' objective's: with irl.absorbing
+		// one more entry, the absorbing state's value θ_abs, last
+		want = d + 1
+	}
+	if want != spec.ThetaDim {
+		if want != d {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("theta_dim %d: a joint task with irl.absorbing has family %s's %d feature columns and the absorbing value, %d", spec.ThetaDim, spec.EnvFamily, d, want)
+		}
 		return fusion.Probe{}, fusion.Options{}, fmt.Errorf("theta_dim %d: family %s's features have %d columns", spec.ThetaDim, spec.EnvFamily, d)
 	}
 	return p, opt, nil

@@ -44,6 +44,9 @@ type FusionFile struct {
 	Iterations    int       `json:"iterations"`
 	// Clip is the clipping norm C the clients used under privacy (0 without).
 	Clip float64 `json:"clip,omitempty"`
+	// JointReason is why a joint fit's rounds ended (Iterations is then
+	// their number).
+	JointReason string `json:"joint_reason,omitempty"`
 }
 
 // fusionOptions returns the fusion of a study method: the study's method
@@ -56,6 +59,9 @@ func (s *Study) fusionOptions(method string) fusion.Options {
 	switch method {
 	case MethodMean:
 		return fusion.Options{Method: fusion.MethodMean}
+	case fusion.MethodJoint:
+		// the pooled unit's tolerance and round cap: the federated fit of the same objective
+		return fusion.Options{Method: fusion.MethodJoint, GradTol: s.cfg.Joint.GradTol, MaxRounds: s.cfg.Joint.MaxRounds}
 	case MethodNormalizedMean, MethodBarycenter, MethodDebiased:
 	default:
 		if m, err := fusion.Lookup(method); err == nil && m.Space() == fusion.RewardSpace {
@@ -112,6 +118,9 @@ func (l fixedLearner) Learn(context.Context, federation.TaskSpec, []float64) (fe
 }
 
 func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []unit, env, lattice, method string, seed uint64) error {
+	if method == fusion.MethodJoint {
+		return s.runJoint(ctx, u, sp, env, lattice, seed)
+	}
 	var clients []federation.LocalClient
 	for i, lu := range locals {
 		var f IRLFile
@@ -159,7 +168,8 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 	if len(fused) != 1 {
 		return fmt.Errorf("federation %s: %d rounds fused, want 1", u.name, len(fused))
 	}
-	return report.WriteJSON(u.path(s.units), FusionFile{env, lattice, seed, method, fused[0].Theta, fused[0].MarginalError, fused[0].Iterations, clip})
+	return report.WriteJSON(u.path(s.units), FusionFile{Env: env, Lattice: lattice, Seed: seed, Method: method, Theta: fused[0].Theta,
+		MarginalError: fused[0].MarginalError, Iterations: fused[0].Iterations, Clip: clip})
 }
 
 // pilotUnits returns the local IRL units of the training clients on the
