@@ -53,6 +53,9 @@ type ProxChoice struct {
 	// Chosen indexes the best candidate (the first of equals;
 	// len(Candidates) for the center).
 	Chosen int `json:"chosen"`
+	// Fit is the chosen candidate's θ on the fitted demonstrations (a
+	// warm start for a refit on all of them).
+	Fit []float64 `json:"-"`
 	// Mu is the chosen weight c·s; Center reports that the fused θ itself
 	// was chosen (Mu is then 0 and means ∞).
 	Mu     float64 `json:"mu"`
@@ -110,6 +113,7 @@ func ChooseProx(ctx context.Context, fit, val *Objective, center []float64, cand
 	}
 	if ch.Center = ch.Chosen == len(candidates); !ch.Center {
 		ch.Mu = candidates[ch.Chosen] * ch.Scale
+		ch.Fit = fits[ch.Chosen]
 	}
 	return ch, nil
 }

@@ -54,11 +54,12 @@ type Config struct {
 	HessianRtol float64 `yaml:"hessian_rtol" json:"hessian_rtol"`
 }
 
-// DefaultConfig returns the studies' default: both on, c ∈ {0, 0.1, 1,
-// 10} and the pooled θ itself, a fifth of the demonstrations held out,
+// DefaultConfig returns the studies' default: both on, c ∈ {0, 1} and the
+// pooled θ itself (each candidate costs a Newton fit per client on a large
+// lattice), a fifth of the demonstrations held out,
 // ‖∇‖ ≤ 1e-8 in at most 100 Newton rounds, Hessians to a residual of 1e-3.
 func DefaultConfig() Config {
-	return Config{Pooled: true, Personalized: true, ProxCandidates: []float64{0, 0.1, 1, 10}, ProxCenter: true,
+	return Config{Pooled: true, Personalized: true, ProxCandidates: []float64{0, 1}, ProxCenter: true,
 		ValidationFraction: 0.2, GradTol: 1e-8, MaxRounds: 100, HessianRtol: 1e-3}
 }
 
@@ -332,7 +333,7 @@ func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Pe
 		return Personal{}, err
 	}
 	defer all.Close()
-	s, err := irl.Personalize(ctx, all, center, ch.Mu, c.opt())
+	s, err := irl.PersonalizeFrom(ctx, all, center, ch.Mu, ch.Fit, c.opt())
 	if err != nil {
 		return Personal{}, err
 	}
