@@ -70,10 +70,18 @@ type Coordinator struct {
 	errs   map[string]string          // task -> last fusion error
 	fusing map[string]bool            // tasks with a fusion running in this process
 	retry  map[string]retryState      // tasks whose last fusion failed transiently
-	// tokens holds the token hash of every client of every readable task:
-	// the gRPC adapter refuses a call whose token is not among them at its
-	// headers, before reading its request.
-	tokens map[string]struct{}
+	// tokens maps the token hash of every client of every readable task to
+	// its owner: the gRPC adapter refuses a call whose token is not among
+	// them at its headers, before reading its request, and accounts the
+	// connection's place to the owner.
+	tokens map[string]tokenOwner
+	// revoked maps the hash of every revoked or rotated token to the reason
+	// its calls are refused with.
+	revoked map[string]string
+	// done holds the tasks whose last round is fused: their tokens still
+	// read results but no longer hold an authenticated place.
+	done     map[string]bool
+	revokeMu sync.Mutex // serialises revocations
 	// corrupt maps tasks whose record or round state cannot be read to the
 	// store's error, found at start-up (logged, counted by the metrics and
 	// never shown to callers).
@@ -131,7 +139,7 @@ func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, erro
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
 		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
-		tokens: map[string]struct{}{}, corrupt: map[string]string{}, stop: make(chan struct{})}
+		tokens: map[string]tokenOwner{}, revoked: map[string]string{}, done: map[string]bool{}, corrupt: map[string]string{}, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.scanTasks(); err != nil {
 		return nil, err
@@ -164,27 +172,68 @@ func (c *Coordinator) scanTasks() error {
 			continue
 		}
 		c.tasks[t.ID] = &rec
-		for _, h := range rec.Clients {
-			c.tokens[h] = struct{}{}
+		c.indexTokens(&rec)
+		if t.State.Done {
+			c.done[t.ID] = true
 		}
 	}
 	return nil
 }
 
-// knownToken reports whether token is the admin token or some readable
-// task's client token (hashing it once; a cheap check for the gRPC adapter).
-func (c *Coordinator) knownToken(token string) bool {
+// indexTokens adds rec's client tokens and revoked tokens to the indexes
+// the gRPC adapter screens calls with (c.mu held or not yet shared).
+func (c *Coordinator) indexTokens(rec *taskRecord) {
+	for id, h := range rec.Clients {
+		c.tokens[h] = tokenOwner{Task: rec.Spec.ID, Client: id}
+	}
+	for h, r := range rec.Revoked {
+		delete(c.tokens, h)
+		c.revoked[h] = r.reason(rec.Spec.ID)
+	}
+}
+
+// tokenOwner is the client a token belongs to.
+type tokenOwner struct{ Task, Client string }
+
+// ownerKey names a client across tasks ("task/client"): the unit places
+// and calls are counted by (ConnLimits.PerClient, MaxCallsPerClient).
+func ownerKey(task, client string) string { return task + "/" + client }
+
+// adminOwner is the owner key of the admin token.
+const adminOwner = "(admin)"
+
+// caller is what the gRPC adapter learns of a call's token at its headers.
+type caller struct {
+	key string // ownerKey of the token's client, or adminOwner
+	// holdsPlace: the token may hold an authenticated place (the admin
+	// token, or a client token of a task still open). A client token of a
+	// task whose last round is fused may still read its results, on a
+	// connection that stays unauthenticated (evictable, expiring).
+	holdsPlace bool
+	// refusal is why the call is refused at its headers: no or unknown
+	// token, or a revoked one (with the reason); nil otherwise.
+	refusal *Error
+}
+
+// callerOf classifies token (hashing it once; a cheap check for the gRPC
+// adapter).
+func (c *Coordinator) callerOf(token string) caller {
 	if token == "" {
-		return false
+		return caller{refusal: errorf(CodeUnauthenticated, "missing or unknown bearer token")}
 	}
 	if c.isAdmin(Credentials{Token: token}) {
-		return true
+		return caller{key: adminOwner, holdsPlace: true}
 	}
 	h := HashToken(token)
 	c.mu.Lock()
-	_, ok := c.tokens[h]
-	c.mu.Unlock()
-	return ok
+	defer c.mu.Unlock()
+	if o, ok := c.tokens[h]; ok {
+		return caller{key: ownerKey(o.Task, o.Client), holdsPlace: !c.done[o.Task]}
+	}
+	if r, ok := c.revoked[h]; ok {
+		return caller{refusal: errorf(CodePermissionDenied, "%s", r)}
+	}
+	return caller{refusal: errorf(CodeUnauthenticated, "missing or unknown bearer token")}
 }
 
 // Corrupt returns the ids of the tasks found unreadable at start-up with the
@@ -235,8 +284,8 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 		return nil, err
 	}
 	c.mu.Lock()
-	for _, tok := range tokens {
-		c.tokens[HashToken(tok)] = struct{}{}
+	for client, tok := range tokens {
+		c.tokens[HashToken(tok)] = tokenOwner{Task: spec.ID, Client: client}
 	}
 	c.mu.Unlock()
 	return tokens, nil
@@ -367,6 +416,11 @@ func (c *Coordinator) authenticate(cred Credentials, taskID, clientID string) (*
 		}
 		tokenMatches(cred.Token, "0000000000000000000000000000000000000000000000000000000000000000")
 		return nil, errorf(CodeUnauthenticated, "invalid token for client %s on task %s", clientID, taskID)
+	}
+	if len(rec.Revoked) > 0 {
+		if r, ok := rec.Revoked[HashToken(cred.Token)]; ok && r.Client == clientID {
+			return nil, errorf(CodePermissionDenied, "%s; ask the operator for a new token", r.reason(taskID))
+		}
 	}
 	hash, member := rec.Clients[clientID]
 	if !member {
@@ -644,6 +698,11 @@ func (c *Coordinator) fuse(taskID string) {
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
+	}
+	if st, err := c.store.state(taskID); err == nil && st.Done {
+		c.mu.Lock()
+		c.done[taskID] = true
+		c.mu.Unlock()
 	}
 	c.cfg.Metrics.fusion("fused", time.Since(start))
 	c.cfg.Metrics.outliers(taskID, clients, out.OutlierScores)

@@ -79,6 +79,11 @@ type GRPCServerConfig struct {
 	// WatchLifetime ends every health Watch after this long (default
 	// DefaultWatchLifetime); a load balancer re-opens it.
 	WatchLifetime time.Duration
+	// MaxCallsPerClient caps the calls one client id (one client of one
+	// task, or the admin token) has in flight across all its connections
+	// (default DefaultMaxCallsPerClient); further ones are refused at their
+	// headers with ResourceExhausted naming the client.
+	MaxCallsPerClient int
 }
 
 // Defaults of GRPCServerConfig.
@@ -98,6 +103,9 @@ const (
 	DefaultMaxWatchesPerPeer = 2
 	// DefaultWatchLifetime is the default of WatchLifetime.
 	DefaultWatchLifetime = 5 * time.Minute
+	// DefaultMaxCallsPerClient is the default of MaxCallsPerClient: fedirl
+	// client makes one call at a time.
+	DefaultMaxCallsPerClient = 8
 	// MaxHandshakeBytes is the most a peer may send before its TLS
 	// handshake completes (ClientHello, and under mutual TLS its
 	// certificate chain): fedirl's hellos and certificates take a few KiB;
@@ -155,10 +163,13 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.WatchLifetime <= 0 {
 		cfg.WatchLifetime = DefaultWatchLifetime
 	}
+	if cfg.MaxCallsPerClient <= 0 {
+		cfg.MaxCallsPerClient = DefaultMaxCallsPerClient
+	}
 	if cfg.Audit == nil {
 		cfg.Audit = NewAuditLog(cfg.Log, 0, 0)
 	}
-	g := &gate{c: c, cfg: cfg, checks: map[string]int{}, tokenlessBy: map[string]int{}, watches: map[string]int{}}
+	g := &gate{c: c, cfg: cfg, checks: map[string]int{}, tokenlessBy: map[string]int{}, watches: map[string]int{}, callsBy: map[string]int{}}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
@@ -187,7 +198,7 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	s := grpc.NewServer(opts...)
-	pb.RegisterFederationServer(s, &grpcService{c: c, maxReply: 4 * cfg.MaxMessageBytes})
+	pb.RegisterFederationServer(s, &grpcService{c: c, maxReply: 4 * cfg.MaxMessageBytes, conns: cfg.Conns, audit: cfg.Audit})
 	// The standard health service (grpc.health.v1), for load balancers and
 	// grpc_health_probe: SERVING for the server ("") and the Federation
 	// service until the coordinator stops.
@@ -207,7 +218,9 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 type grpcService struct {
 	pb.UnimplementedFederationServer
 	c        *Coordinator
-	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
+	maxReply int          // the server's send limit (grpc.MaxSendMsgSize)
+	conns    *ConnLimiter // closes a revoked client's connections (nil: none accounted)
+	audit    *AuditLog
 }
 
 // tokensReplyBound bounds the encoded size of a CreateTask reply for
@@ -603,4 +616,39 @@ func (g *GRPCClient) CreateTask(ctx context.Context, spec TaskSpec, clients []st
 		return nil, fromStatus(ctx, err)
 	}
 	return r.GetTokens(), nil
+}
+
+// RevokeToken implements pb.FederationServer: the coordinator revokes (or
+// rotates) the token, then every connection the client authenticated is
+// closed, and the revocation is audited with the client id.
+func (s *grpcService) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequest) (*pb.RevokeTokenResponse, error) {
+	tok, err := s.c.RevokeToken(credentialsFrom(ctx), req.GetTaskId(), req.GetClientId(), req.GetRotate())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	key := ownerKey(req.GetTaskId(), req.GetClientId())
+	n := s.conns.CloseClient(key)
+	what := "revoked"
+	if req.GetRotate() {
+		what = "rotated"
+	}
+	addr := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		addr = p.Addr.String()
+	}
+	s.audit.note(AuditTokenRevoked, addr, pb.Federation_RevokeToken_FullMethodName,
+		fmt.Sprintf("client %s: token %s by the admin; %d of its connections closed", key, what, n))
+	return &pb.RevokeTokenResponse{Token: tok, ConnectionsClosed: int32(n)}, nil
+}
+
+// RevokeToken asks the server to revoke client's token on task (the
+// connection's token must be the admin token); with rotate it returns the
+// new token issued in its place. It returns how many of the client's
+// connections the server closed.
+func (g *GRPCClient) RevokeToken(ctx context.Context, task, client string, rotate bool) (newToken string, closed int, err error) {
+	r, err := g.rpc.RevokeToken(g.ctx(ctx), &pb.RevokeTokenRequest{TaskId: task, ClientId: client, Rotate: rotate})
+	if err != nil {
+		return "", 0, fromStatus(ctx, err)
+	}
+	return r.GetToken(), int(r.GetConnectionsClosed()), nil
 }

@@ -50,6 +50,9 @@ type roundStore interface {
 	// statuses summarises every task, sorted by id. A task whose record or
 	// state cannot be read has only ID and Error set (Round 0).
 	statuses() ([]TaskStatus, error)
+	// replaceClientToken revokes client's current token on task id
+	// (revokeInRecord) in one transaction and returns the new record.
+	replaceClientToken(id, client, newHash string, rotated bool, at time.Time) (taskRecord, error)
 }
 
 // taskSummary is one task in listTasks: its round state and the number of

@@ -46,6 +46,10 @@ type taskRecord struct {
 	Spec      TaskSpec          `json:"spec"`
 	Clients   map[string]string `json:"clients"` // client id -> hex SHA-256 of its token
 	CreatedAt time.Time         `json:"created_at"`
+	// Revoked maps the hash of every token revoked or rotated on this task
+	// to its revocation (revoke.go): such a token is refused with the
+	// reason, never matched as unknown.
+	Revoked map[string]revocation `json:"revoked,omitempty"`
 }
 
 // taskState is the mutable round state of a task.
