@@ -521,6 +521,11 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if r.Verdict == Duplicate {
 		res.Duplicate = true
 		res.Message = fmt.Sprintf("duplicate: already accepted at %s", r.Old.ReceivedAt.Format(time.RFC3339Nano))
+		// Every acknowledgement has its line before its reply: a
+		// submission stored by a batch whose commit a SIGKILL interrupted
+		// before its first line was written is acknowledged (and logged)
+		// here, when its client retries after the restart.
+		c.cfg.Logf("task %s round %d: accepted %s from %s again (duplicate of the submission stored at %s)", sub.TaskID, sub.Round, sub.kind(), sub.ClientID, r.Old.ReceivedAt.Format(time.RFC3339Nano))
 		return res, nil
 	}
 	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)

@@ -59,7 +59,7 @@ func (s *Store) replaceClientToken(id, client, newHash string, rotated bool, at 
 		if rec, err = revokeInRecord(r, client, newHash, rotated, at); err != nil {
 			return err
 		}
-		return putRecord(tx.Bucket(bucketTasks), []byte(id), &rec)
+		return putRecord(tx.Bucket(bucketTasks), string(bucketTasks), []byte(id), &rec)
 	})
 	return rec, err
 }
