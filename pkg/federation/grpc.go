@@ -464,18 +464,25 @@ func (s *grpcService) GetFused(ctx context.Context, req *pb.GetFusedRequest) (*p
 	return resp, nil
 }
 
-// Status implements pb.FederationServer.
+// Status implements pb.FederationServer: one page of the status
+// (Coordinator.StatusPage), whose estimated size stays under half the
+// server's send limit.
 func (s *grpcService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.StatusResponse, error) {
-	sts, err := s.c.Status(ctx, credentialsFrom(ctx))
+	sts, next, err := s.c.StatusPage(ctx, credentialsFrom(ctx), StatusQuery{Task: req.GetTaskId(), Client: req.GetClientId(),
+		PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize()), MaxBytes: s.maxReply / 2})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &pb.StatusResponse{}
+	resp := &pb.StatusResponse{NextPageToken: next}
 	for i := range sts {
 		t := &sts[i]
 		ps := &pb.TaskStatus{Id: t.ID, Round: int32(t.Round), Rounds: int32(t.Rounds), Done: t.Done, Quorum: int32(t.Quorum),
 			MinClients: int32(t.MinClients), ClientsAllowed: t.ClientsAllowed, ClientsSeen: t.ClientsSeen,
-			Submissions: int32(t.Submissions), TotalSubmissions: int32(t.TotalSubmissions), Error: t.Error}
+			Submissions: int32(t.Submissions), TotalSubmissions: int32(t.TotalSubmissions), Error: t.Error,
+			ClientsTotal: int32(t.ClientsTotal), ClientOffset: int32(t.ClientOffset)}
+		if !t.Deadline.IsZero() {
+			ps.DeadlineUnixNano = t.Deadline.UnixNano()
+		}
 		for j := range t.Fused {
 			ps.Fused = append(ps.Fused, fusedToPB(&t.Fused[j]))
 		}
@@ -583,24 +590,52 @@ func (g *GRPCClient) GetFused(ctx context.Context, taskID, clientID string, roun
 		WaitingFor: r.GetWaitingFor(), WaitingForMore: int(r.GetWaitingForMore())}, nil
 }
 
-// Status implements Federation.
+// Status implements Federation: every page of the server's status,
+// merged (MergeStatusPages).
 func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
-	r, err := g.rpc.Status(g.ctx(ctx), &pb.StatusRequest{})
-	if err != nil {
-		return nil, fromStatus(ctx, err)
+	var pages [][]TaskStatus
+	q := StatusQuery{}
+	for {
+		page, next, err := g.StatusPage(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+		if next == "" {
+			return MergeStatusPages(pages), nil
+		}
+		q.PageToken = next
 	}
+}
+
+// StatusPage returns one page of the server's status and the next page's
+// token ("" after the last).
+func (g *GRPCClient) StatusPage(ctx context.Context, q StatusQuery) ([]TaskStatus, string, error) {
+	r, err := g.rpc.Status(g.ctx(ctx), &pb.StatusRequest{TaskId: q.Task, ClientId: q.Client, PageToken: q.PageToken, PageSize: int32(q.PageSize)})
+	if err != nil {
+		return nil, "", fromStatus(ctx, err)
+	}
+	out, next := statusPageFromPB(r)
+	return out, next, nil
+}
+
+// statusPageFromPB converts a status reply.
+func statusPageFromPB(r *pb.StatusResponse) ([]TaskStatus, string) {
 	var out []TaskStatus
 	for _, t := range r.GetTasks() {
 		ts := TaskStatus{ID: t.GetId(), Round: int(t.GetRound()), Rounds: int(t.GetRounds()), Done: t.GetDone(),
 			Quorum: int(t.GetQuorum()), MinClients: int(t.GetMinClients()), ClientsAllowed: t.GetClientsAllowed(),
 			ClientsSeen: t.GetClientsSeen(), Submissions: int(t.GetSubmissions()), TotalSubmissions: int(t.GetTotalSubmissions()),
-			Error: t.GetError()}
+			Error: t.GetError(), ClientsTotal: int(t.GetClientsTotal()), ClientOffset: int(t.GetClientOffset())}
+		if d := t.GetDeadlineUnixNano(); d != 0 {
+			ts.Deadline = time.Unix(0, d).UTC()
+		}
 		for _, f := range t.GetFused() {
 			ts.Fused = append(ts.Fused, fusedFromPB(f))
 		}
 		out = append(out, ts)
 	}
-	return out, nil
+	return out, r.GetNextPageToken()
 }
 
 // CreateTask asks the server to define a task (the connection's token must be

@@ -504,6 +504,19 @@ func (s *Store) statuses() ([]TaskStatus, error) {
 	return out, err
 }
 
+func (s *Store) status(id string) (TaskStatus, bool, error) {
+	var ts TaskStatus
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTasks).Get([]byte(id)) == nil {
+			return nil
+		}
+		found, ts = true, taskStatus(tx, id)
+		return nil
+	})
+	return ts, found, err
+}
+
 // Submissions returns every stored submission of a task in a round (for tests
 // and audits), sorted by client id.
 func (s *Store) Submissions(task string, round int) ([]Submission, error) {
