@@ -57,6 +57,8 @@ type statusOptions struct {
 	server, store, out string
 	tls                tlsClientFlags
 	adminFile          string
+	task, client       string
+	pageSize           int
 }
 
 // taskOptions holds the flags of "fedirl server task create".
@@ -188,7 +190,12 @@ func newServerStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Print tasks, clients seen, submissions and fused results (JSON)",
 		Long: `fedirl server status asks a running server (--server) for its status, or reads a
-store file directly (--store, only while no server holds it). Output is JSON.`,
+store file directly (--store, only while no server holds it). Output is JSON.
+
+Over --server the status comes in pages (each under the gRPC message limit,
+whole tasks or slices of one task's clients; --page-size clients per page), which
+are merged into the same JSON. --task and --client keep only that task and that
+client's entries (clients allowed and seen, weights and outlier scores).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServerStatus(cmd, f) },
 	}
@@ -197,6 +204,9 @@ store file directly (--store, only while no server holds it). Output is JSON.`,
 	stf.StringVar(&f.store, "store", "", "read this store file directly instead (server stopped)")
 	stf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
 	stf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the server's admin token")
+	stf.StringVar(&f.task, "task", "", "only this task")
+	stf.StringVar(&f.client, "client", "", "only this client's entries")
+	countVar(stf, &f.pageSize, "page-size", federation.DefaultStatusPageSize, "clients", "clients per page asked of the server (--server)")
 	f.tls.register(cmd)
 	return cmd
 }
@@ -691,16 +701,68 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 			return err
 		}
 		defer c.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-		defer cancel()
-		if sts, err = c.Status(ctx); err != nil {
-			return connHint(fmt.Errorf("status from %s: %w", f.server, err))
+		var pages [][]federation.TaskStatus
+		q := federation.StatusQuery{Task: f.task, Client: f.client, PageSize: f.pageSize}
+		for {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			page, next, err := c.StatusPage(ctx, q)
+			cancel()
+			if err != nil {
+				return connHint(fmt.Errorf("status from %s (page %d): %w", f.server, len(pages)+1, err))
+			}
+			pages = append(pages, page)
+			if next == "" {
+				break
+			}
+			q.PageToken = next
 		}
+		sts = federation.MergeStatusPages(pages)
+	}
+	if f.store != "" && (f.task != "" || f.client != "") {
+		sts = filterStatuses(sts, f.task, f.client)
 	}
 	if sts == nil {
 		sts = []federation.TaskStatus{}
 	}
 	return writeJSON(f.out, map[string]any{"tasks": sts})
+}
+
+// filterStatuses keeps the task named task ("" = all) and only client's
+// entries ("" = all), as the server's filter does.
+func filterStatuses(sts []federation.TaskStatus, task, client string) []federation.TaskStatus {
+	var out []federation.TaskStatus
+	for _, st := range sts {
+		if task != "" && st.ID != task {
+			continue
+		}
+		if client != "" {
+			keep := func(ids []string) []string {
+				if slices.Contains(ids, client) {
+					return []string{client}
+				}
+				return nil
+			}
+			st.ClientsAllowed, st.ClientsSeen = keep(st.ClientsAllowed), keep(st.ClientsSeen)
+			for i := range st.Fused {
+				fr := &st.Fused[i]
+				j := slices.Index(fr.Clients, client)
+				fr.Clients, fr.RewardClients = keep(fr.Clients), keep(fr.RewardClients)
+				if j < 0 {
+					fr.Weights, fr.OutlierScores, fr.Privacy = nil, nil, nil
+					continue
+				}
+				fr.Weights = fr.Weights[j : j+1]
+				if fr.OutlierScores != nil {
+					fr.OutlierScores = fr.OutlierScores[j : j+1]
+				}
+				if fr.Privacy != nil {
+					fr.Privacy = fr.Privacy[j : j+1]
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {

@@ -82,6 +82,9 @@ type Coordinator struct {
 	// read results but no longer hold an authenticated place.
 	done     map[string]bool
 	revokeMu sync.Mutex // serialises revocations
+	// privacy is the privacy released so far by each task that sets
+	// privacy or central_privacy (metrics).
+	privacy map[string]privacySpent
 	// corrupt maps tasks whose record or round state cannot be read to the
 	// store's error, found at start-up (logged, counted by the metrics and
 	// never shown to callers).
@@ -139,7 +142,7 @@ func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, erro
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
 		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
-		tokens: map[string]tokenOwner{}, revoked: map[string]string{}, done: map[string]bool{}, corrupt: map[string]string{}, stop: make(chan struct{})}
+		tokens: map[string]tokenOwner{}, revoked: map[string]string{}, done: map[string]bool{}, privacy: map[string]privacySpent{}, corrupt: map[string]string{}, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.scanTasks(); err != nil {
 		return nil, err
@@ -175,6 +178,15 @@ func (c *Coordinator) scanTasks() error {
 		c.indexTokens(&rec)
 		if t.State.Done {
 			c.done[t.ID] = true
+		}
+		if rec.Spec.Privacy != nil || rec.Spec.CentralPrivacy != nil {
+			var p privacySpent
+			for r := 1; r <= t.State.Round; r++ {
+				if fr, ok, err := c.store.fused(t.ID, r); err == nil && ok {
+					p.add(&fr)
+				}
+			}
+			c.privacy[t.ID] = p
 		}
 	}
 	return nil
@@ -286,6 +298,9 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 	c.mu.Lock()
 	for client, tok := range tokens {
 		c.tokens[HashToken(tok)] = tokenOwner{Task: spec.ID, Client: client}
+	}
+	if spec.Privacy != nil || spec.CentralPrivacy != nil {
+		c.privacy[spec.ID] = privacySpent{}
 	}
 	c.mu.Unlock()
 	return tokens, nil
@@ -704,6 +719,13 @@ func (c *Coordinator) fuse(taskID string) {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
 	}
+	c.mu.Lock()
+	if spec.Privacy != nil || spec.CentralPrivacy != nil {
+		p := c.privacy[taskID]
+		p.add(&fr)
+		c.privacy[taskID] = p
+	}
+	c.mu.Unlock()
 	if st, err := c.store.state(taskID); err == nil && st.Done {
 		c.mu.Lock()
 		c.done[taskID] = true
