@@ -3,8 +3,12 @@ package federation
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/fedirl/fedirl/pkg/privacy"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -110,4 +114,106 @@ func TestMetricSeriesBounded(t *testing.T) {
 		total += len(ms)
 	}
 	t.Logf("%d series with %d open tasks", total, n)
+}
+
+// gaugeOf returns the value of the series of family with the given label
+// values (name=value pairs), failing if there is none.
+func gaugeOf(t *testing.T, s map[string][]*dto.Metric, family string, labels ...string) float64 {
+	t.Helper()
+	for _, m := range s[family] {
+		ok := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			found := false
+			for _, l := range m.GetLabel() {
+				found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+			}
+			ok = ok && found
+		}
+		if ok {
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s series with %v in %v", family, labels, s[family])
+	return 0
+}
+
+// TestOperatorMetrics: round progress (submissions, quorum, seconds to the
+// deadline), the privacy ε a private task's fused rounds released (two
+// rounds whose clients declare at most ε = 1 and 0.5: 1.5 by basic
+// composition), and connections by state and by client id, against what
+// the test did.
+func TestOperatorMetrics(t *testing.T) {
+	m := NewMetrics()
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1e9, 0)
+	f := newFixture(t, CoordinatorConfig{Metrics: m, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	spec := testSpec("dl", 1, 3)
+	spec.DeadlineSeconds, spec.MinClients = 60, 3
+	tok := f.create(t, spec, "a", "b", "c")
+	if _, err := f.coord.Submit(ctx, Credentials{Token: tok["a"]}, sub("dl", "a", 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(15 * time.Second)
+	ptok := f.create(t, privateSpec("dp", 2, 2, 2), "alice", "bob")
+	for round, eps := range []float64{1, 0.5} {
+		for _, c := range []string{"alice", "bob"} {
+			e := eps
+			if c == "bob" {
+				e = eps / 2
+			}
+			p, err := privacy.New(privacy.Params{Epsilon: e, Delta: 1e-5, Clip: 1, Rounds: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := p.Declaration()
+			s := sub("dp", c, round+1, 0.3, -0.2)
+			s.Privacy = &d
+			if _, err := f.coord.Submit(ctx, Credentials{Token: ptok[c]}, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.coord.GetFused(ctx, Credentials{Token: ptok["alice"]}, "dp", "alice", round+1, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := NewConnLimiter(lis, ConnLimits{}, nil)
+	defer cl.Close()
+	m.CountConnections(cl)
+	for i, who := range []string{"a", "a", "b"} {
+		c := &limitedConn{peer: peerFromIP(netip.MustParseAddr("10.0.0.1")), addr: fmt.Sprintf("10.0.0.1:%d", i)}
+		cl.admit(c, now)
+		cl.authenticate(c.addr, ownerKey("dl", who), false, now)
+	}
+	cl.admit(&limitedConn{peer: peerFromIP(netip.MustParseAddr("10.0.0.2")), addr: "10.0.0.2:1"}, now)
+	s := seriesByFamily(t, reg)
+	for _, c := range []struct {
+		family string
+		labels []string
+		want   float64
+	}{
+		{"fedirl_round_submissions", []string{"task", "dl"}, 1},
+		{"fedirl_round_quorum", []string{"task", "dl"}, 3},
+		{"fedirl_round_deadline_seconds", []string{"task", "dl"}, 45},
+		{"fedirl_round", []string{"task", "dl"}, 1},
+		{"fedirl_privacy_epsilon_spent", []string{"task", "dp", "kind", "local"}, 1.5},
+		{"fedirl_connections", []string{"state", "authenticated"}, 3},
+		{"fedirl_connections", []string{"state", "unauthenticated"}, 1},
+		{"fedirl_client_connections", []string{"client", "dl/a"}, 2},
+		{"fedirl_client_connections", []string{"client", "dl/b"}, 1},
+	} {
+		if got := gaugeOf(t, s, c.family, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+	if len(s["fedirl_round"]) != 1 {
+		t.Errorf("round series for %d tasks, want the open one only (dp is done)", len(s["fedirl_round"]))
+	}
 }
