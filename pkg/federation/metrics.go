@@ -53,14 +53,26 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// collectors returns every collector of m.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.conns, taskStates{m}, listenerEvents{m}, taskSeries{m}}
+}
+
 // Register registers every metric on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.conns, taskStates{m}, listenerEvents{m}, taskSeries{m}} {
+	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// describeAll sends the descriptors of every metric of m.
+func (m *Metrics) describeAll(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
 }
 
 func (m *Metrics) submission(outcome string, code Code) {
