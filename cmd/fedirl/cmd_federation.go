@@ -103,6 +103,16 @@ func (f *tlsClientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.insecure, "insecure", false, "plaintext gRPC (loopback servers only; for the quick start)")
 }
 
+// dialAdmin dials addr with the admin token read from adminFile ("" for
+// none).
+func (f *tlsClientFlags) dialAdmin(addr, adminFile string) (*federation.GRPCClient, error) {
+	token, err := readAdminToken(adminFile)
+	if err != nil {
+		return nil, err
+	}
+	return f.dial(addr, token)
+}
+
 func (f *tlsClientFlags) dial(addr, token string) (*federation.GRPCClient, error) {
 	cfg := federation.DialConfig{Token: token}
 	if !f.insecure {
@@ -692,11 +702,7 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 			return err
 		}
 	default:
-		token, err := readAdminToken(f.adminFile)
-		if err != nil {
-			return err
-		}
-		c, err := f.tls.dial(f.server, token)
+		c, err := f.tls.dialAdmin(f.server, f.adminFile)
 		if err != nil {
 			return err
 		}
@@ -893,11 +899,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	}
 	var tokens map[string]string
 	if f.server != "" {
-		admin, err := readAdminToken(f.adminFile)
-		if err != nil {
-			return err
-		}
-		c, err := f.tls.dial(f.server, admin)
+		c, err := f.tls.dialAdmin(f.server, f.adminFile)
 		if err != nil {
 			return err
 		}

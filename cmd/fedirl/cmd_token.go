@@ -77,14 +77,10 @@ func runTokenRevoke(cmd *cobra.Command, f *tokenOptions, rotate bool) error {
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "client %s of task %s: token %s in %s\n", f.client, f.task, map[bool]string{false: "revoked", true: "rotated"}[rotate], f.store)
 	default:
-		admin, err := readAdminToken(f.adminFile)
-		if err != nil {
-			return err
-		}
-		if admin == "" {
+		if f.adminFile == "" {
 			return errors.New("--server needs --admin-token-file")
 		}
-		c, err := f.tls.dial(f.server, admin)
+		c, err := f.tls.dialAdmin(f.server, f.adminFile)
 		if err != nil {
 			return err
 		}
