@@ -662,7 +662,10 @@ func (s *grpcService) RevokeToken(ctx context.Context, req *pb.RevokeTokenReques
 		return nil, toStatus(err)
 	}
 	key := ownerKey(req.GetTaskId(), req.GetClientId())
-	n := s.conns.CloseClient(key)
+	// Under mutual TLS the client's connections are authenticated by its
+	// certificate, whose common name is its id (for every task it is in):
+	// those close too, and it reconnects for its other tasks.
+	n := s.conns.CloseClient(key) + s.conns.CloseClient("cert/"+req.GetClientId())
 	what := "revoked"
 	if req.GetRotate() {
 		what = "rotated"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,8 +149,9 @@ func TestOperatorMetrics(t *testing.T) {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1e9, 0)
-	f := newFixture(t, CoordinatorConfig{Metrics: m, Now: func() time.Time { return now }})
+	var clock atomic.Int64 // the coordinator's clock, read by its deadline checker
+	clock.Store(time.Unix(1e9, 0).UnixNano())
+	f := newFixture(t, CoordinatorConfig{Metrics: m, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	ctx := context.Background()
 	spec := testSpec("dl", 1, 3)
 	spec.DeadlineSeconds, spec.MinClients = 60, 3
@@ -157,7 +159,8 @@ func TestOperatorMetrics(t *testing.T) {
 	if _, err := f.coord.Submit(ctx, Credentials{Token: tok["a"]}, sub("dl", "a", 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(15 * time.Second)
+	clock.Add(int64(15 * time.Second))
+	now := time.Unix(0, clock.Load())
 	ptok := f.create(t, privateSpec("dp", 2, 2, 2), "alice", "bob")
 	for round, eps := range []float64{1, 0.5} {
 		for _, c := range []string{"alice", "bob"} {
