@@ -208,8 +208,12 @@ func TestEvictionOrder(t *testing.T) {
 		l.authenticate(c.addr, "t/c", false, at(0.3))
 		admit(t, l, conn("10.0.0.9", 1), at(1), b)
 		l.authenticate("10.0.0.9:1", "t/h", false, at(1))
-		if victim, class, _ := l.admit(conn("10.0.0.8", 1), at(2)); victim != nil || class != AuditConnPeerLimit {
+		victim, class, reason := l.admit(conn("10.0.0.8", 1), at(2))
+		if victim != nil || class != AuditConnPeerLimit {
 			t.Fatalf("every place authenticated by a different client: displaced %v, class %q; want none, %s", victim, class, AuditConnPeerLimit)
+		}
+		if !strings.Contains(reason, "the most held by client t/a (1), t/c (1), t/h (1)") {
+			t.Fatalf("the refusal does not name the client ids holding the places: %q", reason)
 		}
 	})
 	t.Run("the client holding most places", func(t *testing.T) {
