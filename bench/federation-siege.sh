@@ -19,7 +19,13 @@
 # TLS server), mtls-stall (the same against a server requiring client
 # certificates), continuation (HEADERS without END_HEADERS, then up to
 # 15 MiB of CONTINUATION frames of padding headers), watch (connections
-# from one address, 16 token-less health Watch streams each).
+# from one address, 16 token-less health Watch streams each), token-idle
+# (issue 53: one complete GetTask with a stolen client token, then nothing)
+# and token-stall (16 Submit streams per connection with the stolen token,
+# each announcing 1 MiB and stalling). The stolen token is olduser's of task
+# "old" (STOLEN=old, the default) or mallory's of task "t" (STOLEN=t);
+# REVOKE=1 revokes it over the admin RPC after the hold and reports how fast
+# the attack ends. Token patterns also ask the admin's status every second.
 # Extra server flags: SERVER_FLAGS="--max-connections 4096" ...
 # PROFILE=DIR also takes a 10 s CPU profile of the server 5 s into each
 # attack (fedirl server --pprof on 127.0.0.1:${PPROF_PORT:-6061}) and
@@ -35,8 +41,14 @@ trap 'kill $srv $atk 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$root"
 go build -o "$work/fedirl" ./cmd/fedirl
 go test -c -o "$work/federation.test" ./pkg/federation
-"$work/fedirl" server task create --store "$work/fed.db" --id t --gridworld-size 5 --clients alice,bob --tokens-out "$work/tokens.json" 2>/dev/null
-token=$(sed -n 's/.*"alice": "\(.*\)".*/\1/p' "$work/tokens.json")
+"$work/fedirl" server task create --store "$work/fed.db" --id t --gridworld-size 5 --clients alice,bob,mallory --tokens-out "$work/tokens.json" 2>/dev/null
+"$work/fedirl" server task create --store "$work/fed.db" --id old --gridworld-size 5 --clients olduser --tokens-out "$work/old.json" 2>/dev/null
+token=$(tr ',' '\n' <"$work/tokens.json" | sed -n 's/.*"alice": *"\([0-9a-f]*\)".*/\1/p')
+case ${STOLEN:-old} in
+old) stolen_task=old stolen_client=olduser stolen=$(sed -n 's/.*"olduser": *"\([0-9a-f]*\)".*/\1/p' "$work/old.json") ;;
+t) stolen_task=t stolen_client=mallory stolen=$(tr ',' '\n' <"$work/tokens.json" | sed -n 's/.*"mallory": *"\([0-9a-f]*\)".*/\1/p') ;;
+*) echo "STOLEN=$STOLEN: want old or t" >&2; exit 2 ;;
+esac
 openssl rand -hex 32 >"$work/admin.token"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
@@ -65,6 +77,9 @@ for p in "${patterns[@]}"; do
 	mtls-stall) sec=(--tls-cert "$work/server.crt" --tls-key "$work/server.key" --client-ca "$work/ca.crt" --admin-token-file "$work/admin.token")
 		env=(FEDIRL_SIEGE_CA="$work/ca.crt" FEDIRL_SIEGE_CERT="$work/alice.crt" FEDIRL_SIEGE_KEY="$work/alice.key")
 		pattern=tls-stall ;;
+	token-idle | token-stall) sec=(--insecure --admin-token-file "$work/admin.token")
+		env=(FEDIRL_SIEGE_STOLEN_TOKEN="$stolen" FEDIRL_SIEGE_STOLEN_TASK="$stolen_task" FEDIRL_SIEGE_STOLEN_CLIENT="$stolen_client"
+			FEDIRL_SIEGE_ADMIN_TOKEN="$(cat "$work/admin.token")" FEDIRL_SIEGE_REVOKE="${REVOKE:-}") ;;
 	esac
 	rm -f "$work/addr"
 	prof=()
@@ -95,7 +110,7 @@ for p in "${patterns[@]}"; do
 	wait $atk && status=ok || status=FAILED
 	cpu1=$(cpu $srv) t1=$(date +%s.%N)
 	echo "== $p ($status)"
-	grep -E '^(watchers|holding|summary)|^probe ' "$work/attack.log" || tail -5 "$work/attack.log"
+	grep -E '^(watchers|holding|summary|revoke)|^probe |^admin status' "$work/attack.log" || tail -5 "$work/attack.log"
 	echo "server RSS: start $((rss0 / 1024)) MB, peak $((peak / 1024)) MB; server CPU $(echo "scale=1; 100 * ($cpu1 - $cpu0) / $tick / ($t1 - $t0)" | bc) % of one core; machine load $(cut -d" " -f1-3 /proc/loadavg)"
 	kill $srv
 	wait $srv 2>/dev/null || true

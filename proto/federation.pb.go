@@ -1421,8 +1421,15 @@ func (x *GetFusedResponse) GetWaitingForMore() int32 {
 	return 0
 }
 
+// StatusRequest asks for one page of the status. Pages hold whole tasks or
+// slices of one task's clients: a task with more clients than fit is split
+// over several pages (TaskStatus.client_offset, clients_total).
 type StatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`          // only this task ("" = every task)
+	ClientId      string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`    // only this client's entries ("" = every client)
+	PageToken     string                 `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"` // from the previous reply's next_page_token ("" = first page)
+	PageSize      int32                  `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`   // most clients per page (0 = the server's default, 50,000; above 100,000 refused)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1457,6 +1464,34 @@ func (*StatusRequest) Descriptor() ([]byte, []int) {
 	return file_federation_proto_rawDescGZIP(), []int{14}
 }
 
+func (x *StatusRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *StatusRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *StatusRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *StatusRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
 type TaskStatus struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1471,6 +1506,14 @@ type TaskStatus struct {
 	TotalSubmissions int32                  `protobuf:"varint,10,opt,name=total_submissions,json=totalSubmissions,proto3" json:"total_submissions,omitempty"`
 	Fused            []*FusedResult         `protobuf:"bytes,11,rep,name=fused,proto3" json:"fused,omitempty"`
 	Error            string                 `protobuf:"bytes,12,opt,name=error,proto3" json:"error,omitempty"`
+	// Paging (StatusRequest): this entry's clients_allowed are the task's
+	// sorted clients from client_offset on, of clients_total; clients_seen
+	// and each fused result's per-client lists hold only those clients.
+	ClientsTotal int32 `protobuf:"varint,13,opt,name=clients_total,json=clientsTotal,proto3" json:"clients_total,omitempty"`
+	ClientOffset int32 `protobuf:"varint,14,opt,name=client_offset,json=clientOffset,proto3" json:"client_offset,omitempty"`
+	// The current round's deadline, if its first submission has started it
+	// (0: none).
+	DeadlineUnixNano int64 `protobuf:"varint,15,opt,name=deadline_unix_nano,json=deadlineUnixNano,proto3" json:"deadline_unix_nano,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1589,9 +1632,31 @@ func (x *TaskStatus) GetError() string {
 	return ""
 }
 
+func (x *TaskStatus) GetClientsTotal() int32 {
+	if x != nil {
+		return x.ClientsTotal
+	}
+	return 0
+}
+
+func (x *TaskStatus) GetClientOffset() int32 {
+	if x != nil {
+		return x.ClientOffset
+	}
+	return 0
+}
+
+func (x *TaskStatus) GetDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.DeadlineUnixNano
+	}
+	return 0
+}
+
 type StatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tasks         []*TaskStatus          `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	NextPageToken string                 `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // "" on the last page
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1631,6 +1696,13 @@ func (x *StatusResponse) GetTasks() []*TaskStatus {
 		return x.Tasks
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type CreateTaskRequest struct {
@@ -1727,6 +1799,118 @@ func (x *CreateTaskResponse) GetTokens() map[string]string {
 		return x.Tokens
 	}
 	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	ClientId      string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Rotate        bool                   `protobuf:"varint,3,opt,name=rotate,proto3" json:"rotate,omitempty"` // issue a new token in place of the revoked one
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_federation_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RevokeTokenRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RevokeTokenRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RevokeTokenRequest) GetRotate() bool {
+	if x != nil {
+		return x.Rotate
+	}
+	return false
+}
+
+type RevokeTokenResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Token             string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`                                                   // the new token (rotate only)
+	ConnectionsClosed int32                  `protobuf:"varint,2,opt,name=connections_closed,json=connectionsClosed,proto3" json:"connections_closed,omitempty"` // the client's connections the server closed
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_federation_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_federation_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_federation_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RevokeTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *RevokeTokenResponse) GetConnectionsClosed() int32 {
+	if x != nil {
+		return x.ConnectionsClosed
+	}
+	return 0
 }
 
 var File_federation_proto protoreflect.FileDescriptor
@@ -1875,8 +2059,13 @@ const file_federation_proto_rawDesc = "" +
 	"\x06quorum\x18\x04 \x01(\x05R\x06quorum\x12\x1f\n" +
 	"\vwaiting_for\x18\x05 \x03(\tR\n" +
 	"waitingFor\x12(\n" +
-	"\x10waiting_for_more\x18\x06 \x01(\x05R\x0ewaitingForMore\"\x0f\n" +
-	"\rStatusRequest\"\xf6\x02\n" +
+	"\x10waiting_for_more\x18\x06 \x01(\x05R\x0ewaitingForMore\"\x81\x01\n" +
+	"\rStatusRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\"\xee\x03\n" +
 	"\n" +
 	"TaskStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -1892,9 +2081,13 @@ const file_federation_proto_rawDesc = "" +
 	"\x11total_submissions\x18\n" +
 	" \x01(\x05R\x10totalSubmissions\x12,\n" +
 	"\x05fused\x18\v \x03(\v2\x16.fedirl.v1.FusedResultR\x05fused\x12\x14\n" +
-	"\x05error\x18\f \x01(\tR\x05error\"=\n" +
+	"\x05error\x18\f \x01(\tR\x05error\x12#\n" +
+	"\rclients_total\x18\r \x01(\x05R\fclientsTotal\x12#\n" +
+	"\rclient_offset\x18\x0e \x01(\x05R\fclientOffset\x12,\n" +
+	"\x12deadline_unix_nano\x18\x0f \x01(\x03R\x10deadlineUnixNano\"e\n" +
 	"\x0eStatusResponse\x12+\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x15.fedirl.v1.TaskStatusR\x05tasks\"V\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x15.fedirl.v1.TaskStatusR\x05tasks\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"V\n" +
 	"\x11CreateTaskRequest\x12'\n" +
 	"\x04spec\x18\x01 \x01(\v2\x13.fedirl.v1.TaskSpecR\x04spec\x12\x18\n" +
 	"\aclients\x18\x02 \x03(\tR\aclients\"\x92\x01\n" +
@@ -1902,7 +2095,14 @@ const file_federation_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x03(\v2).fedirl.v1.CreateTaskResponse.TokensEntryR\x06tokens\x1a9\n" +
 	"\vTokensEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xdc\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\x12RevokeTokenRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06rotate\x18\x03 \x01(\bR\x06rotate\"Z\n" +
+	"\x13RevokeTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12-\n" +
+	"\x12connections_closed\x18\x02 \x01(\x05R\x11connectionsClosed2\xaa\x03\n" +
 	"\n" +
 	"Federation\x12@\n" +
 	"\aGetTask\x12\x19.fedirl.v1.GetTaskRequest\x1a\x1a.fedirl.v1.GetTaskResponse\x12=\n" +
@@ -1910,7 +2110,8 @@ const file_federation_proto_rawDesc = "" +
 	"\bGetFused\x12\x1a.fedirl.v1.GetFusedRequest\x1a\x1b.fedirl.v1.GetFusedResponse\x12=\n" +
 	"\x06Status\x12\x18.fedirl.v1.StatusRequest\x1a\x19.fedirl.v1.StatusResponse\x12I\n" +
 	"\n" +
-	"CreateTask\x12\x1c.fedirl.v1.CreateTaskRequest\x1a\x1d.fedirl.v1.CreateTaskResponseB)Z'github.com/fedirl/fedirl/proto;fedirlpbb\x06proto3"
+	"CreateTask\x12\x1c.fedirl.v1.CreateTaskRequest\x1a\x1d.fedirl.v1.CreateTaskResponse\x12L\n" +
+	"\vRevokeToken\x12\x1d.fedirl.v1.RevokeTokenRequest\x1a\x1e.fedirl.v1.RevokeTokenResponseB)Z'github.com/fedirl/fedirl/proto;fedirlpbb\x06proto3"
 
 var (
 	file_federation_proto_rawDescOnce sync.Once
@@ -1924,28 +2125,30 @@ func file_federation_proto_rawDescGZIP() []byte {
 	return file_federation_proto_rawDescData
 }
 
-var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_federation_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_federation_proto_goTypes = []any{
-	(*TaskSpec)(nil),           // 0: fedirl.v1.TaskSpec
-	(*CentralPrivacy)(nil),     // 1: fedirl.v1.CentralPrivacy
-	(*CentralRelease)(nil),     // 2: fedirl.v1.CentralRelease
-	(*PrivacyRequirement)(nil), // 3: fedirl.v1.PrivacyRequirement
-	(*PrivacyDeclaration)(nil), // 4: fedirl.v1.PrivacyDeclaration
-	(*GetTaskRequest)(nil),     // 5: fedirl.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),    // 6: fedirl.v1.GetTaskResponse
-	(*Eval)(nil),               // 7: fedirl.v1.Eval
-	(*JointRound)(nil),         // 8: fedirl.v1.JointRound
-	(*SubmitRequest)(nil),      // 9: fedirl.v1.SubmitRequest
-	(*SubmitResponse)(nil),     // 10: fedirl.v1.SubmitResponse
-	(*GetFusedRequest)(nil),    // 11: fedirl.v1.GetFusedRequest
-	(*FusedResult)(nil),        // 12: fedirl.v1.FusedResult
-	(*GetFusedResponse)(nil),   // 13: fedirl.v1.GetFusedResponse
-	(*StatusRequest)(nil),      // 14: fedirl.v1.StatusRequest
-	(*TaskStatus)(nil),         // 15: fedirl.v1.TaskStatus
-	(*StatusResponse)(nil),     // 16: fedirl.v1.StatusResponse
-	(*CreateTaskRequest)(nil),  // 17: fedirl.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 18: fedirl.v1.CreateTaskResponse
-	nil,                        // 19: fedirl.v1.CreateTaskResponse.TokensEntry
+	(*TaskSpec)(nil),            // 0: fedirl.v1.TaskSpec
+	(*CentralPrivacy)(nil),      // 1: fedirl.v1.CentralPrivacy
+	(*CentralRelease)(nil),      // 2: fedirl.v1.CentralRelease
+	(*PrivacyRequirement)(nil),  // 3: fedirl.v1.PrivacyRequirement
+	(*PrivacyDeclaration)(nil),  // 4: fedirl.v1.PrivacyDeclaration
+	(*GetTaskRequest)(nil),      // 5: fedirl.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),     // 6: fedirl.v1.GetTaskResponse
+	(*Eval)(nil),                // 7: fedirl.v1.Eval
+	(*JointRound)(nil),          // 8: fedirl.v1.JointRound
+	(*SubmitRequest)(nil),       // 9: fedirl.v1.SubmitRequest
+	(*SubmitResponse)(nil),      // 10: fedirl.v1.SubmitResponse
+	(*GetFusedRequest)(nil),     // 11: fedirl.v1.GetFusedRequest
+	(*FusedResult)(nil),         // 12: fedirl.v1.FusedResult
+	(*GetFusedResponse)(nil),    // 13: fedirl.v1.GetFusedResponse
+	(*StatusRequest)(nil),       // 14: fedirl.v1.StatusRequest
+	(*TaskStatus)(nil),          // 15: fedirl.v1.TaskStatus
+	(*StatusResponse)(nil),      // 16: fedirl.v1.StatusResponse
+	(*CreateTaskRequest)(nil),   // 17: fedirl.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),  // 18: fedirl.v1.CreateTaskResponse
+	(*RevokeTokenRequest)(nil),  // 19: fedirl.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil), // 20: fedirl.v1.RevokeTokenResponse
+	nil,                         // 21: fedirl.v1.CreateTaskResponse.TokensEntry
 }
 var file_federation_proto_depIdxs = []int32{
 	3,  // 0: fedirl.v1.TaskSpec.privacy:type_name -> fedirl.v1.PrivacyRequirement
@@ -1961,19 +2164,21 @@ var file_federation_proto_depIdxs = []int32{
 	12, // 10: fedirl.v1.TaskStatus.fused:type_name -> fedirl.v1.FusedResult
 	15, // 11: fedirl.v1.StatusResponse.tasks:type_name -> fedirl.v1.TaskStatus
 	0,  // 12: fedirl.v1.CreateTaskRequest.spec:type_name -> fedirl.v1.TaskSpec
-	19, // 13: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
+	21, // 13: fedirl.v1.CreateTaskResponse.tokens:type_name -> fedirl.v1.CreateTaskResponse.TokensEntry
 	5,  // 14: fedirl.v1.Federation.GetTask:input_type -> fedirl.v1.GetTaskRequest
 	9,  // 15: fedirl.v1.Federation.Submit:input_type -> fedirl.v1.SubmitRequest
 	11, // 16: fedirl.v1.Federation.GetFused:input_type -> fedirl.v1.GetFusedRequest
 	14, // 17: fedirl.v1.Federation.Status:input_type -> fedirl.v1.StatusRequest
 	17, // 18: fedirl.v1.Federation.CreateTask:input_type -> fedirl.v1.CreateTaskRequest
-	6,  // 19: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
-	10, // 20: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
-	13, // 21: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
-	16, // 22: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
-	18, // 23: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
+	19, // 19: fedirl.v1.Federation.RevokeToken:input_type -> fedirl.v1.RevokeTokenRequest
+	6,  // 20: fedirl.v1.Federation.GetTask:output_type -> fedirl.v1.GetTaskResponse
+	10, // 21: fedirl.v1.Federation.Submit:output_type -> fedirl.v1.SubmitResponse
+	13, // 22: fedirl.v1.Federation.GetFused:output_type -> fedirl.v1.GetFusedResponse
+	16, // 23: fedirl.v1.Federation.Status:output_type -> fedirl.v1.StatusResponse
+	18, // 24: fedirl.v1.Federation.CreateTask:output_type -> fedirl.v1.CreateTaskResponse
+	20, // 25: fedirl.v1.Federation.RevokeToken:output_type -> fedirl.v1.RevokeTokenResponse
+	20, // [20:26] is the sub-list for method output_type
+	14, // [14:20] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1990,7 +2195,7 @@ func file_federation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_federation_proto_rawDesc), len(file_federation_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

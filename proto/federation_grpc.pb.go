@@ -23,11 +23,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Federation_GetTask_FullMethodName    = "/fedirl.v1.Federation/GetTask"
-	Federation_Submit_FullMethodName     = "/fedirl.v1.Federation/Submit"
-	Federation_GetFused_FullMethodName   = "/fedirl.v1.Federation/GetFused"
-	Federation_Status_FullMethodName     = "/fedirl.v1.Federation/Status"
-	Federation_CreateTask_FullMethodName = "/fedirl.v1.Federation/CreateTask"
+	Federation_GetTask_FullMethodName     = "/fedirl.v1.Federation/GetTask"
+	Federation_Submit_FullMethodName      = "/fedirl.v1.Federation/Submit"
+	Federation_GetFused_FullMethodName    = "/fedirl.v1.Federation/GetFused"
+	Federation_Status_FullMethodName      = "/fedirl.v1.Federation/Status"
+	Federation_CreateTask_FullMethodName  = "/fedirl.v1.Federation/CreateTask"
+	Federation_RevokeToken_FullMethodName = "/fedirl.v1.Federation/RevokeToken"
 )
 
 // FederationClient is the client API for Federation service.
@@ -51,6 +52,10 @@ type FederationClient interface {
 	// CreateTask defines a task and issues client tokens. It needs the admin
 	// token and is refused when the server has none.
 	CreateTask(ctx context.Context, in *CreateTaskRequest, opts ...grpc.CallOption) (*CreateTaskResponse, error)
+	// RevokeToken (admin token) revokes a client's token, or with rotate
+	// replaces it by a new one, at once: the old token is refused with the
+	// reason and the client's connections are closed.
+	RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error)
 }
 
 type federationClient struct {
@@ -111,6 +116,16 @@ func (c *federationClient) CreateTask(ctx context.Context, in *CreateTaskRequest
 	return out, nil
 }
 
+func (c *federationClient) RevokeToken(ctx context.Context, in *RevokeTokenRequest, opts ...grpc.CallOption) (*RevokeTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RevokeTokenResponse)
+	err := c.cc.Invoke(ctx, Federation_RevokeToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // FederationServer is the server API for Federation service.
 // All implementations must embed UnimplementedFederationServer
 // for forward compatibility.
@@ -132,6 +147,10 @@ type FederationServer interface {
 	// CreateTask defines a task and issues client tokens. It needs the admin
 	// token and is refused when the server has none.
 	CreateTask(context.Context, *CreateTaskRequest) (*CreateTaskResponse, error)
+	// RevokeToken (admin token) revokes a client's token, or with rotate
+	// replaces it by a new one, at once: the old token is refused with the
+	// reason and the client's connections are closed.
+	RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error)
 	mustEmbedUnimplementedFederationServer()
 }
 
@@ -156,6 +175,9 @@ func (UnimplementedFederationServer) Status(context.Context, *StatusRequest) (*S
 }
 func (UnimplementedFederationServer) CreateTask(context.Context, *CreateTaskRequest) (*CreateTaskResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateTask not implemented")
+}
+func (UnimplementedFederationServer) RevokeToken(context.Context, *RevokeTokenRequest) (*RevokeTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeToken not implemented")
 }
 func (UnimplementedFederationServer) mustEmbedUnimplementedFederationServer() {}
 func (UnimplementedFederationServer) testEmbeddedByValue()                    {}
@@ -268,6 +290,24 @@ func _Federation_CreateTask_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Federation_RevokeToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FederationServer).RevokeToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Federation_RevokeToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FederationServer).RevokeToken(ctx, req.(*RevokeTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Federation_ServiceDesc is the grpc.ServiceDesc for Federation service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -294,6 +334,10 @@ var Federation_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateTask",
 			Handler:    _Federation_CreateTask_Handler,
+		},
+		{
+			MethodName: "RevokeToken",
+			Handler:    _Federation_RevokeToken_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -44,7 +44,8 @@ type serverOptions struct {
 	maxConnsPerPeer, maxTokenless        int
 	readTimeout, shutdownGrace           time.Duration
 	conn                                 federation.ConnLimits
-	maxWatches                           int
+	maxWatches, maxCallsPerClient        int
+	reservedConns                        int
 	watchLifetime                        time.Duration
 	metricsListen, metricsTokenFile      string
 	metricsTLS                           bool
@@ -57,6 +58,8 @@ type statusOptions struct {
 	server, store, out string
 	tls                tlsClientFlags
 	adminFile          string
+	task, client       string
+	pageSize           int
 }
 
 // taskOptions holds the flags of "fedirl server task create".
@@ -100,6 +103,16 @@ func (f *tlsClientFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.cert, "cert", "", "client certificate PEM for mutual TLS")
 	cmd.Flags().StringVar(&f.key, "key", "", "client private key PEM for mutual TLS")
 	cmd.Flags().BoolVar(&f.insecure, "insecure", false, "plaintext gRPC (loopback servers only; for the quick start)")
+}
+
+// dialAdmin dials addr with the admin token read from adminFile ("" for
+// none).
+func (f *tlsClientFlags) dialAdmin(addr, adminFile string) (*federation.GRPCClient, error) {
+	token, err := readAdminToken(adminFile)
+	if err != nil {
+		return nil, err
+	}
+	return f.dial(addr, token)
 }
 
 func (f *tlsClientFlags) dial(addr, token string) (*federation.GRPCClient, error) {
@@ -150,6 +163,10 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.DurationVar(&f.conn.UnauthenticatedTimeout, "unauthenticated-timeout", federation.DefaultUnauthenticatedTimeout, "close a connection that has not made a call with a known token (or, under mutual TLS, completed its handshake) by then")
 	sf.Int64Var(&f.conn.UnauthenticatedBytes, "unauthenticated-bytes", federation.DefaultUnauthenticatedBytes, "close a connection that sends more than this before it authenticates")
 	countVar(sf, &f.maxWatches, "max-watches-per-peer", federation.DefaultMaxWatchesPerPeer, "streams", "health Watch streams one peer may hold")
+	countVar(sf, &f.conn.PerClient, "max-connections-per-client", federation.DefaultMaxConnectionsPerClient, "connections", "authenticated places one client id (a client of a task, or the admin token) may hold; its further connections are served but stay evictable")
+	countVar(sf, &f.maxCallsPerClient, "max-calls-per-client", federation.DefaultMaxCallsPerClient, "calls", "calls one client id may have in flight across its connections")
+	sf.DurationVar(&f.conn.AuthenticatedIdle, "authenticated-idle", federation.DefaultAuthenticatedIdle, "an authenticated connection without a call for this long becomes evictable again")
+	sf.IntVar(&f.reservedConns, "reserved-connections", federation.DefaultReservedConnections, "places beyond --max-connections for the admin token and health Checks when every other place is authenticated (0: none)")
 	sf.DurationVar(&f.watchLifetime, "watch-lifetime", federation.DefaultWatchLifetime, "end every health Watch stream after this long")
 	sf.DurationVar(&f.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGTERM/SIGINT, time calls in flight get to finish before every connection is closed")
 	sf.StringVar(&f.metricsListen, "metrics-listen", "", "serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9464); empty: none")
@@ -159,7 +176,7 @@ mutual TLS), or with --insecure for a plaintext loopback-only quick start.`,
 	sf.BoolVar(&f.init, "init", false, "create --store if it does not exist (otherwise a missing store is an error)")
 	sf.IntVar(&f.maxMsg, "max-message-bytes", federation.DefaultMaxMessageBytes, "largest request accepted")
 	registerLimits(cmd, &f.limits)
-	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd(), newServerStoreCmd())
+	cmd.AddCommand(newServerStatusCmd(), newServerTaskCmd(), newServerStoreCmd(), newServerTokenCmd())
 	return cmd
 }
 
@@ -185,7 +202,12 @@ func newServerStatusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Print tasks, clients seen, submissions and fused results (JSON)",
 		Long: `fedirl server status asks a running server (--server) for its status, or reads a
-store file directly (--store, only while no server holds it). Output is JSON.`,
+store file directly (--store, only while no server holds it). Output is JSON.
+
+Over --server the status comes in pages (each under the gRPC message limit,
+whole tasks or slices of one task's clients; --page-size clients per page), which
+are merged into the same JSON. --task and --client keep only that task and that
+client's entries (clients allowed and seen, weights and outlier scores).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServerStatus(cmd, f) },
 	}
@@ -194,6 +216,9 @@ store file directly (--store, only while no server holds it). Output is JSON.`,
 	stf.StringVar(&f.store, "store", "", "read this store file directly instead (server stopped)")
 	stf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
 	stf.StringVar(&f.adminFile, "admin-token-file", "", "file holding the server's admin token")
+	stf.StringVar(&f.task, "task", "", "only this task")
+	stf.StringVar(&f.client, "client", "", "only this client's entries")
+	countVar(stf, &f.pageSize, "page-size", federation.DefaultStatusPageSize, "clients", "clients per page asked of the server (--server)")
 	f.tls.register(cmd)
 	return cmd
 }
@@ -225,10 +250,25 @@ func newServerStoreCmd() *cobra.Command {
 	var store string
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Check a store file read-only (bbolt consistency, truncation) and report its tasks",
-		Args:  cobra.NoArgs,
+		Short: "Check a store file read-only (bbolt consistency, truncation, every record's checksum) and report its tasks",
+		Long: `fedirl server store check opens a store read-only and checks its pages
+(bbolt's consistency check, truncation), then reads every record (task
+definitions, round states, submissions, fused results), verifying its checksum
+and decoding it. Every record that fails is named on stderr ("record
+subs/TASK/ROUND/CLIENT: ..."); the command then fails. A server never fuses or
+serves such a record.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sts, err := storeStatuses(store)
+			s, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			sts, err := s.Statuses()
+			if err != nil {
+				return err
+			}
+			rep, err := s.CheckRecords()
 			if err != nil {
 				return err
 			}
@@ -239,10 +279,19 @@ func newServerStoreCmd() *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "task %s: %s\n", st.ID, st.Error)
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: consistent store, %d tasks, %d with unreadable records\n", store, len(sts), bad)
-			if bad > 0 {
-				return fmt.Errorf("%s: %d tasks have unreadable records", store, bad)
+			for _, p := range rep.Problems {
+				fmt.Fprintf(cmd.ErrOrStderr(), "record %s: %v\n", p.Record, p.Err)
 			}
+			if rep.Truncated {
+				fmt.Fprintf(cmd.ErrOrStderr(), "(more damaged records than the %d listed)\n", federation.MaxCheckProblems)
+			}
+			if rep.Legacy {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s was written before record checksums: %d of its %d records carry none (they are read as they are); the next server start, or any offline write, adds them\n", store, rep.Unsealed, rep.Records)
+			}
+			if bad > 0 || len(rep.Problems) > 0 {
+				return fmt.Errorf("%s: %d tasks have unreadable records, %d of %d records fail their checksum or cannot be decoded", store, bad, len(rep.Problems), rep.Records)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: consistent store, %d tasks, %d records checked\n", store, len(sts), rep.Records)
 			return nil
 		},
 	}
@@ -514,9 +563,18 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	if f.conn.UnauthenticatedBytes < 1 {
 		return fmt.Errorf("--unauthenticated-bytes %d: want ≥ 1", f.conn.UnauthenticatedBytes)
 	}
-	if f.conn.UnauthenticatedTimeout <= 0 || f.watchLifetime <= 0 {
-		return fmt.Errorf("--unauthenticated-timeout %v and --watch-lifetime %v must be > 0", f.conn.UnauthenticatedTimeout, f.watchLifetime)
+	if f.conn.UnauthenticatedTimeout <= 0 || f.watchLifetime <= 0 || f.conn.AuthenticatedIdle <= 0 {
+		return fmt.Errorf("--unauthenticated-timeout %v, --authenticated-idle %v and --watch-lifetime %v must be > 0", f.conn.UnauthenticatedTimeout, f.conn.AuthenticatedIdle, f.watchLifetime)
 	}
+	switch {
+	case f.reservedConns < 0:
+		return fmt.Errorf("--reserved-connections %d: want ≥ 0", f.reservedConns)
+	case f.reservedConns == 0:
+		f.conn.Reserved = -1 // none
+	default:
+		f.conn.Reserved = f.reservedConns
+	}
+	gcfg.MaxCallsPerClient = f.maxCallsPerClient
 	gcfg.MaxWatchesPerPeer, gcfg.WatchLifetime = f.maxWatches, f.watchLifetime
 	if err := f.limits.Validate(); err != nil {
 		return err
@@ -529,6 +587,9 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 		return err
 	}
 	defer store.Close()
+	if n := store.Migrated(); n > 0 {
+		logger.Printf("store %s was written before record checksums: added a checksum to its %d records", f.store, n)
+	}
 	metrics := federation.NewMetrics()
 	coord, err := federation.NewCoordinator(store, federation.CoordinatorConfig{
 		Fuser: &tasks.Fuser{Limits: f.limits}, Limits: f.limits, AdminToken: admin, OpenStatus: f.insecure && loopback && admin == "", Logf: logger.Printf,
@@ -663,25 +724,73 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 			return err
 		}
 	default:
-		token, err := readAdminToken(f.adminFile)
-		if err != nil {
-			return err
-		}
-		c, err := f.tls.dial(f.server, token)
+		c, err := f.tls.dialAdmin(f.server, f.adminFile)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-		defer cancel()
-		if sts, err = c.Status(ctx); err != nil {
-			return connHint(fmt.Errorf("status from %s: %w", f.server, err))
+		var pages [][]federation.TaskStatus
+		q := federation.StatusQuery{Task: f.task, Client: f.client, PageSize: f.pageSize}
+		for {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			page, next, err := c.StatusPage(ctx, q)
+			cancel()
+			if err != nil {
+				return connHint(fmt.Errorf("status from %s (page %d): %w", f.server, len(pages)+1, err))
+			}
+			pages = append(pages, page)
+			if next == "" {
+				break
+			}
+			q.PageToken = next
 		}
+		sts = federation.MergeStatusPages(pages)
+	}
+	if f.store != "" && (f.task != "" || f.client != "") {
+		sts = filterStatuses(sts, f.task, f.client)
 	}
 	if sts == nil {
 		sts = []federation.TaskStatus{}
 	}
 	return writeJSON(f.out, map[string]any{"tasks": sts})
+}
+
+// filterStatuses keeps the task named task ("" = all) and only client's
+// entries ("" = all), as the server's filter does.
+func filterStatuses(sts []federation.TaskStatus, task, client string) []federation.TaskStatus {
+	var out []federation.TaskStatus
+	for _, st := range sts {
+		if task != "" && st.ID != task {
+			continue
+		}
+		if client != "" {
+			keep := func(ids []string) []string {
+				if slices.Contains(ids, client) {
+					return []string{client}
+				}
+				return nil
+			}
+			st.ClientsAllowed, st.ClientsSeen = keep(st.ClientsAllowed), keep(st.ClientsSeen)
+			for i := range st.Fused {
+				fr := &st.Fused[i]
+				j := slices.Index(fr.Clients, client)
+				fr.Clients, fr.RewardClients = keep(fr.Clients), keep(fr.RewardClients)
+				if j < 0 {
+					fr.Weights, fr.OutlierScores, fr.Privacy = nil, nil, nil
+					continue
+				}
+				fr.Weights = fr.Weights[j : j+1]
+				if fr.OutlierScores != nil {
+					fr.OutlierScores = fr.OutlierScores[j : j+1]
+				}
+				if fr.Privacy != nil {
+					fr.Privacy = fr.Privacy[j : j+1]
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
@@ -819,11 +928,7 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	}
 	var tokens map[string]string
 	if f.server != "" {
-		admin, err := readAdminToken(f.adminFile)
-		if err != nil {
-			return err
-		}
-		c, err := f.tls.dial(f.server, admin)
+		c, err := f.tls.dialAdmin(f.server, f.adminFile)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,8 @@ var notCounts = map[string]string{
 	"max-tokenless-calls": "server limit", "max-message-bytes": "server limit", "max-description-bytes": "task limit",
 	"max-probe-points": "task limit", "max-probe-entries": "task limit", "max-fusion-iterations": "task limit",
 	"max-inner-iterations": "task limit", "max-irl-iterations": "task limit",
-	"gridworld-size": "0: no grid-world task", "quorum": "0: all clients; explicit 0 refused in RunE",
+	"reserved-connections": "server limit: 0 reserves no place; negatives refused in RunE",
+	"gridworld-size":       "0: no grid-world task", "quorum": "0: all clients; explicit 0 refused in RunE",
 	"min-clients": "0: the quorum", "rounds": "checked in RunE", "irl-iterations": "0: irl's default; explicit 0 refused in RunE",
 }
 

@@ -26,6 +26,10 @@ const (
 	AuditWatchLifetime       = "watch_lifetime"       // a health Watch ended after its lifetime
 	AuditReadTimeout         = "read_timeout"         // a call whose request was not complete in time
 	AuditTLSHandshake        = "tls_handshake"        // a failed TLS handshake
+	AuditClientConnLimit     = "client_conn_limit"    // a connection left unauthenticated: its client id holds PerClient authenticated ones
+	AuditClientCallLimit     = "client_call_limit"    // a call refused: its client id has MaxCallsPerClient in flight
+	AuditReservedPlace       = "reserved_place"       // a client call served on a reserved place, which it does not authenticate
+	AuditTokenRevoked        = "token_revoked"        // a client's token revoked or rotated by the operator, its connections closed
 )
 
 // DefaultAuditRate and DefaultAuditBurst are the audit log's default rate
@@ -145,6 +149,15 @@ func (a *AuditLog) write(class, peerAddr, method, reason string) {
 		return
 	}
 	a.log.Warn("refused", "class", class, "peer", peerAddr, "method", method, "reason", truncateReason(reason))
+}
+
+// note records an operator's action (not a refusal) of class, unlimited:
+// actions are rare and each must be on record.
+func (a *AuditLog) note(class, peerAddr, method, reason string) {
+	if a == nil {
+		return
+	}
+	a.log.Warn("operator action", "class", class, "peer", peerAddr, "method", method, "reason", truncateReason(reason))
 }
 
 // Flush writes one summary record of the refusals dropped since the last

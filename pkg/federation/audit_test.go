@@ -58,7 +58,7 @@ func TestAuditLogCoversRefusalClasses(t *testing.T) {
 	f.create(t, testSpec("broken", 2, 1), "carol")
 	tokBroken := f.create(t, testSpec("broken2", 2, 1), "dave")
 	if err := f.store.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketState).Put([]byte("broken2"), []byte("{not json"))
+		return tx.Bucket(bucketState).Put([]byte("broken2"), sealRecord("state", []byte("broken2"), []byte("{not json")))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestCorruptTaskRecordReportedAtStartup(t *testing.T) {
 	tokBad := f.create(t, testSpec("bad", 2, 1), "alice")
 	tokGood := f.create(t, testSpec("good", 2, 1), "alice")
 	if err := f.store.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketTasks).Put([]byte("bad"), []byte(`{"spec": {"id": "bad", "theta_dim": -1}, "clients": 7}`))
+		return tx.Bucket(bucketTasks).Put([]byte("bad"), sealRecord("tasks", []byte("bad"), []byte(`{"spec": {"id": "bad", "theta_dim": -1}, "clients": 7}`)))
 	}); err != nil {
 		t.Fatal(err)
 	}

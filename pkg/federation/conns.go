@@ -29,6 +29,21 @@ const (
 	DefaultUnauthenticatedBytes   = 64 << 10
 )
 
+// Defaults of the per-client accounting of authenticated connections
+// (ConnLimits, conns_client.go).
+const (
+	// DefaultMaxConnectionsPerClient is the default of ConnLimits.PerClient:
+	// the authenticated connections one client id (of one task, or the
+	// admin token) holds at once. fedirl client uses one connection; a
+	// restarted client reconnects while the server may still hold its old
+	// one.
+	DefaultMaxConnectionsPerClient = 4
+	// DefaultAuthenticatedIdle is the default of ConnLimits.AuthenticatedIdle.
+	DefaultAuthenticatedIdle = time.Minute
+	// DefaultReservedConnections is the default of ConnLimits.Reserved.
+	DefaultReservedConnections = 8
+)
+
 // ConnLimits bounds the connections a server holds. Zero values are the
 // documented defaults.
 type ConnLimits struct {
@@ -62,6 +77,25 @@ type ConnLimits struct {
 	// of MaxHeaderListBytes and a 4 KiB dynamic table). An honest client
 	// authenticates with its first call's headers, after a few KiB.
 	UnauthenticatedBytes int64
+	// PerClient is the number of authenticated connections one client id
+	// may hold at once (default DefaultMaxConnectionsPerClient): calls on
+	// its further connections are served, but those stay unauthenticated
+	// (evictable, expiring), so a stolen token holds at most PerClient
+	// places however many connections it opens.
+	PerClient int
+	// AuthenticatedIdle is how long an authenticated connection may go
+	// without a call in flight before it counts as unauthenticated again
+	// (evictable and expiring; default DefaultAuthenticatedIdle). Its next
+	// call authenticates it again.
+	AuthenticatedIdle time.Duration
+	// Reserved is the number of places beyond Max (default
+	// DefaultReservedConnections) that a newcomer takes when every one of
+	// the Max places is authenticated and no client holds more than one. A
+	// reserved connection is authenticated only by the admin token; any
+	// other call on it is served but leaves it unauthenticated (evictable),
+	// so the admin's status and health Checks always find a place. A
+	// negative value reserves none.
+	Reserved int
 }
 
 // WithDefaults returns l with every zero field set to its default.
@@ -85,6 +119,18 @@ func (l ConnLimits) WithDefaults() ConnLimits {
 	if l.UnauthenticatedBytes <= 0 {
 		l.UnauthenticatedBytes = DefaultUnauthenticatedBytes
 	}
+	if l.PerClient <= 0 {
+		l.PerClient = DefaultMaxConnectionsPerClient
+	}
+	if l.AuthenticatedIdle <= 0 {
+		l.AuthenticatedIdle = DefaultAuthenticatedIdle
+	}
+	switch {
+	case l.Reserved == 0:
+		l.Reserved = DefaultReservedConnections
+	case l.Reserved < 0:
+		l.Reserved = 0
+	}
 	return l
 }
 
@@ -99,10 +145,16 @@ func (l ConnLimits) WithDefaults() ConnLimits {
 //     unauthenticated connection: the oldest of the peer that spent most
 //     of its connection rate, then holding the most unauthenticated
 //     connections (victimLocked).
-//     An authenticated connection (one that started a call with a known
-//     token, or under mutual TLS completed its handshake with a verified
-//     certificate) is never evicted; when every place is authenticated the
-//     newcomer is closed.
+//     An authenticated connection (one that started a call with the admin
+//     token or a client token of an open task, or under mutual TLS
+//     completed its handshake with a verified certificate) is counted
+//     against its client id, which holds at most PerClient of them; it
+//     counts as unauthenticated again after AuthenticatedIdle without a
+//     call. When every place is authenticated, the newcomer displaces the
+//     least recently used connection of the client id holding the most
+//     places (if it holds more than one), or else takes one of the
+//     Reserved places kept for the admin token and health Checks; only
+//     when those are authenticated too is it closed (conns_client.go).
 //   - A connection still unauthenticated after UnauthenticatedTimeout is
 //     closed.
 //
@@ -140,8 +192,11 @@ type ConnLimiter struct {
 	open      int
 	rates     map[peerID]*bucket // by peer; pruned once refilled and holding no connection
 	lastPrune time.Time
-	cands     []*peerConns // peers holding unauthenticated connections, each at its idx
-	rng       *rand.Rand   // samples cands when there are more than victimSample
+	cands     []*peerConns            // peers holding unauthenticated connections, each at its idx
+	rng       *rand.Rand              // samples cands when there are more than victimSample
+	clients   map[string]*clientConns // authenticated connections by client id
+	multi     []*clientConns          // clients holding two or more, each at its idx
+	reserved  int                     // connections on Reserved places
 
 	counts [numConnEvents]atomic.Uint64
 }
@@ -211,7 +266,8 @@ type peerConns struct {
 // descriptor, which keeps the socket listening.
 func NewConnLimiter(lis net.Listener, lim ConnLimits, audit *AuditLog) *ConnLimiter {
 	return &ConnLimiter{Listener: lis, lim: lim.WithDefaults(), audit: audit, raw: newRawAcceptor(lis), peers: map[peerID]*peerConns{},
-		byAddr: map[string]*limitedConn{}, rates: map[peerID]*bucket{}, rng: rand.New(rand.NewPCG(victimSeed, victimSeed))}
+		byAddr: map[string]*limitedConn{}, rates: map[peerID]*bucket{}, rng: rand.New(rand.NewPCG(victimSeed, victimSeed)),
+		clients: map[string]*clientConns{}}
 }
 
 // limitedConn is a connection accounted by a ConnLimiter.
@@ -221,10 +277,17 @@ type limitedConn struct {
 	peer    peerID
 	addr    string
 	since   time.Time   // admitted at
-	trusted atomic.Bool // authenticated: never evicted
+	trusted atomic.Bool // authenticated: counted against owner, evicted only as its client's
 	expiry  *time.Timer // closes it if still unauthenticated
 	read    int64       // bytes read while unauthenticated (by the one reader at a time)
 	once    sync.Once
+
+	// Guarded by l.mu:
+	owner    string      // the client id it is authenticated for ("" while unauthenticated)
+	reserved bool        // on one of the Reserved places
+	inflight int         // calls in flight on it
+	lastCall time.Time   // when its last call ended (or it authenticated)
+	idle     *time.Timer // demotes it after AuthenticatedIdle without a call
 }
 
 // errUnauthenticatedBytes is returned by the Read of a connection that sent
@@ -354,7 +417,7 @@ func (l *ConnLimiter) screenLocked(peer peerID, now time.Time) connEvent {
 		l.refundLocked(peer) // refused: the token is not spent
 		return connRefusedPeerLimit
 	}
-	if l.open >= l.lim.Max && len(l.cands) == 0 {
+	if !l.roomLocked() {
 		l.refundLocked(peer)
 		return connRefusedFull
 	}
@@ -400,16 +463,31 @@ func (l *ConnLimiter) placeLocked(c *limitedConn, now time.Time) (victim *limite
 		l.refundLocked(c.peer)
 		return nil, connRefusedPeerLimit, ""
 	}
-	if l.open >= l.lim.Max {
-		if victim = l.victimLocked(now); victim == nil {
+	if l.open-l.reserved >= l.lim.Max {
+		victim = l.victimLocked(now)
+		if victim != nil && victim.reserved && l.reserved < l.lim.Reserved {
+			victim = nil // a free reserved place before a reserved connection
+			c.reserved = true
+		} else if victim != nil {
+			if l.audit.allow(AuditConnEvicted, victim.peer) {
+				reason = "peer " + victim.peer.String() + " held " + strconv.Itoa(l.peers[victim.peer].unauthenticated) + " unauthenticated connections, " +
+					strconv.Itoa(int(l.tokensLocked(victim.peer, now))) + " connection tokens left"
+			}
+		} else if victim = l.topHolderVictimLocked(); victim != nil {
+			if l.audit.allow(AuditConnEvicted, victim.peer) {
+				reason = "every place authenticated; client " + victim.owner + " held " + strconv.Itoa(len(l.clients[victim.owner].conns)) +
+					" places, the most; its least recently used connection (peer " + victim.peer.String() + ") closed"
+			}
+		} else if l.reserved < l.lim.Reserved {
+			c.reserved = true
+		} else {
 			l.refundLocked(c.peer)
 			return nil, connRefusedFull, ""
 		}
-		if l.audit.allow(AuditConnEvicted, victim.peer) {
-			reason = "peer " + victim.peer.String() + " held " + strconv.Itoa(l.peers[victim.peer].unauthenticated) + " unauthenticated connections, " +
-				strconv.Itoa(int(l.tokensLocked(victim.peer, now))) + " connection tokens left"
+		if victim != nil {
+			c.reserved = victim.reserved
+			l.removeLocked(victim)
 		}
-		l.removeLocked(victim)
 	}
 	if p = l.peers[c.peer]; p == nil {
 		p = &peerConns{id: c.peer, rate: l.rates[c.peer], idx: -1}
@@ -424,6 +502,9 @@ func (l *ConnLimiter) placeLocked(c *limitedConn, now time.Time) (victim *limite
 	c.since = now
 	l.byAddr[c.addr] = c
 	l.open++
+	if c.reserved {
+		l.reserved++
+	}
 	return victim, connAdmitted, reason
 }
 
@@ -455,7 +536,8 @@ func (l *ConnLimiter) refusalReason(ev connEvent) string {
 	case connRefusedPeerLimit:
 		return "peer holds " + strconv.Itoa(l.lim.PerPeer) + " connections, its limit (--max-connections-per-peer)"
 	case connRefusedFull:
-		return "server holds " + strconv.Itoa(l.lim.Max) + " connections (--max-connections), every one authenticated"
+		return "server holds " + strconv.Itoa(l.lim.Max) + " connections (--max-connections) and " + strconv.Itoa(l.reserved) +
+			" reserved, every one authenticated and no client holding more than one; " + l.topClientsLocked(3)
 	}
 	return ""
 }
@@ -560,35 +642,33 @@ func (l *ConnLimiter) removeLocked(c *limitedConn) {
 			p.conns = append(p.conns[:i:i], p.conns[i+1:]...)
 			if !c.trusted.Load() {
 				l.unauthLocked(p, -1)
+			} else {
+				l.unownLocked(c)
 			}
 			if len(p.conns) == 0 {
 				delete(l.peers, c.peer)
 			}
 			delete(l.byAddr, c.addr)
 			l.open--
+			if c.reserved {
+				l.reserved--
+			}
+			if c.idle != nil {
+				c.idle.Stop()
+			}
 			return
 		}
 	}
 }
 
 // markTrusted records that the connection from remote address addr has
-// authenticated (started a call with a known token, or completed a mutual
-// TLS handshake); it is never evicted nor expired after that.
-func (l *ConnLimiter) markTrusted(addr string) {
+// completed a mutual TLS handshake with a verified certificate (of common
+// name cn): it is authenticated for the client id "cert/cn" (authenticate).
+func (l *ConnLimiter) markTrusted(addr, cn string) {
 	if l == nil {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.byAddr[addr]
-	if c == nil || c.trusted.Load() {
-		return
-	}
-	c.trusted.Store(true)
-	if p := l.peers[c.peer]; p != nil {
-		l.unauthLocked(p, -1)
-	}
-	l.refundLocked(c.peer)
+	l.authenticate(addr, "cert/"+cn, false, time.Now())
 }
 
 // Open returns the number of connections held.

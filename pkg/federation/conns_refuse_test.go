@@ -164,7 +164,7 @@ func TestDualStackPeers(t *testing.T) {
 	if got := lc.peer.String(); got != "127.0.0.1" {
 		t.Fatalf("peer %q, want 127.0.0.1", got)
 	}
-	cl.markTrusted(sc.RemoteAddr().String())
+	cl.authenticate(sc.RemoteAddr().String(), "t/alice", false, time.Now())
 	if !lc.trusted.Load() || cl.Unauthenticated() != 0 {
 		t.Fatalf("markTrusted(%q) did not find the connection accounted as %q", sc.RemoteAddr(), lc.addr)
 	}

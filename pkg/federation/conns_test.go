@@ -95,45 +95,6 @@ func TestConnectRateLimit(t *testing.T) {
 	}
 }
 
-// TestAuthenticatedNeverEvicted: with every place held by an authenticated
-// connection, a newcomer is closed (audited as conn_peer_limit) and no
-// authenticated connection is evicted; an unauthenticated one would have
-// been.
-func TestAuthenticatedNeverEvicted(t *testing.T) {
-	addr, tok, cl, logs := siegeServer(t, ConnLimits{Max: 3}, GRPCServerConfig{})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var clients []*GRPCClient
-	for range 3 {
-		c, err := dialFrom(addr, "127.0.0.5", tok, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
-	if n, u := cl.Open(), cl.Unauthenticated(); n != 3 || u != 0 {
-		t.Fatalf("%d connections, %d unauthenticated; want 3, 0", n, u)
-	}
-	if !refusedWithin(addr, "127.0.0.6", time.Second) {
-		t.Fatal("a newcomer was admitted although every place is authenticated")
-	}
-	if l := logs.String(); strings.Contains(l, "class="+AuditConnEvicted) || !strings.Contains(l, "every one authenticated") {
-		t.Fatalf("audit log:\n%s", l)
-	}
-	for i, c := range clients {
-		if _, err := c.GetTask(ctx, "t", "alice"); err != nil {
-			t.Fatalf("authenticated client %d after the newcomer: %v", i, err)
-		}
-	}
-	if n := cl.Open(); n != 3 {
-		t.Fatalf("%d connections after the calls, want the same 3", n)
-	}
-}
-
 // TestUnauthenticatedConnectionExpires: a connection that sends nothing is
 // closed after UnauthenticatedTimeout (audited as conn_unauthenticated),
 // while an authenticated one outlives it.
@@ -180,7 +141,7 @@ func TestEvictionOrder(t *testing.T) {
 	t0 := time.Unix(1e9, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	newLimiter := func() *ConnLimiter {
-		return NewConnLimiter(nil, ConnLimits{Max: 3, ConnectRate: 1, ConnectBurst: 4}, nil)
+		return NewConnLimiter(nil, ConnLimits{Max: 3, ConnectRate: 1, ConnectBurst: 4, Reserved: -1}, nil)
 	}
 	conn := func(peer string, port int) *limitedConn {
 		return &limitedConn{peer: peerFromIP(netip.MustParseAddr(peer)), addr: peer + ":" + strconv.Itoa(port)}
@@ -237,18 +198,69 @@ func TestEvictionOrder(t *testing.T) {
 		admit(t, l, m2, at(0.2), nil)
 		admit(t, l, conn("10.0.0.9", 1), at(10), m1)
 	})
-	t.Run("authenticated never", func(t *testing.T) {
+	t.Run("authenticated clients holding one place each", func(t *testing.T) {
 		l := newLimiter()
 		a, b, c := conn("10.0.0.1", 1), conn("10.0.0.2", 1), conn("10.0.0.3", 1)
 		admit(t, l, a, at(0), nil)
 		admit(t, l, b, at(0.1), nil)
 		admit(t, l, c, at(0.2), nil)
-		l.markTrusted(a.addr)
-		l.markTrusted(c.addr)
+		l.authenticate(a.addr, "t/a", false, at(0.3))
+		l.authenticate(c.addr, "t/c", false, at(0.3))
 		admit(t, l, conn("10.0.0.9", 1), at(1), b)
-		l.markTrusted("10.0.0.9:1")
-		if victim, class, _ := l.admit(conn("10.0.0.8", 1), at(2)); victim != nil || class != AuditConnPeerLimit {
-			t.Fatalf("every place authenticated: displaced %v, class %q; want none, %s", victim, class, AuditConnPeerLimit)
+		l.authenticate("10.0.0.9:1", "t/h", false, at(1))
+		victim, class, reason := l.admit(conn("10.0.0.8", 1), at(2))
+		if victim != nil || class != AuditConnPeerLimit {
+			t.Fatalf("every place authenticated by a different client: displaced %v, class %q; want none, %s", victim, class, AuditConnPeerLimit)
+		}
+		if !strings.Contains(reason, "the most held by client t/a (1), t/c (1), t/h (1)") {
+			t.Fatalf("the refusal does not name the client ids holding the places: %q", reason)
+		}
+	})
+	t.Run("the client holding most places", func(t *testing.T) {
+		// One token's three connections fill the server: a newcomer
+		// displaces the least recently used of them, and then, holding two,
+		// the client is displaced again before anyone holding one.
+		l := newLimiter()
+		a1, a2, a3 := conn("10.0.0.1", 1), conn("10.0.0.1", 2), conn("10.0.0.2", 1)
+		admit(t, l, a1, at(0), nil)
+		admit(t, l, a2, at(0.1), nil)
+		admit(t, l, a3, at(0.2), nil)
+		l.authenticate(a1.addr, "old/stolen", false, at(0.3))
+		l.authenticate(a2.addr, "old/stolen", false, at(0.4))
+		l.authenticate(a3.addr, "old/stolen", false, at(0.5))
+		h := conn("10.0.0.9", 1)
+		admit(t, l, h, at(1), a1)
+		l.authenticate(h.addr, "t/alice", false, at(1))
+		admit(t, l, conn("10.0.0.8", 1), at(2), a2)
+		if top := l.TopClients(3); len(top) != 2 || top[0] != (ClientPlaces{"old/stolen", 1}) || top[1] != (ClientPlaces{"t/alice", 1}) {
+			t.Fatalf("top clients %+v, want old/stolen and t/alice with one place each", top)
+		}
+	})
+	t.Run("reserved places", func(t *testing.T) {
+		// Every place authenticated by a different client: a newcomer takes
+		// one of the Reserved places, where only the admin token
+		// authenticates; once they are taken a newcomer displaces the
+		// unauthenticated reserved connection.
+		l := NewConnLimiter(nil, ConnLimits{Max: 2, ConnectRate: 1, ConnectBurst: 4, Reserved: 2}, nil)
+		a, b := conn("10.0.0.1", 1), conn("10.0.0.2", 1)
+		admit(t, l, a, at(0), nil)
+		admit(t, l, b, at(0), nil)
+		l.authenticate(a.addr, "t/a", false, at(0))
+		l.authenticate(b.addr, "t/b", false, at(0))
+		r1, r2 := conn("10.0.0.3", 1), conn("10.0.0.4", 1)
+		admit(t, l, r1, at(1), nil)
+		admit(t, l, r2, at(1.1), nil)
+		if !r1.reserved || !r2.reserved || l.States().Reserved != 2 {
+			t.Fatalf("newcomers not on reserved places: %+v", l.States())
+		}
+		l.authenticate(r1.addr, "t/c", false, at(1.2)) // a client token: stays unauthenticated
+		l.authenticate(r2.addr, adminOwner, true, at(1.2))
+		if r1.trusted.Load() || !r2.trusted.Load() {
+			t.Fatalf("reserved places: client trusted %v, admin trusted %v; want false, true", r1.trusted.Load(), r2.trusted.Load())
+		}
+		admit(t, l, conn("10.0.0.5", 1), at(5), r1)
+		if victim, class, _ := l.admit(conn("10.0.0.6", 1), at(6)); victim == nil || class != "" {
+			t.Fatalf("the unauthenticated reserved newcomer should be displaced: %v %q", victim, class)
 		}
 	})
 }

@@ -75,10 +75,21 @@ type Coordinator struct {
 	errs   map[string]string          // task -> last fusion error
 	fusing map[string]bool            // tasks with a fusion running in this process
 	retry  map[string]retryState      // tasks whose last fusion failed transiently
-	// tokens holds the token hash of every client of every readable task:
-	// the gRPC adapter refuses a call whose token is not among them at its
-	// headers, before reading its request.
-	tokens map[string]struct{}
+	// tokens maps the token hash of every client of every readable task to
+	// its owner: the gRPC adapter refuses a call whose token is not among
+	// them at its headers, before reading its request, and accounts the
+	// connection's place to the owner.
+	tokens map[string]tokenOwner
+	// revoked maps the hash of every revoked or rotated token to the reason
+	// its calls are refused with.
+	revoked map[string]string
+	// done holds the tasks whose last round is fused: their tokens still
+	// read results but no longer hold an authenticated place.
+	done     map[string]bool
+	revokeMu sync.Mutex // serialises revocations
+	// privacy is the privacy released so far by each task that sets
+	// privacy or central_privacy (metrics).
+	privacy map[string]privacySpent
 	// corrupt maps tasks whose record or round state cannot be read to the
 	// store's error, found at start-up (logged, counted by the metrics and
 	// never shown to callers).
@@ -136,7 +147,7 @@ func newCoordinator(store roundStore, cfg CoordinatorConfig) (*Coordinator, erro
 	c := &Coordinator{store: store, cfg: cfg, tasks: map[string]*taskRecord{},
 		notify: map[string]chan struct{}{}, seen: map[string]map[string]bool{},
 		errs: map[string]string{}, fusing: map[string]bool{}, retry: map[string]retryState{},
-		tokens: map[string]struct{}{}, corrupt: map[string]string{}, stop: make(chan struct{})}
+		tokens: map[string]tokenOwner{}, revoked: map[string]string{}, done: map[string]bool{}, privacy: map[string]privacySpent{}, corrupt: map[string]string{}, stop: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if err := c.scanTasks(); err != nil {
 		return nil, err
@@ -169,27 +180,21 @@ func (c *Coordinator) scanTasks() error {
 			continue
 		}
 		c.tasks[t.ID] = &rec
-		for _, h := range rec.Clients {
-			c.tokens[h] = struct{}{}
+		c.indexTokens(&rec)
+		if t.State.Done {
+			c.done[t.ID] = true
+		}
+		if rec.Spec.Privacy != nil || rec.Spec.CentralPrivacy != nil {
+			var p privacySpent
+			for r := 1; r <= t.State.Round; r++ {
+				if fr, ok, err := c.store.fused(t.ID, r); err == nil && ok {
+					p.add(&fr)
+				}
+			}
+			c.privacy[t.ID] = p
 		}
 	}
 	return nil
-}
-
-// knownToken reports whether token is the admin token or some readable
-// task's client token (hashing it once; a cheap check for the gRPC adapter).
-func (c *Coordinator) knownToken(token string) bool {
-	if token == "" {
-		return false
-	}
-	if c.isAdmin(Credentials{Token: token}) {
-		return true
-	}
-	h := HashToken(token)
-	c.mu.Lock()
-	_, ok := c.tokens[h]
-	c.mu.Unlock()
-	return ok
 }
 
 // Corrupt returns the ids of the tasks found unreadable at start-up with the
@@ -246,8 +251,11 @@ func (c *Coordinator) CreateTask(spec TaskSpec, clients []string) (map[string]st
 		return nil, err
 	}
 	c.mu.Lock()
-	for _, tok := range tokens {
-		c.tokens[HashToken(tok)] = struct{}{}
+	for client, tok := range tokens {
+		c.tokens[HashToken(tok)] = tokenOwner{Task: spec.ID, Client: client}
+	}
+	if spec.Privacy != nil || spec.CentralPrivacy != nil {
+		c.privacy[spec.ID] = privacySpent{}
 	}
 	c.mu.Unlock()
 	return tokens, nil
@@ -379,6 +387,11 @@ func (c *Coordinator) authenticate(cred Credentials, taskID, clientID string) (*
 		tokenMatches(cred.Token, "0000000000000000000000000000000000000000000000000000000000000000")
 		return nil, errorf(CodeUnauthenticated, "invalid token for client %s on task %s", clientID, taskID)
 	}
+	if len(rec.Revoked) > 0 {
+		if r, ok := rec.Revoked[HashToken(cred.Token)]; ok && r.Client == clientID {
+			return nil, errorf(CodePermissionDenied, "%s; ask the operator for a new token", r.reason(taskID))
+		}
+	}
 	hash, member := rec.Clients[clientID]
 	if !member {
 		hash = "0000000000000000000000000000000000000000000000000000000000000000" // keep timing uniform
@@ -494,6 +507,11 @@ func (c *Coordinator) submit(ctx context.Context, cred Credentials, sub Submissi
 	if r.Verdict == Duplicate {
 		res.Duplicate = true
 		res.Message = fmt.Sprintf("duplicate: already accepted at %s", r.Old.ReceivedAt.Format(time.RFC3339Nano))
+		// Every acknowledgement has its line before its reply: a
+		// submission stored by a batch whose commit a SIGKILL interrupted
+		// before its first line was written is acknowledged (and logged)
+		// here, when its client retries after the restart.
+		c.cfg.Logf("task %s round %d: accepted %s from %s again (duplicate of the submission stored at %s)", sub.TaskID, sub.Round, sub.kind(), sub.ClientID, r.Old.ReceivedAt.Format(time.RFC3339Nano))
 		return res, nil
 	}
 	res.Message = fmt.Sprintf("accepted %d/%d", res.Submissions, rec.Spec.Quorum)
@@ -683,6 +701,18 @@ func (c *Coordinator) fuse(taskID string) {
 	if err := c.store.commitFusion(&spec, &fr); err != nil {
 		c.fusionFailed(taskID, fmt.Errorf("storing the fusion of task %s round %d: %w", taskID, round, err), false)
 		return
+	}
+	c.mu.Lock()
+	if spec.Privacy != nil || spec.CentralPrivacy != nil {
+		p := c.privacy[taskID]
+		p.add(&fr)
+		c.privacy[taskID] = p
+	}
+	c.mu.Unlock()
+	if st, err := c.store.state(taskID); err == nil && st.Done {
+		c.mu.Lock()
+		c.done[taskID] = true
+		c.mu.Unlock()
 	}
 	c.cfg.Metrics.fusion("fused", time.Since(start))
 	c.cfg.Metrics.outliers(taskID, clients, out.OutlierScores)

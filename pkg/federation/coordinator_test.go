@@ -243,7 +243,7 @@ func TestCorruptRecordIsolated(t *testing.T) {
 	f.create(t, testSpec("bad", 1, 1), "a")
 	tok := f.create(t, testSpec("good", 1, 1), "a")
 	if err := f.store.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketState).Put([]byte("bad"), []byte("{not json"))
+		return tx.Bucket(bucketState).Put([]byte("bad"), sealRecord("state", []byte("bad"), []byte("{not json")))
 	}); err != nil {
 		t.Fatal(err)
 	}

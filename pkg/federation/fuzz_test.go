@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,12 +173,25 @@ func FuzzGRPCHandlers(f *testing.F) {
 		b, _ := proto.Marshal(m)
 		f.Add(uint8(i), b, "Bearer "+tok["alice"])
 	}
+	for _, m := range []struct {
+		which uint8
+		msg   proto.Message
+		auth  string
+	}{
+		{3, &pb.StatusRequest{PageToken: "not-a-token", PageSize: -1}, "Bearer adm"},
+		{3, &pb.StatusRequest{TaskId: "t1", ClientId: "alice", PageSize: 1}, "Bearer adm"},
+		{5, &pb.RevokeTokenRequest{TaskId: "t1", ClientId: "carol", Rotate: true}, "Bearer adm"},
+		{5, &pb.RevokeTokenRequest{TaskId: "t1", ClientId: "bob"}, "Bearer " + tok["alice"]},
+	} {
+		b, _ := proto.Marshal(m.msg)
+		f.Add(m.which, b, m.auth)
+	}
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte, auth string) {
 		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", auth))
 		before := totalSubs(t, store)
 		var err error
 		submitted := false
-		switch which % 5 {
+		switch which % 6 {
 		case 0:
 			req := &pb.SubmitRequest{}
 			if proto.Unmarshal(raw, req) != nil {
@@ -214,15 +228,25 @@ func FuzzGRPCHandlers(f *testing.F) {
 			if err == nil && (auth != "Bearer adm" || len(resp.Tokens) != len(req.Clients)) {
 				t.Fatalf("CreateTask answered %d tokens for %d clients with auth %q", len(resp.Tokens), len(req.Clients), auth)
 			}
+		case 5:
+			req := &pb.RevokeTokenRequest{}
+			if proto.Unmarshal(raw, req) != nil {
+				return
+			}
+			var resp *pb.RevokeTokenResponse
+			resp, err = svc.RevokeToken(ctx, req)
+			if bare, _ := strings.CutPrefix(auth, "Bearer "); err == nil && (bare != "adm" || (req.Rotate != (resp.Token != ""))) {
+				t.Fatalf("RevokeToken answered %+v with auth %q", resp, auth)
+			}
 		}
 		if err != nil {
 			st, ok := status.FromError(err)
 			if !ok || st.Code() == codes.Unknown || st.Code() == codes.Internal || st.Message() == "" {
-				t.Fatalf("handler %d: unclassified error %v", which%5, err)
+				t.Fatalf("handler %d: unclassified error %v", which%6, err)
 			}
 		}
 		if after := totalSubs(t, store); !submitted && after != before {
-			t.Fatalf("handler %d changed the store without accepting a submission", which%5)
+			t.Fatalf("handler %d changed the store without accepting a submission", which%6)
 		}
 	})
 }

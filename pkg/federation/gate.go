@@ -60,6 +60,7 @@ type gate struct {
 	tokenlessBy map[string]int // the same, by peer
 	checks      map[string]int // health Checks in flight, by peer
 	watches     map[string]int // health Watch streams, by peer
+	callsBy     map[string]int // calls with a token in flight, by client id (ownerKey or adminOwner)
 }
 
 // callState is what the gate keeps about one admitted call.
@@ -147,6 +148,37 @@ func (g *gate) admitTokenless(b int, peer string) (release func(), class string,
 	}, "", nil
 }
 
+// admitCall admits a call with a known token from addr: at most
+// MaxCallsPerClient in flight per client id; the connection is
+// authenticated for the client (ConnLimiter.authenticate) when the token
+// may hold a place, and its calls are counted for its idle timer. It
+// returns the function that gives the call's places back.
+func (g *gate) admitCall(who caller, addr, method string) (release func(), err error) {
+	g.mu.Lock()
+	if n := g.callsBy[who.key]; n >= g.cfg.MaxCallsPerClient {
+		g.mu.Unlock()
+		msg := fmt.Sprintf("client %s has %d calls in flight, its limit (--max-calls-per-client); retry later", who.key, n)
+		g.cfg.Audit.Refused(AuditClientCallLimit, addr, method, msg)
+		return nil, status.Error(codes.ResourceExhausted, msg)
+	}
+	g.callsBy[who.key]++
+	g.mu.Unlock()
+	l := g.cfg.Conns
+	if who.holdsPlace {
+		l.authenticate(addr, who.key, who.key == adminOwner, time.Now())
+	}
+	conn := l.callStarted(addr)
+	if conn != nil && who.holdsPlace && who.key != adminOwner && !conn.trusted.Load() && conn.reserved {
+		g.cfg.Audit.Refused(AuditReservedPlace, addr, method, "client "+who.key+" called on a reserved place (server full): served, but the connection stays evictable")
+	}
+	return func() {
+		l.callEnded(conn)
+		g.mu.Lock()
+		decr(g.callsBy, who.key)
+		g.mu.Unlock()
+	}, nil
+}
+
 // decr decrements m[k], deleting it at zero.
 func decr(m map[string]int, k string) {
 	if m[k]--; m[k] <= 0 {
@@ -176,13 +208,19 @@ func (g *gate) tap(ctx context.Context, info *tap.Info) (context.Context, error)
 		if v := info.Header.Get("authorization"); len(v) == 1 {
 			tok, _ = strings.CutPrefix(v[0], "Bearer ")
 		}
-		if !g.c.knownToken(tok) {
-			g.cfg.Audit.Refused(AuditStreamNoCred, addr, cs.method, "missing or unknown bearer token")
-			return nil, status.Error(codes.Unauthenticated, "missing or unknown bearer token")
+		who := g.c.callerOf(tok)
+		if who.refusal != nil {
+			class := AuditStreamNoCred
+			if who.refusal.Code == CodePermissionDenied {
+				class = AuditTokenRevoked
+			}
+			g.cfg.Audit.Refused(class, addr, cs.method, who.refusal.Msg)
+			return nil, toStatus(who.refusal)
 		}
-		// A known token authenticates the connection: it is never
-		// evicted nor expired from now on.
-		g.cfg.Conns.markTrusted(addr)
+		var err error
+		if release, err = g.admitCall(who, addr, cs.method); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	readTimeout := g.cfg.RequestReadTimeout
@@ -264,8 +302,8 @@ func (l auditedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Auth
 		return c, info, err
 	}
 	capped.left.Store(-1)
-	if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
-		l.conns.markTrusted(conn.RemoteAddr().String())
+	if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
+		l.conns.markTrusted(conn.RemoteAddr().String(), ti.State.VerifiedChains[0][0].Subject.CommonName)
 	}
 	return c, info, err
 }

@@ -79,6 +79,11 @@ type GRPCServerConfig struct {
 	// WatchLifetime ends every health Watch after this long (default
 	// DefaultWatchLifetime); a load balancer re-opens it.
 	WatchLifetime time.Duration
+	// MaxCallsPerClient caps the calls one client id (one client of one
+	// task, or the admin token) has in flight across all its connections
+	// (default DefaultMaxCallsPerClient); further ones are refused at their
+	// headers with ResourceExhausted naming the client.
+	MaxCallsPerClient int
 }
 
 // Defaults of GRPCServerConfig.
@@ -98,6 +103,9 @@ const (
 	DefaultMaxWatchesPerPeer = 2
 	// DefaultWatchLifetime is the default of WatchLifetime.
 	DefaultWatchLifetime = 5 * time.Minute
+	// DefaultMaxCallsPerClient is the default of MaxCallsPerClient: fedirl
+	// client makes one call at a time.
+	DefaultMaxCallsPerClient = 8
 	// MaxHandshakeBytes is the most a peer may send before its TLS
 	// handshake completes (ClientHello, and under mutual TLS its
 	// certificate chain): fedirl's hellos and certificates take a few KiB;
@@ -155,10 +163,13 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 	if cfg.WatchLifetime <= 0 {
 		cfg.WatchLifetime = DefaultWatchLifetime
 	}
+	if cfg.MaxCallsPerClient <= 0 {
+		cfg.MaxCallsPerClient = DefaultMaxCallsPerClient
+	}
 	if cfg.Audit == nil {
 		cfg.Audit = NewAuditLog(cfg.Log, 0, 0)
 	}
-	g := &gate{c: c, cfg: cfg, checks: map[string]int{}, tokenlessBy: map[string]int{}, watches: map[string]int{}}
+	g := &gate{c: c, cfg: cfg, checks: map[string]int{}, tokenlessBy: map[string]int{}, watches: map[string]int{}, callsBy: map[string]int{}}
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxMessageBytes),
 		grpc.MaxSendMsgSize(4 * cfg.MaxMessageBytes),
@@ -187,7 +198,7 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
 	s := grpc.NewServer(opts...)
-	pb.RegisterFederationServer(s, &grpcService{c: c, maxReply: 4 * cfg.MaxMessageBytes})
+	pb.RegisterFederationServer(s, &grpcService{c: c, maxReply: 4 * cfg.MaxMessageBytes, conns: cfg.Conns, audit: cfg.Audit})
 	// The standard health service (grpc.health.v1), for load balancers and
 	// grpc_health_probe: SERVING for the server ("") and the Federation
 	// service until the coordinator stops.
@@ -207,7 +218,9 @@ func NewGRPCServer(c *Coordinator, cfg GRPCServerConfig) *grpc.Server {
 type grpcService struct {
 	pb.UnimplementedFederationServer
 	c        *Coordinator
-	maxReply int // the server's send limit (grpc.MaxSendMsgSize)
+	maxReply int          // the server's send limit (grpc.MaxSendMsgSize)
+	conns    *ConnLimiter // closes a revoked client's connections (nil: none accounted)
+	audit    *AuditLog
 }
 
 // tokensReplyBound bounds the encoded size of a CreateTask reply for
@@ -453,18 +466,25 @@ func (s *grpcService) GetFused(ctx context.Context, req *pb.GetFusedRequest) (*p
 	return resp, nil
 }
 
-// Status implements pb.FederationServer.
+// Status implements pb.FederationServer: one page of the status
+// (Coordinator.StatusPage), whose estimated size stays under half the
+// server's send limit.
 func (s *grpcService) Status(ctx context.Context, req *pb.StatusRequest) (*pb.StatusResponse, error) {
-	sts, err := s.c.Status(ctx, credentialsFrom(ctx))
+	sts, next, err := s.c.StatusPage(ctx, credentialsFrom(ctx), StatusQuery{Task: req.GetTaskId(), Client: req.GetClientId(),
+		PageToken: req.GetPageToken(), PageSize: int(req.GetPageSize()), MaxBytes: s.maxReply / 2})
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &pb.StatusResponse{}
+	resp := &pb.StatusResponse{NextPageToken: next}
 	for i := range sts {
 		t := &sts[i]
 		ps := &pb.TaskStatus{Id: t.ID, Round: int32(t.Round), Rounds: int32(t.Rounds), Done: t.Done, Quorum: int32(t.Quorum),
 			MinClients: int32(t.MinClients), ClientsAllowed: t.ClientsAllowed, ClientsSeen: t.ClientsSeen,
-			Submissions: int32(t.Submissions), TotalSubmissions: int32(t.TotalSubmissions), Error: t.Error}
+			Submissions: int32(t.Submissions), TotalSubmissions: int32(t.TotalSubmissions), Error: t.Error,
+			ClientsTotal: int32(t.ClientsTotal), ClientOffset: int32(t.ClientOffset)}
+		if !t.Deadline.IsZero() {
+			ps.DeadlineUnixNano = t.Deadline.UnixNano()
+		}
 		for j := range t.Fused {
 			ps.Fused = append(ps.Fused, fusedToPB(&t.Fused[j]))
 		}
@@ -573,24 +593,52 @@ func (g *GRPCClient) GetFused(ctx context.Context, taskID, clientID string, roun
 		WaitingFor: r.GetWaitingFor(), WaitingForMore: int(r.GetWaitingForMore())}, nil
 }
 
-// Status implements Federation.
+// Status implements Federation: every page of the server's status,
+// merged (MergeStatusPages).
 func (g *GRPCClient) Status(ctx context.Context) ([]TaskStatus, error) {
-	r, err := g.rpc.Status(g.ctx(ctx), &pb.StatusRequest{})
-	if err != nil {
-		return nil, fromStatus(ctx, err)
+	var pages [][]TaskStatus
+	q := StatusQuery{}
+	for {
+		page, next, err := g.StatusPage(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, page)
+		if next == "" {
+			return MergeStatusPages(pages), nil
+		}
+		q.PageToken = next
 	}
+}
+
+// StatusPage returns one page of the server's status and the next page's
+// token ("" after the last).
+func (g *GRPCClient) StatusPage(ctx context.Context, q StatusQuery) ([]TaskStatus, string, error) {
+	r, err := g.rpc.Status(g.ctx(ctx), &pb.StatusRequest{TaskId: q.Task, ClientId: q.Client, PageToken: q.PageToken, PageSize: int32(q.PageSize)})
+	if err != nil {
+		return nil, "", fromStatus(ctx, err)
+	}
+	out, next := statusPageFromPB(r)
+	return out, next, nil
+}
+
+// statusPageFromPB converts a status reply.
+func statusPageFromPB(r *pb.StatusResponse) ([]TaskStatus, string) {
 	var out []TaskStatus
 	for _, t := range r.GetTasks() {
 		ts := TaskStatus{ID: t.GetId(), Round: int(t.GetRound()), Rounds: int(t.GetRounds()), Done: t.GetDone(),
 			Quorum: int(t.GetQuorum()), MinClients: int(t.GetMinClients()), ClientsAllowed: t.GetClientsAllowed(),
 			ClientsSeen: t.GetClientsSeen(), Submissions: int(t.GetSubmissions()), TotalSubmissions: int(t.GetTotalSubmissions()),
-			Error: t.GetError()}
+			Error: t.GetError(), ClientsTotal: int(t.GetClientsTotal()), ClientOffset: int(t.GetClientOffset())}
+		if d := t.GetDeadlineUnixNano(); d != 0 {
+			ts.Deadline = time.Unix(0, d).UTC()
+		}
 		for _, f := range t.GetFused() {
 			ts.Fused = append(ts.Fused, fusedFromPB(f))
 		}
 		out = append(out, ts)
 	}
-	return out, nil
+	return out, r.GetNextPageToken()
 }
 
 // CreateTask asks the server to define a task (the connection's token must be
@@ -606,4 +654,42 @@ func (g *GRPCClient) CreateTask(ctx context.Context, spec TaskSpec, clients []st
 		return nil, fromStatus(ctx, err)
 	}
 	return r.GetTokens(), nil
+}
+
+// RevokeToken implements pb.FederationServer: the coordinator revokes (or
+// rotates) the token, then every connection the client authenticated is
+// closed, and the revocation is audited with the client id.
+func (s *grpcService) RevokeToken(ctx context.Context, req *pb.RevokeTokenRequest) (*pb.RevokeTokenResponse, error) {
+	tok, err := s.c.RevokeToken(credentialsFrom(ctx), req.GetTaskId(), req.GetClientId(), req.GetRotate())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	key := ownerKey(req.GetTaskId(), req.GetClientId())
+	// Under mutual TLS the client's connections are authenticated by its
+	// certificate, whose common name is its id (for every task it is in):
+	// those close too, and it reconnects for its other tasks.
+	n := s.conns.CloseClient(key) + s.conns.CloseClient("cert/"+req.GetClientId())
+	what := "revoked"
+	if req.GetRotate() {
+		what = "rotated"
+	}
+	addr := ""
+	if p, ok := peer.FromContext(ctx); ok {
+		addr = p.Addr.String()
+	}
+	s.audit.note(AuditTokenRevoked, addr, pb.Federation_RevokeToken_FullMethodName,
+		fmt.Sprintf("client %s: token %s by the admin; %d of its connections closed", key, what, n))
+	return &pb.RevokeTokenResponse{Token: tok, ConnectionsClosed: int32(n)}, nil
+}
+
+// RevokeToken asks the server to revoke client's token on task (the
+// connection's token must be the admin token); with rotate it returns the
+// new token issued in its place. It returns how many of the client's
+// connections the server closed.
+func (g *GRPCClient) RevokeToken(ctx context.Context, task, client string, rotate bool) (newToken string, closed int, err error) {
+	r, err := g.rpc.RevokeToken(g.ctx(ctx), &pb.RevokeTokenRequest{TaskId: task, ClientId: client, Rotate: rotate})
+	if err != nil {
+		return "", 0, fromStatus(ctx, err)
+	}
+	return r.GetToken(), int(r.GetConnectionsClosed()), nil
 }

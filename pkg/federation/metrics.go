@@ -22,7 +22,7 @@ type Metrics struct {
 	submissions *prometheus.CounterVec
 	fusions     *prometheus.CounterVec
 	fusionTime  prometheus.Histogram
-	outlier     *prometheus.GaugeVec
+	outlier     outlierSeries // fedirl_fusion_outlier_score, bounded (metrics_tasks.go)
 	conns       prometheus.GaugeFunc
 	open        atomic.Int64
 	coord       atomic.Pointer[Coordinator]
@@ -45,10 +45,6 @@ func NewMetrics() *Metrics {
 			Help:    "Duration of successful fusions.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms … 4.4 min
 		}),
-		outlier: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "fedirl_fusion_outlier_score",
-			Help: "Each client's distance to the last fused result of a task (the fuser's unit; pkg/tasks: RMS reward difference on the probe), set at fusion; one series per client of a fused round.",
-		}, []string{"task", "client"}),
 	}
 	m.conns = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "fedirl_open_connections",
@@ -57,14 +53,26 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// collectors returns every collector of m.
+func (m *Metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.conns, taskStates{m}, listenerEvents{m}, taskSeries{m}}
+}
+
 // Register registers every metric on reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.submissions, m.fusions, m.fusionTime, m.outlier, m.conns, taskStates{m}, listenerEvents{m}} {
+	for _, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// describeAll sends the descriptors of every metric of m.
+func (m *Metrics) describeAll(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
 }
 
 func (m *Metrics) submission(outcome string, code Code) {
@@ -88,14 +96,13 @@ func (m *Metrics) fusion(outcome string, d time.Duration) {
 	}
 }
 
-// outliers sets the outlier-score gauge of a task's fused round.
+// outliers records the outlier scores of a task's fused round
+// (fedirl_fusion_outlier_score, bounded: metrics_tasks.go).
 func (m *Metrics) outliers(taskID string, clients []string, scores []float64) {
 	if m == nil || scores == nil {
 		return
 	}
-	for i, c := range clients {
-		m.outlier.WithLabelValues(taskID, c).Set(scores[i])
-	}
+	m.outlier.set(taskID, clients, scores)
 }
 
 // taskStates is the fedirl_tasks gauge, read from the store at scrape time.

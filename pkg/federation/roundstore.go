@@ -50,6 +50,11 @@ type roundStore interface {
 	// statuses summarises every task, sorted by id. A task whose record or
 	// state cannot be read has only ID and Error set (Round 0).
 	statuses() ([]TaskStatus, error)
+	// replaceClientToken revokes client's current token on task id
+	// (revokeInRecord) in one transaction and returns the new record.
+	replaceClientToken(id, client, newHash string, rotated bool, at time.Time) (taskRecord, error)
+	// status summarises one task as statuses does, or found=false.
+	status(id string) (ts TaskStatus, found bool, err error)
 }
 
 // taskSummary is one task in listTasks: its round state and the number of
@@ -360,6 +365,22 @@ func (m *memStore) statuses() ([]TaskStatus, error) {
 	defer m.mu.RUnlock()
 	var out []TaskStatus
 	for _, id := range m.ids() {
+		out = append(out, m.statusLocked(id))
+	}
+	return out, nil
+}
+
+func (m *memStore) status(id string) (TaskStatus, bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.tasks[id] == nil {
+		return TaskStatus{}, false, nil
+	}
+	return m.statusLocked(id), true, nil
+}
+
+func (m *memStore) statusLocked(id string) TaskStatus {
+	{
 		t := m.tasks[id]
 		ts := TaskStatus{ID: id, Round: t.st.Round, Rounds: t.rec.Spec.Rounds, Done: t.st.Done,
 			Quorum: t.rec.Spec.Quorum, MinClients: t.rec.Spec.MinClients}
@@ -386,9 +407,8 @@ func (m *memStore) statuses() ([]TaskStatus, error) {
 		for _, r := range rounds {
 			ts.Fused = append(ts.Fused, cloneFused(t.fused[r]))
 		}
-		out = append(out, ts)
+		return ts
 	}
-	return out, nil
 }
 
 // mergeSeen returns the sorted union of the client ids in have and seen.

@@ -61,9 +61,18 @@ func TestSiegeExternal(t *testing.T) {
 	case patternWatch:
 		held := holdWatches(t, addr, conns)
 		fmt.Printf("watchers: %d of %d Watch streams held\n", held, 16*conns)
+	case patternTokenIdle, patternTokenStall:
+		// Issue 53: a stolen token of FEDIRL_SIEGE_STOLEN_CLIENT on
+		// FEDIRL_SIEGE_STOLEN_TASK (FEDIRL_SIEGE_STOLEN_TOKEN); token-stall
+		// opens FEDIRL_SIEGE_STREAMS (16) stalled Submits per connection.
+		s = startSiege(t, addr, pattern, conns, addrs, siegeOptions{reconnect: reconnect, token: tokenUse{
+			token: os.Getenv("FEDIRL_SIEGE_STOLEN_TOKEN"), task: os.Getenv("FEDIRL_SIEGE_STOLEN_TASK"),
+			client: os.Getenv("FEDIRL_SIEGE_STOLEN_CLIENT"), streams: envOr(t, "FEDIRL_SIEGE_STREAMS", 16, strconv.Atoi)}})
 	default:
-		t.Fatalf("FEDIRL_SIEGE_PATTERN %q: want %s, %s, %s or %s", pattern, patternH2Stall, patternTLSStall, patternContinuation, patternWatch)
+		t.Fatalf("FEDIRL_SIEGE_PATTERN %q: want %s, %s, %s, %s, %s or %s", pattern, patternH2Stall, patternTLSStall, patternContinuation, patternWatch, patternTokenIdle, patternTokenStall)
 	}
+	admin := os.Getenv("FEDIRL_SIEGE_ADMIN_TOKEN")
+	statuses, statusOK := 0, 0
 	time.Sleep(3 * time.Second)
 	if s != nil {
 		held, dials, closed := s.stats()
@@ -92,7 +101,44 @@ func TestSiegeExternal(t *testing.T) {
 				checked++
 			}
 		}
+		if admin != "" && tc == nil {
+			statuses++
+			if err := statusFrom(addr, "127.0.7.1", admin); err != nil {
+				fmt.Printf("admin status: %v\n", err)
+			} else {
+				statusOK++
+			}
+		}
 		time.Sleep(time.Second)
+	}
+	if admin != "" && s != nil && os.Getenv("FEDIRL_SIEGE_REVOKE") != "" {
+		// The operator revokes the stolen token: how long until the
+		// server has closed every connection the attacker held?
+		held0, _, closed0 := s.stats()
+		c, err := dialFrom(addr, "127.0.7.2", admin, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		_, n, err := c.RevokeToken(ctx, os.Getenv("FEDIRL_SIEGE_STOLEN_TASK"), os.Getenv("FEDIRL_SIEGE_STOLEN_CLIENT"), Revoke)
+		cancel()
+		c.Close()
+		if err != nil {
+			t.Fatalf("revoke: %v", err)
+		}
+		took := time.Since(start)
+		time.Sleep(time.Second)
+		ok, total := 0, 0
+		for i := range 6 {
+			total++
+			if _, err := probe(addr, []string{"127.0.0.1", "127.9.9.9"}[i%2], token, tc); err == nil {
+				ok++
+			}
+		}
+		held1, _, closed1 := s.stats()
+		fmt.Printf("revoke: answered in %v, %d authenticated connections closed; the attacker held %d before and %d 1 s later (%d more closed by the server); %d/%d honest calls served after\n",
+			took.Round(time.Microsecond), n, held0, held1, closed1-closed0, ok, total)
 	}
 	slices.Sort(lat)
 	p50, worst := time.Duration(0), time.Duration(0)
@@ -105,6 +151,9 @@ func TestSiegeExternal(t *testing.T) {
 	if s != nil {
 		held, dials, closed := s.stats()
 		summary += fmt.Sprintf("; attacker holds %d connections after %d dials (%d closed by the server)", held, dials, closed)
+	}
+	if statuses > 0 {
+		summary += fmt.Sprintf("; admin status %d/%d", statusOK, statuses)
 	}
 	fmt.Println(summary)
 	ok, total := served["127.0.0.1"]+served["127.9.9.9"], tried["127.0.0.1"]+tried["127.9.9.9"]
@@ -151,14 +200,4 @@ func holdWatches(t *testing.T, addr string, conns int) int {
 
 // healthServing asks the health Check on a fresh plaintext connection from
 // 127.0.0.1 and reports whether it answered SERVING within 5 s.
-func healthServing(addr string) bool {
-	c, err := dialFrom(addr, "127.0.0.1", "", nil)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r, err := healthpb.NewHealthClient(c.conn).Check(ctx, &healthpb.HealthCheckRequest{})
-	return err == nil && r.GetStatus() == healthpb.HealthCheckResponse_SERVING
-}
+func healthServing(addr string) bool { return healthFrom(addr, "127.0.0.1") == nil }

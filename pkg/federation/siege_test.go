@@ -38,6 +38,8 @@ const (
 	patternTLSStall     = "tls-stall"    // 65 bytes of a TLS record that never completes
 	patternContinuation = "continuation" // HEADERS without END_HEADERS, then CONTINUATION frames of padding headers
 	patternCheckBody    = "check-body"   // a health Check announcing 1 MiB of request, of which 60 KiB are sent
+	patternTokenIdle    = "token-idle"   // one complete GetTask with a stolen token, then nothing (siege_token_test.go)
+	patternTokenStall   = "token-stall"  // streams Submit calls with a stolen token, each announcing 1 MiB and sending 5 bytes
 )
 
 // siegeAddr returns the k-th attacker source address, 127.10.0.1 onwards
@@ -53,6 +55,7 @@ type siege struct {
 	padBytes      int // continuation: header bytes each connection tries to send
 	padPace       time.Duration
 	tlsConf       *tls.Config // HTTP/2 patterns over TLS when set (the handshake completes)
+	token         tokenUse    // the token patterns' stolen token
 	stop          chan struct{}
 	wg            sync.WaitGroup
 
@@ -73,6 +76,7 @@ type siegeOptions struct {
 	// buffers absorbed before the close arrived.
 	padPace time.Duration
 	tls     *tls.Config // run the HTTP/2 patterns over TLS (the handshake completes)
+	token   tokenUse    // the token patterns' stolen token
 }
 
 func startSiege(t testing.TB, addr, pattern string, conns, addrs int, o siegeOptions) *siege {
@@ -81,7 +85,7 @@ func startSiege(t testing.TB, addr, pattern string, conns, addrs int, o siegeOpt
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("sieges only on loopback addresses, not %q", addr)
 	}
-	s := &siege{addr: addr, pattern: pattern, padBytes: o.padBytes, padPace: o.padPace, tlsConf: o.tls, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
+	s := &siege{addr: addr, pattern: pattern, padBytes: o.padBytes, padPace: o.padPace, tlsConf: o.tls, token: o.token, stop: make(chan struct{}), conns: map[net.Conn]bool{}}
 	for i := range conns {
 		from := siegeAddr(i % addrs)
 		s.wg.Add(1)
@@ -165,6 +169,8 @@ func (s *siege) hold(from net.IP) {
 		go s.continuation(fr, &wmu)
 	case patternCheckBody:
 		go s.checkBody(fr, &wmu)
+	case patternTokenIdle, patternTokenStall:
+		go s.tokenCalls(fr, &wmu)
 	}
 	for { // acknowledge SETTINGS and PINGs until the server closes or says GOAWAY
 		f, err := fr.ReadFrame()

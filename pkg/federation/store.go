@@ -30,8 +30,9 @@ import (
 // are JSON; a value that fails to decode yields an error naming the task and
 // record and is never overwritten implicitly.
 type Store struct {
-	db   *bolt.DB
-	path string
+	db       *bolt.DB
+	path     string
+	migrated int // records given a checksum when this store was opened (records.go)
 }
 
 var (
@@ -46,6 +47,10 @@ type taskRecord struct {
 	Spec      TaskSpec          `json:"spec"`
 	Clients   map[string]string `json:"clients"` // client id -> hex SHA-256 of its token
 	CreatedAt time.Time         `json:"created_at"`
+	// Revoked maps the hash of every token revoked or rotated on this task
+	// to its revocation (revoke.go): such a token is refused with the
+	// reason, never matched as unknown.
+	Revoked map[string]revocation `json:"revoked,omitempty"`
 }
 
 // taskState is the mutable round state of a task.
@@ -114,19 +119,22 @@ func OpenStoreWith(path string, o StoreOptions) (*Store, error) {
 	if o.ReadOnly {
 		return &Store{db: db, path: path}, nil
 	}
+	migrated := 0
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketTasks, bucketState, bucketSubs, bucketFused} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		var err error
+		migrated, err = migrateRecords(tx)
+		return err
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialising store %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	return &Store{db: db, path: path, migrated: migrated}, nil
 }
 
 // openChecked checks an existing store read-only first (bbolt's consistency
@@ -195,6 +203,10 @@ func checkStore(path string, size int64) (err error) {
 	return nil
 }
 
+// Migrated returns how many records of a store written before record
+// checksums were given one when it was opened (0 for a store that had them).
+func (s *Store) Migrated() int { return s.migrated }
+
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
@@ -209,21 +221,16 @@ func (s *Store) CreateTask(spec TaskSpec, clients []string, now time.Time) (map[
 }
 
 func (s *Store) createTask(rec *taskRecord) error {
-	recJSON, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encoding: %w", err)
-	}
-	stJSON, _ := json.Marshal(taskState{Round: 1})
 	id := []byte(rec.Spec.ID)
 	return s.db.Update(func(tx *bolt.Tx) error {
 		tb := tx.Bucket(bucketTasks)
 		if tb.Get(id) != nil {
 			return errorf(CodeAlreadyExists, "task %s already exists", rec.Spec.ID)
 		}
-		if err := tb.Put(id, recJSON); err != nil {
+		if err := putRecord(tb, string(bucketTasks), id, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketState).Put(id, stJSON); err != nil {
+		if err := putRecord(tx.Bucket(bucketState), string(bucketState), id, taskState{Round: 1}); err != nil {
 			return err
 		}
 		if _, err := tx.Bucket(bucketSubs).CreateBucketIfNotExists(id); err != nil {
@@ -320,7 +327,10 @@ func subKey(round int, client string) []byte {
 
 // readTask reads a task record in tx.
 func readTask(tx *bolt.Tx, id string) (taskRecord, error) {
-	b := tx.Bucket(bucketTasks).Get([]byte(id))
+	b, err := getRecord(tx, tx.Bucket(bucketTasks), string(bucketTasks), []byte(id))
+	if err != nil {
+		return taskRecord{}, err
+	}
 	if b == nil {
 		return taskRecord{}, errorf(CodeNotFound, "unknown task %q", truncate(id))
 	}
@@ -333,7 +343,10 @@ func readTask(tx *bolt.Tx, id string) (taskRecord, error) {
 
 // readState reads a task's round state in tx.
 func readState(tx *bolt.Tx, id string) (taskState, error) {
-	b := tx.Bucket(bucketState).Get([]byte(id))
+	b, err := getRecord(tx, tx.Bucket(bucketState), string(bucketState), []byte(id))
+	if err != nil {
+		return taskState{}, err
+	}
 	if b == nil {
 		return taskState{}, fmt.Errorf("store: task %s: round state missing", id)
 	}
@@ -344,21 +357,16 @@ func readState(tx *bolt.Tx, id string) (taskState, error) {
 	return st, nil
 }
 
-func writeJSONValue(b *bolt.Bucket, key []byte, v any) error {
-	buf, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return b.Put(key, buf)
-}
-
 // readSub returns the stored submission of client in round, or ok=false.
 func readSub(tx *bolt.Tx, task string, round int, client string) (Submission, bool, error) {
 	b := tx.Bucket(bucketSubs).Bucket([]byte(task))
 	if b == nil {
 		return Submission{}, false, fmt.Errorf("store: task %s: submissions bucket missing", task)
 	}
-	v := b.Get(subKey(round, client))
+	v, err := getRecord(tx, b, recordPath(bucketSubs, task), subKey(round, client))
+	if err != nil {
+		return Submission{}, false, err
+	}
 	if v == nil {
 		return Submission{}, false, nil
 	}
@@ -392,8 +400,13 @@ func listSubs(tx *bolt.Tx, task string, round int) ([]Submission, error) {
 	}
 	prefix := append(roundKey(round), '/')
 	var subs []Submission
+	path, legacy := recordPath(bucketSubs, task), legacyStore(tx)
 	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	for k, raw := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
+		v, err := openRecord(path, k, raw, legacy)
+		if err != nil {
+			return nil, err
+		}
 		sub, err := decodeSubmission(v)
 		if err != nil {
 			return nil, fmt.Errorf("store: task %s key %s: %w", task, k, err)
@@ -410,7 +423,10 @@ func readFused(tx *bolt.Tx, task string, round int) (FusedResult, bool, error) {
 	if b == nil {
 		return FusedResult{}, false, fmt.Errorf("store: task %s: fused bucket missing", task)
 	}
-	v := b.Get(roundKey(round))
+	v, err := getRecord(tx, b, recordPath(bucketFused, task), roundKey(round))
+	if err != nil {
+		return FusedResult{}, false, err
+	}
 	if v == nil {
 		return FusedResult{}, false, nil
 	}
@@ -469,7 +485,13 @@ func taskStatus(tx *bolt.Tx, id string) TaskStatus {
 	}
 	sort.Strings(ts.ClientsSeen)
 	if b := tx.Bucket(bucketFused).Bucket([]byte(id)); b != nil {
-		b.ForEach(func(k, v []byte) error {
+		path, legacy := recordPath(bucketFused, id), legacyStore(tx)
+		b.ForEach(func(k, raw []byte) error {
+			v, err := openRecord(path, k, raw, legacy)
+			if err != nil {
+				ts.Error = err.Error()
+				return nil
+			}
 			fr, err := decodeFused(v)
 			if err != nil {
 				ts.Error = fmt.Sprintf("store: task %s fused %s: %v", id, k, err)
@@ -494,6 +516,19 @@ func (s *Store) statuses() ([]TaskStatus, error) {
 		return nil
 	})
 	return out, err
+}
+
+func (s *Store) status(id string) (TaskStatus, bool, error) {
+	var ts TaskStatus
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketTasks).Get([]byte(id)) == nil {
+			return nil
+		}
+		found, ts = true, taskStatus(tx, id)
+		return nil
+	})
+	return ts, found, err
 }
 
 // Submissions returns every stored submission of a task in a round (for tests
@@ -593,13 +628,13 @@ func (s *Store) recordSubmission(sub *Submission) (recorded, error) {
 		if err := decide(tx); err != nil || r.Verdict != Accept {
 			return err
 		}
-		if err := writeJSONValue(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), subKey(sub.Round, sub.ClientID), sub); err != nil {
+		if err := putRecord(tx.Bucket(bucketSubs).Bucket([]byte(sub.TaskID)), recordPath(bucketSubs, sub.TaskID), subKey(sub.Round, sub.ClientID), sub); err != nil {
 			return err
 		}
 		r.Submissions = countSubs(tx, sub.TaskID, sub.Round)
 		if next := afterAccept(r.State, r.Submissions, sub.ReceivedAt); next != r.State {
 			r.State = next
-			return writeJSONValue(tx.Bucket(bucketState), []byte(sub.TaskID), &r.State)
+			return putRecord(tx.Bucket(bucketState), string(bucketState), []byte(sub.TaskID), &r.State)
 		}
 		return nil
 	})
@@ -647,7 +682,7 @@ func (s *Store) beginFusing(spec *TaskSpec, now time.Time) (fusingRound, error) 
 			return nil
 		}
 		st = startFusing(st, trig)
-		return writeJSONValue(tx.Bucket(bucketState), []byte(spec.ID), &st)
+		return putRecord(tx.Bucket(bucketState), string(bucketState), []byte(spec.ID), &st)
 	})
 	if err != nil {
 		return fusingRound{}, err
@@ -665,10 +700,10 @@ func (s *Store) commitFusion(spec *TaskSpec, fr *FusedResult) error {
 		if err != nil {
 			return err
 		}
-		if err := writeJSONValue(tx.Bucket(bucketFused).Bucket([]byte(spec.ID)), roundKey(fr.Round), fr); err != nil {
+		if err := putRecord(tx.Bucket(bucketFused).Bucket([]byte(spec.ID)), recordPath(bucketFused, spec.ID), roundKey(fr.Round), fr); err != nil {
 			return err
 		}
-		return writeJSONValue(tx.Bucket(bucketState), []byte(spec.ID), &next)
+		return putRecord(tx.Bucket(bucketState), string(bucketState), []byte(spec.ID), &next)
 	})
 }
 
@@ -679,7 +714,7 @@ func (s *Store) failRound(id, reason string) error {
 			return err
 		}
 		st = failRound(st, reason)
-		return writeJSONValue(tx.Bucket(bucketState), []byte(id), &st)
+		return putRecord(tx.Bucket(bucketState), string(bucketState), []byte(id), &st)
 	})
 }
 

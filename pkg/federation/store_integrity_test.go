@@ -57,7 +57,13 @@ func TestDamagedStoreIsRefusedNotPanicking(t *testing.T) {
 			return b
 		},
 		"truncated": func(b []byte) []byte { return bytes.Clone(b[:len(b)/2]) },
-		"empty":     func([]byte) []byte { return nil },
+		// Both headers gone (issue 53 §3d: called "a binary file of another kind").
+		"both meta pages zeroed": func(b []byte) []byte {
+			b = bytes.Clone(b)
+			clear(b[:2*4096])
+			return b
+		},
+		"empty": func([]byte) []byte { return nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			bad := damage(good)
@@ -152,6 +158,7 @@ func TestNonStoreFileIsNamed(t *testing.T) {
 		"tokens.json": {`{"alice": "0123"}`, "a JSON file"},
 		"notes.txt":   {"remember the milk\n" + strings.Repeat("x", 200), "a text file"},
 		"old.sqlite":  {"SQLite format 3\x00" + strings.Repeat("\x00", 100), "an SQLite database"},
+		"random.bin":  {string(randomBytes(40000)), "a binary file of another kind"},
 	} {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(c.body), 0o600)
@@ -169,4 +176,14 @@ func TestNonStoreFileIsNamed(t *testing.T) {
 			t.Errorf("%s modified", name)
 		}
 	}
+}
+
+// randomBytes returns n bytes from a fixed-seed source.
+func randomBytes(n int) []byte {
+	rng := rand.New(rand.NewPCG(7, 7))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
 }

@@ -38,7 +38,33 @@ func checkIsBolt(path string) error {
 			return nil
 		}
 	}
+	if ps := boltPagesWithoutMeta(f, head); ps > 0 {
+		return fmt.Errorf("opening store %s: %w: both meta pages (the file's two headers, its first %d bytes) are unreadable, while its later pages are bbolt's (%d-byte pages): a fedirl store whose headers were overwritten. The file was not modified; restore it from a backup (check the backup first with \"fedirl server store check --store BACKUP\")", path, ErrStoreDamaged, 2*ps, ps)
+	}
 	return fmt.Errorf("opening store %s: %w: it looks like %s. --store names the file \"fedirl server --init\" or \"fedirl server task create\" made (default fedirl.db)", path, ErrNotStore, sniff(head))
+}
+
+// boltPagesWithoutMeta returns the page size at which the pages after the
+// two meta pages of f look like bbolt's (page header: its own id, then
+// branch, leaf or freelist flags), or 0. head holds f's first bytes.
+func boltPagesWithoutMeta(f *os.File, head []byte) int {
+	for _, ps := range []int{4096, 8192, 16384, 65536} {
+		ok := 0
+		for id := 2; id < 4; id++ {
+			hdr := make([]byte, 10)
+			if _, err := f.ReadAt(hdr, int64(id*ps)); err != nil {
+				break
+			}
+			flags := binary.LittleEndian.Uint16(hdr[8:])
+			if binary.LittleEndian.Uint64(hdr) == uint64(id) && (flags == 0x01 || flags == 0x02 || flags == 0x10) {
+				ok++
+			}
+		}
+		if ok == 2 {
+			return ps
+		}
+	}
+	return 0
 }
 
 // sniff names the kind of file head starts like.

@@ -190,6 +190,16 @@ type TaskStatus struct {
 	TotalSubmissions int           `json:"total_submissions"`
 	Fused            []FusedResult `json:"fused"`
 	Error            string        `json:"error,omitempty"`
+	// ClientsTotal and ClientOffset say which slice of the task's sorted
+	// clients a page of the paged status holds (StatusQuery): ClientsAllowed
+	// are the clients from ClientOffset on, of ClientsTotal, and
+	// ClientsSeen and each fused result's per-client lists hold only those
+	// clients. MergeStatusPages joins the slices again.
+	ClientsTotal int `json:"clients_total,omitempty"`
+	ClientOffset int `json:"client_offset,omitempty"`
+	// Deadline is the current round's deadline, once its first submission
+	// has started it (zero: none).
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Credentials identify the caller of a request: a bearer token and, under
