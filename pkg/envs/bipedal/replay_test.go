@@ -137,9 +137,10 @@ func obsErr(got, want []float64) (float64, int) {
 type replayResult struct {
 	name             string
 	steps            int     // Gymnasium's episode length
-	firstDivergence  int     // first step whose observation is off by more than tolULP (0: none)
+	firstInexact     int     // first step whose observation or reward differs in any bit (-1: none)
+	firstDivergence  int     // first step whose observation is off by more than tolULP (-1: none)
 	divergedCoord    int     // its coordinate
-	worstBefore      float64 // largest error (ulps) before it
+	worstBefore      float64 // largest error (ulps) before the divergence
 	rewardBefore     float64 // largest reward error before it
 	flagsAgreeTo     int     // last step up to which contacts and flags agree
 	endStep          int     // our episode's end
@@ -175,11 +176,18 @@ func replay(t *testing.T, path string) replayResult {
 	if n := len(e.terrain.Obstacles) + terrainLength - 1; n != f.Terrain.Polys {
 		t.Errorf("%s: %d terrain fixtures, Gymnasium %d", name, n, f.Terrain.Polys)
 	}
-	r := replayResult{name: name, steps: len(f.Steps) - 1}
+	r := replayResult{name: name, steps: len(f.Steps) - 1, firstInexact: -1, firstDivergence: -1}
 	diverged := false
 	flagsOK := true
 	observe := func(step int, got []float64, ref *refStep) {
 		d, at := obsErr(got, ref.Obs)
+		if r.firstInexact < 0 {
+			for i := range got {
+				if got[i] != ref.Obs[i] {
+					r.firstInexact = step
+				}
+			}
+		}
 		if !diverged && d > tolULP {
 			diverged, r.firstDivergence, r.divergedCoord = true, step, at
 			t.Logf("%s: first divergence at step %d: obs[%d] %v vs Gymnasium %v (%.0f ulps); hull %v vs %v",
@@ -197,6 +205,9 @@ func replay(t *testing.T, path string) replayResult {
 		ref := &f.Steps[t1]
 		o, rew, term, trunc := e.Step(f.Actions[t1-1])
 		observe(t1, o, ref)
+		if r.firstInexact < 0 && rew != ref.Reward {
+			r.firstInexact = t1
+		}
 		if !diverged {
 			r.rewardBefore = math.Max(r.rewardBefore, math.Abs(rew-ref.Reward))
 		}
@@ -226,12 +237,16 @@ func replay(t *testing.T, path string) replayResult {
 // the first 100 steps of every file (or the whole episode, if shorter)
 // agree to float32 rounding — every observation coordinate within tolULP
 // float32 ulps of its scale, rewards within 1e-4, contacts and flags
-// identical. The log gives each file's first divergence.
+// identical. The log gives, per file, the steps that agree bit for bit and
+// the first divergence. Measured: 15 of the 16 files bit for bit over the
+// whole episode; heuristic-seed4-normal bit for bit to step 258, diverging
+// at step 259, where the discrete solver leaves a shin one float32 ulp
+// away from pybox2d's (located, not yet explained).
 func TestReplayGymnasium(t *testing.T) {
 	for _, path := range refPaths(t) {
 		r := replay(t, path)
 		need := min(100, r.steps)
-		if r.firstDivergence != 0 && r.firstDivergence <= need {
+		if r.firstDivergence >= 0 && r.firstDivergence <= need {
 			t.Errorf("%s: observations diverge at step %d (obs[%d]), before step %d", r.name, r.firstDivergence, r.divergedCoord, need)
 		}
 		if r.flagsAgreeTo < need {
@@ -240,11 +255,14 @@ func TestReplayGymnasium(t *testing.T) {
 		if r.rewardBefore > 1e-4 {
 			t.Errorf("%s: reward off by %.3g before the first divergence", r.name, r.rewardBefore)
 		}
-		div := "none"
-		if r.firstDivergence != 0 {
+		div, exact := "none", "all steps"
+		if r.firstDivergence >= 0 {
 			div = fmt.Sprintf("step %d (obs[%d])", r.firstDivergence, r.divergedCoord)
 		}
-		t.Logf("%s: %d steps; first divergence > %d ulps: %s; worst before it %.2f ulps, reward %.2g; flags agree to step %d; ended at %d (terminated %v), Gymnasium at %d (terminated %v)",
-			r.name, r.steps, tolULP, div, r.worstBefore, r.rewardBefore, r.flagsAgreeTo, r.endStep, r.endTerm, r.steps, r.refTerm)
+		if r.firstInexact >= 0 {
+			exact = fmt.Sprintf("steps 0–%d", r.firstInexact-1)
+		}
+		t.Logf("%s: %d steps; bit for bit over %s; first divergence > %d ulps: %s (worst before it %.2f ulps, reward %.2g); contacts and flags agree to step %d; ended at %d (terminated %v), Gymnasium at %d (terminated %v)",
+			r.name, r.steps, exact, tolULP, div, r.worstBefore, r.rewardBefore, r.flagsAgreeTo, r.endStep, r.endTerm, r.steps, r.refTerm)
 	}
 }

@@ -3,7 +3,7 @@ package bipedal
 import (
 	"math"
 
-	"github.com/fedirl/fedirl/third_party/box2d"
+	box2d "github.com/fedirl/fedirl/third_party/box2d32"
 )
 
 // Terrain kinds of Gymnasium's generator.

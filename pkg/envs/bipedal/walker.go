@@ -1,8 +1,9 @@
 // Package bipedal is Gymnasium's BipedalWalker-v3 and its hardcore variant
 // (gymnasium/envs/box2d/bipedal_walker.py, Gymnasium 1.x) on
-// third_party/box2d, the project's fork of ByteArena's pure-Go Box2D 2.3,
-// with per-client physics (motor torque, leg length, ground friction, hull
-// density, gravity, terrain roughness) for a fleet of walkers.
+// third_party/box2d32, the project's fork of ByteArena's pure-Go Box2D 2.3
+// computing in float32 as pybox2d does, with per-client physics (motor
+// torque, leg length, ground friction, hull density, gravity, terrain
+// roughness) for a fleet of walkers.
 //
 // The transcription keeps every detail that changes trajectories: the
 // terrain of 200 points (grass with its velocity random walk; in hardcore,
@@ -15,18 +16,20 @@
 // that see only terrain fixtures, the reward (130·x/30 progress shaping,
 // −5·|hull angle|, 0.028·|a| per motor, −100 on a fall or leaving on the
 // left), termination at the far end, reset's closing no-op step, and the
-// TimeLimit (1600 steps; 2000 for BipedalWalkerHardcore-v3).
+// TimeLimit (1600 steps; 2000 for BipedalWalkerHardcore-v3). Values handed
+// to Box2D are rounded to float32 where pybox2d rounds them; the
+// observation and reward arithmetic is float64, as Python's.
 //
 // Random draws come, by default, from nprand: numpy's default_rng(seed)
 // reproduced bit for bit, so Reset(seed) builds the terrain, clouds and push
-// that Gymnasium's reset(seed=seed) builds.
+// that Gymnasium's reset(seed=seed) builds. Replaying Gymnasium's 16
+// reference episodes, 15 agree bit for bit (observations and rewards) over
+// the whole episode and the 16th for its first 258 steps (TestReplayGymnasium).
 //
-// Deliberate differences, none of which changes the rules:
-//   - Box2D here computes in float64, pybox2d in float32. Every value handed
-//     to Box2D (vertices, positions, densities, forces, torques, speeds) is
-//     rounded to float32 first, as pybox2d does, so the two engines start
-//     from the same numbers; the replay test states how far each Gymnasium
-//     reference episode then agrees.
+// Deliberate differences and fixes, none of which changes the rules:
+//   - ByteArena's default contact filter is nil, so its worlds collide every
+//     fixture pair whatever the category bits (the legs hit each other);
+//     the world here gets Box2D's default filter.
 //   - pybox2d's revoluteJointDef(bodyA=…, bodyB=…) sets the joint's
 //     reference angle to the bodies' angle difference; ByteArena's
 //     definition does not, so it is set here.
@@ -37,14 +40,15 @@
 //   - Each Reset builds a fresh world; Gymnasium reuses one world and
 //     destroys the bodies, which can order the broad phase's pairs
 //     differently from the second episode of an instance on.
-//   - No rendering state (scroll, lidar flicker); see Scene for drawing.
+//   - No rendering state (scroll, lidar flicker); Terrain, Clouds and
+//     Bodies give what a renderer draws.
 package bipedal
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/fedirl/fedirl/third_party/box2d"
+	box2d "github.com/fedirl/fedirl/third_party/box2d32"
 
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/nprand"
@@ -93,8 +97,8 @@ type Draws interface {
 	Random() float64
 }
 
-// f32 rounds a value handed to Box2D as pybox2d does (Box2D's float32).
-func f32(x float64) float64 { return float64(float32(x)) }
+// f32 converts a value handed to Box2D as pybox2d does (Box2D's float32).
+func f32(x float64) float32 { return float32(x) }
 
 func vec(x, y float64) box2d.B2Vec2 { return box2d.MakeB2Vec2(f32(x), f32(y)) }
 
@@ -202,12 +206,12 @@ func (c contactListener) PostSolve(box2d.B2ContactInterface, *box2d.B2ContactImp
 
 // reportFixture is Gymnasium's LidarCallback.ReportFixture: terrain only
 // (category bit 1), the ray clipped to each hit so the closest remains.
-func (e *Env) reportFixture(f *box2d.B2Fixture, point, normal box2d.B2Vec2, fraction float64) float64 {
+func (e *Env) reportFixture(f *box2d.B2Fixture, point, normal box2d.B2Vec2, fraction float32) float32 {
 	if f.GetFilterData().CategoryBits&1 == 0 {
 		return -1
 	}
 	e.lidar[e.rayI].p2 = point
-	e.lidar[e.rayI].fraction = fraction
+	e.lidar[e.rayI].fraction = float64(fraction)
 	return fraction
 }
 
@@ -301,7 +305,7 @@ func (e *Env) joint(k int, a, b *box2d.B2Body, anchorA, anchorB [2]float64, spee
 	rjd.LowerAngle, rjd.UpperAngle = f32(lower), f32(upper)
 	// pybox2d's revoluteJointDef(bodyA=…, bodyB=…) sets the reference
 	// angle to bodyB.angle − bodyA.angle.
-	rjd.ReferenceAngle = f32(b.GetAngle() - a.GetAngle())
+	rjd.ReferenceAngle = b.GetAngle() - a.GetAngle() // in float32, as pybox2d's Python float of float32 values rounds back
 	e.joints[k] = e.world.CreateJoint(rjd).(*box2d.B2RevoluteJoint)
 }
 
@@ -373,23 +377,23 @@ func (e *Env) step(action []float64) ([]float64, float64, bool, bool) {
 		r.fraction = 1.0
 		r.p1 = pos
 		a := 1.5 * float64(i) / 10.0
-		r.p2 = vec(pos.X+math.Sin(a)*lidarRange, pos.Y-math.Cos(a)*lidarRange)
+		r.p2 = vec(float64(pos.X)+math.Sin(a)*lidarRange, float64(pos.Y)-math.Cos(a)*lidarRange)
 		e.rayI = i
 		e.world.RayCast(e.lidarCB, r.p1, r.p2)
 	}
 
 	s := &e.state
-	s[0] = e.hull.GetAngle()
-	s[1] = 2.0 * e.hull.GetAngularVelocity() / fps
-	s[2] = 0.3 * vel.X * (viewportW / scale) / fps
-	s[3] = 0.3 * vel.Y * (viewportH / scale) / fps
+	s[0] = float64(e.hull.GetAngle())
+	s[1] = 2.0 * float64(e.hull.GetAngularVelocity()) / fps
+	s[2] = 0.3 * float64(vel.X) * (viewportW / scale) / fps
+	s[3] = 0.3 * float64(vel.Y) * (viewportH / scale) / fps
 	for k := range 2 {
 		hip, knee := e.joints[2*k], e.joints[2*k+1]
 		b := 4 + 5*k
-		s[b] = hip.GetJointAngle()
-		s[b+1] = hip.GetJointSpeed() / speedHip
-		s[b+2] = knee.GetJointAngle() + 1.0
-		s[b+3] = knee.GetJointSpeed() / speedKnee
+		s[b] = float64(hip.GetJointAngle())
+		s[b+1] = float64(hip.GetJointSpeed()) / speedHip
+		s[b+2] = float64(knee.GetJointAngle()) + 1.0
+		s[b+3] = float64(knee.GetJointSpeed()) / speedKnee
 		s[b+4] = 0
 		if e.ground[2*k+1] {
 			s[b+4] = 1
@@ -400,7 +404,8 @@ func (e *Env) step(action []float64) ([]float64, float64, bool, bool) {
 	}
 
 	// moving forward is rewarded (300 on completion); keep the head straight
-	shaping := 130 * pos.X / scale
+	x := float64(pos.X)
+	shaping := 130 * x / scale
 	shaping -= 5.0 * math.Abs(s[0])
 	reward := 0.0
 	if e.hasPrev {
@@ -411,10 +416,10 @@ func (e *Env) step(action []float64) ([]float64, float64, bool, bool) {
 		reward -= e.torqueCostK * clip01(math.Abs(a))
 	}
 	terminated := false
-	if e.fall || pos.X < 0 {
+	if e.fall || x < 0 {
 		reward, terminated = -100, true
 	}
-	if pos.X > float64(terrainLength-e.terrain.grass)*terrainStep {
+	if x > float64(terrainLength-e.terrain.grass)*terrainStep {
 		terminated = true
 	}
 	for i, v := range s {
@@ -427,7 +432,7 @@ func (e *Env) step(action []float64) ([]float64, float64, bool, bool) {
 // angle, vx, vy, angular velocity (world units).
 func (e *Env) HullState() [6]float64 {
 	p, v := e.hull.GetPosition(), e.hull.GetLinearVelocity()
-	return [6]float64{p.X, p.Y, e.hull.GetAngle(), v.X, v.Y, e.hull.GetAngularVelocity()}
+	return [6]float64{float64(p.X), float64(p.Y), float64(e.hull.GetAngle()), float64(v.X), float64(v.Y), float64(e.hull.GetAngularVelocity())}
 }
 
 // Fell reports whether the hull touched the ground (Gymnasium's game_over).
