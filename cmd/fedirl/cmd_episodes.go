@@ -80,6 +80,7 @@ were truncated). Episode k resets with seed --seed + k.
 			space := e.ActionSpace()
 			act := make([]float64, space.Dim())
 			var choose func(obs []float64) []float64
+			reset := func() {} // a stateful controller's new episode
 			rng := rand.New(rand.NewPCG(seed, 0x65706973))
 			switch policy {
 			case "random":
@@ -87,11 +88,12 @@ were truncated). Episode k resets with seed --seed + k.
 			case "zero":
 				choose = func([]float64) []float64 { clear(act); return act }
 			case "heuristic":
-				h, ok := registry.Heuristic(name)
+				h, ok := registry.NewController(name)
 				if !ok {
-					return fmt.Errorf("--policy heuristic: %s has no heuristic controller (LunarLander has)", name)
+					return fmt.Errorf("--policy heuristic: %s has no heuristic controller (LunarLander and BipedalWalker have)", name)
 				}
-				choose = func(obs []float64) []float64 { return h(act, obs) }
+				reset = h.Reset
+				choose = func(obs []float64) []float64 { return h.Act(act, obs) }
 			default:
 				pol, err := ppo.Load(policy)
 				if err != nil {
@@ -107,6 +109,7 @@ were truncated). Episode k resets with seed --seed + k.
 			sum := episodesSummary{Summary: true, Env: name, Policy: policy, Episodes: episodes}
 			for k := range episodes {
 				obs := e.Reset(seed + uint64(k))
+				reset()
 				line := episodeLine{Episode: k}
 				for {
 					o, r, term, trunc := e.Step(choose(obs))
