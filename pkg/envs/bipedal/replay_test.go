@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
+
+	"github.com/fedirl/fedirl/pkg/cpuclock"
 )
 
 // refDir holds episodes recorded with Gymnasium 1.4.0 and pybox2d 2.3.10,
@@ -265,4 +268,42 @@ func TestReplayGymnasium(t *testing.T) {
 		t.Logf("%s: %d steps; bit for bit over %s; first divergence > %d ulps: %s (worst before it %.2f ulps, reward %.2g); contacts and flags agree to step %d; ended at %d (terminated %v), Gymnasium at %d (terminated %v)",
 			r.name, r.steps, exact, tolULP, div, r.worstBefore, r.rewardBefore, r.flagsAgreeTo, r.endStep, r.endTerm, r.steps, r.refTerm)
 	}
+}
+
+// BenchmarkStepReference replays the 16 Gymnasium reference episodes'
+// actions (5,963 steps, resets outside the timer), the same work that
+// bench/bipedal/run.sh gives pybox2d and Box2D C++, for a ratio measured in
+// one run.
+func BenchmarkStepReference(b *testing.B) {
+	var refs []*refFile
+	for _, path := range refPaths(b) {
+		refs = append(refs, loadRef(b, path))
+	}
+	envs := make([]*Env, len(refs))
+	for i, f := range refs {
+		envs[i], _ = New(DefaultParams(f.MakeKwargs["hardcore"] == true))
+	}
+	b.ReportAllocs()
+	var steps int
+	var resetCPU time.Duration
+	cpu0 := cpuclock.ProcessCPU()
+	i, t1 := 0, len(refs[0].Actions) // start with a reset
+	for b.Loop() {
+		if t1 >= len(refs[i].Actions) {
+			b.StopTimer()
+			c := cpuclock.ProcessCPU()
+			i = (i + 1) % len(refs)
+			envs[i].Reset(refs[i].Seed)
+			t1 = 0
+			resetCPU += cpuclock.ProcessCPU() - c
+			b.StartTimer()
+		}
+		if _, _, term, trunc := envs[i].Step(refs[i].Actions[t1]); term || trunc {
+			t1 = len(refs[i].Actions)
+		} else {
+			t1++
+		}
+		steps++
+	}
+	b.ReportMetric(float64(cpuclock.ProcessCPU()-cpu0-resetCPU)/float64(steps), "cpu-ns/step")
 }
