@@ -32,7 +32,7 @@ their trajectories can be compared with Gymnasium's step by step.
   fedirl env list
   fedirl env rollout --env Pendulum-v1 --state 0.3,-0.5 --actions 1.5,-2,3`,
 	}
-	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd())
+	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd(), newEnvRenderCmd())
 	return cmd
 }
 
