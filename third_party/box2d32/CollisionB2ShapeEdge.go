@@ -139,7 +139,7 @@ func (edge *B2EdgeShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex in
 
 	r := MakeB2Vec2(edge.M_radius, edge.M_radius)
 	aabb.LowerBound = B2Vec2Sub(lower, r)
-	aabb.UpperBound = B2Vec2Sub(upper, r)
+	aabb.UpperBound = B2Vec2Add(upper, r) // Box2D C++ adds the skin radius (the float64 port subtracts it)
 }
 
 func (edge B2EdgeShape) ComputeMass(massData *B2MassData, density float32) {

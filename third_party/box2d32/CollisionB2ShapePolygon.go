@@ -351,7 +351,7 @@ func (poly *B2PolygonShape) ComputeAABB(aabb *B2AABB, xf B2Transform, childIndex
 
 	r := MakeB2Vec2(poly.M_radius, poly.M_radius)
 	aabb.LowerBound = B2Vec2Sub(lower, r)
-	aabb.UpperBound = B2Vec2Sub(upper, r)
+	aabb.UpperBound = B2Vec2Add(upper, r) // Box2D C++ adds the skin radius (the float64 port subtracts it)
 }
 
 func (poly B2PolygonShape) ComputeMass(massData *B2MassData, density float32) {

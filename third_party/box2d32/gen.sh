@@ -23,6 +23,7 @@ for f in ../box2d/*.go; do
 			-e 's/^\tsweep\.C0\.OperatorPlusInplace\(B2Vec2MulScalar\(beta, B2Vec2Sub\(sweep\.C, sweep\.C0\)\)\)$/\tsweep.C0 = B2Vec2Add(B2Vec2MulScalar(1.0-beta, sweep.C0), B2Vec2MulScalar(beta, sweep.C)) \/\/ Box2D 2.3 (pybox2d), not the 2017 master ByteArena ported/' \
 			-e 's/^\tsweep\.A0 \+= beta \* \(sweep\.A - sweep\.A0\)$/\tsweep.A0 = (1.0-beta)*sweep.A0 + beta*sweep.A \/\/ Box2D 2.3/' \
 			-e 's/^const B2_maxPolygonVertices = 8$/const B2_maxPolygonVertices = 16 \/\/ as pybox2d'"'"'s b2Settings.h (it also bounds b2TimeOfImpact'"'"'s push-back iterations)/' \
+			-e 's/^\taabb\.UpperBound = B2Vec2Sub\(upper, r\)$/\taabb.UpperBound = B2Vec2Add(upper, r) \/\/ Box2D C++ adds the skin radius (the float64 port subtracts it)/' \
 			-e 's/^const B2_epsilon = math\.SmallestNonzeroFloat64$/const B2_epsilon = 1.1920928955078125e-07 \/\/ FLT_EPSILON, as Box2D C++ (the float64 port has the smallest float64)/' \
 			"$f"
 	} > "$out"

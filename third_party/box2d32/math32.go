@@ -1,10 +1,14 @@
 // Package box2d32 is third_party/box2d (the project's fork of ByteArena's
 // Go port of Box2D 2.3) computing in float32, as Box2D's C++ core and so
 // pybox2d compute: generated from ../box2d by gen.sh (float64 → float32,
-// math calls through the float32 helpers of this file, b2_epsilon as C++'s
-// FLT_EPSILON), so that a Gymnasium Box2D environment can be reproduced to
-// the last bit where the float64 port drifts by float32 rounding from the
-// first step. Only this file and gen.sh are written by hand.
+// math calls through the float32 helpers of this file, and Box2D 2.3's
+// b2_epsilon (FLT_EPSILON), b2_maxPolygonVertices (16), b2Sweep::Advance
+// and AABB skin radius where ByteArena's port of 2017's master differs;
+// see ../box2d/README.md), so that a Gymnasium Box2D environment can be
+// reproduced to the last bit where the float64 port drifts by float32
+// rounding from the first step: BipedalWalker replays Gymnasium's 16
+// reference episodes bit for bit. Only this file and gen.sh are written by
+// hand.
 package box2d32
 
 import "math"

@@ -1,6 +1,7 @@
 package bipedal
 
 import (
+	"math"
 	"path/filepath"
 	"testing"
 )
@@ -32,26 +33,31 @@ func TestHeuristicMatchesGymnasium(t *testing.T) {
 	t.Logf("%d heuristic actions identical to Gymnasium's", checked)
 }
 
-// TestHeuristicWalks closes the loop on seed 4, the reference episode in
-// which Gymnasium's heuristic walks to the end of the terrain: with float64
-// actions (the reference cast them to float32) the walk differs from the
-// reference's from step 3 on but must still walk, a return of at least 250
-// without a fall.
+// TestHeuristicWalks closes the loop: Heuristic drives the environment
+// from its own observations, its actions cast to float32 as the recording
+// script cast Gymnasium's, on seed 4, where Gymnasium's heuristic walks to
+// the end of the terrain. The episode must be Gymnasium's: the same
+// length, the same end (the far end, no fall) and the same return.
 func TestHeuristicWalks(t *testing.T) {
+	ref := loadRef(t, filepath.Join(refDir, "heuristic-seed4-normal.json.gz"))
 	e, _ := New(DefaultParams(false))
 	h := NewHeuristic()
 	act := make([]float64, 4)
 	obs := e.Reset(4)
 	ret, n := 0.0, 0
 	for {
-		o, r, term, trunc := e.Step(h.Act(act, obs))
+		h.Act(act, obs)
+		for j := range act {
+			act[j] = float64(float32(act[j]))
+		}
+		o, r, term, trunc := e.Step(act)
 		obs, ret, n = o, ret+r, n+1
 		if term || trunc {
 			break
 		}
 	}
-	if e.Fell() || ret < 250 {
-		t.Errorf("seed 4: heuristic return %.1f over %d steps (fell %v), want ≥ 250 without a fall", ret, n, e.Fell())
+	if n != ref.n() || e.Fell() || math.Abs(ret-ref.Return) > 1e-9 {
+		t.Errorf("seed 4: return %.6f over %d steps (fell %v), Gymnasium %.6f over %d", ret, n, e.Fell(), ref.Return, ref.n())
 	}
-	t.Logf("seed 4: return %.1f in %d steps", ret, n)
+	t.Logf("seed 4: return %.3f in %d steps, reaching the far end", ret, n)
 }

@@ -23,8 +23,8 @@
 // Random draws come, by default, from nprand: numpy's default_rng(seed)
 // reproduced bit for bit, so Reset(seed) builds the terrain, clouds and push
 // that Gymnasium's reset(seed=seed) builds. Replaying Gymnasium's 16
-// reference episodes, 15 agree bit for bit (observations and rewards) over
-// the whole episode and the 16th for its first 258 steps (TestReplayGymnasium).
+// reference episodes, all 16 agree bit for bit (observations and rewards)
+// over every step (TestReplayGymnasium).
 //
 // Deliberate differences and fixes, none of which changes the rules:
 //   - ByteArena's default contact filter is nil, so its worlds collide every

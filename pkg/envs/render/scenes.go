@@ -37,9 +37,9 @@ func (d *walkerDrawer) draw(c *canvas, _ []float64) {
 	e := d.e
 	e.Scene(&d.scene)
 	s := &d.scene
-	px := float64(c.w) / bipedal.ViewportWidth  // pixels per metre across
+	px := float64(c.w) / bipedal.ViewportWidth   // pixels per metre across
 	pxY := float64(c.h) / bipedal.ViewportHeight // and up
-	scroll := s.HullX - bipedal.ViewportWidth/5 // Gymnasium's camera
+	scroll := s.HullX - bipedal.ViewportWidth/5  // Gymnasium's camera
 	py := func(y float64) float64 { return float64(c.h) - y*pxY }
 	toPix := func(dst [][2]float64, pts [][2]float64, parallax float64) [][2]float64 {
 		dst = dst[:0]
