@@ -143,9 +143,12 @@ func (g *Generator) Random() float64 {
 	return float64(g.Uint64()>>11) * (1.0 / 9007199254740992.0)
 }
 
-// Uniform is Generator.uniform(lo, hi): lo + (hi − lo)·random().
+// Uniform is Generator.uniform(lo, hi): lo + (hi − lo)·random(), the
+// product rounded before the sum as numpy rounds it (the explicit
+// conversion keeps a build that fuses multiply-adds, GOAMD64=v3 or arm64,
+// from fusing it).
 func (g *Generator) Uniform(lo, hi float64) float64 {
-	return lo + (hi-lo)*g.Random()
+	return lo + float64((hi-lo)*g.Random())
 }
 
 // Integers is Generator.integers(lo, hi) for the default int64 dtype: a
