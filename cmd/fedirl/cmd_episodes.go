@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedirl/fedirl/pkg/envs"
-	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
@@ -61,18 +60,7 @@ were truncated). Episode k resets with seed --seed + k.
 			if episodes < 1 {
 				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
 			}
-			if err := checkEnvClient(name, client); err != nil {
-				return err
-			}
-			p, err := parseEnvParams(params)
-			if err != nil {
-				return err
-			}
-			e, err := registry.Make(name, client, p, seed)
-			if err != nil {
-				return fmt.Errorf("--param: %w", err)
-			}
-			choose, reset, err := envPolicy(name, policy, e, seed)
+			e, choose, reset, err := envWithPolicy(name, client, params, policy, seed)
 			if err != nil {
 				return err
 			}

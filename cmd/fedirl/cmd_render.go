@@ -52,6 +52,27 @@ func envPolicy(name, policy string, e envs.Env, seed uint64) (func(obs []float64
 	return func(obs []float64) []float64 { return pol.Act(act, obs, nil) }, noReset, nil
 }
 
+// envWithPolicy makes environment name (--env, --client, --param, --seed)
+// and resolves --policy for it, each error naming its flag.
+func envWithPolicy(name string, client int, params []string, policy string, seed uint64) (envs.Env, func([]float64) []float64, func(), error) {
+	if err := checkEnvClient(name, client); err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := parseEnvParams(params)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e, err := registry.Make(name, client, p, seed)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("--param: %w", err)
+	}
+	choose, reset, err := envPolicy(name, policy, e, seed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return e, choose, reset, nil
+}
+
 // newEnvRenderCmd builds "fedirl env render".
 func newEnvRenderCmd() *cobra.Command {
 	var (
@@ -85,18 +106,7 @@ its pad; other environments as a bar chart of the observation.
 			if out == "" {
 				return fmt.Errorf("--out: a GIF file name is required")
 			}
-			if err := checkEnvClient(name, client); err != nil {
-				return err
-			}
-			p, err := parseEnvParams(params)
-			if err != nil {
-				return err
-			}
-			e, err := registry.Make(name, client, p, seed)
-			if err != nil {
-				return fmt.Errorf("--param: %w", err)
-			}
-			choose, reset, err := envPolicy(name, policy, e, seed)
+			e, choose, reset, err := envWithPolicy(name, client, params, policy, seed)
 			if err != nil {
 				return err
 			}
