@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image/gif"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/envs/registry"
+	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
 
 // TestEnvRenderWritesGIF runs "fedirl env render" for the walker's
@@ -95,5 +100,76 @@ func TestPPOTrainPlanPricesWalker(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("--plan wrote %d entries", len(entries))
+	}
+}
+
+// TestEnvRenderPPOPolicy trains a tiny PPO walker policy (one rollout),
+// saves it as "ppo train" does, and renders it: the GIF must have the frames
+// the summary states, and the summary's return must be the return of the
+// same checkpoint's episode run by "env episodes"' policy resolution.
+func TestEnvRenderPPOPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := ppo.Preset("BipedalWalker-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NEnvs, cfg.NSteps, cfg.NEpochs, cfg.TotalSteps = 2, 64, 1, 128
+	tr, err := ppo.NewTrainer(cfg, func(int) (envs.Env, error) { return registry.Make("BipedalWalker-v3", -1, nil, 0) }, ppo.Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Learn(context.Background(), cfg.TotalSteps); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "policy.json")
+	if err := tr.Policy().Save(policy, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	gifPath := filepath.Join(dir, "ppo.gif")
+	cmd := newEnvRenderCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--env", "BipedalWalker-v3", "--policy", policy, "--seed", "2", "--every", "7", "--max-steps", "60", "--out", gifPath})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Steps, Frames int
+		Return        float64
+	}
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(gifPath)
+	defer f.Close()
+	g, err := gif.DecodeAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 1 + sum.Steps/7
+	if sum.Steps%7 != 0 {
+		want++
+	}
+	if len(g.Image) != want || sum.Frames != want {
+		t.Fatalf("%d frames (summary %d) for %d steps, want %d", len(g.Image), sum.Frames, sum.Steps, want)
+	}
+	e, choose, reset, err := envWithPolicy("BipedalWalker-v3", -1, nil, policy, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset()
+	obs := e.Reset(2)
+	ret := 0.0
+	for k := 0; k < sum.Steps; k++ {
+		var r float64
+		var term, trunc bool
+		obs, r, term, trunc = e.Step(choose(obs))
+		ret += r
+		if term || trunc {
+			break
+		}
+	}
+	if ret != sum.Return {
+		t.Errorf("rendered return %v, the same checkpoint undrawn %v", sum.Return, ret)
 	}
 }
