@@ -1,6 +1,7 @@
 """pybox2d_walker.py: time BipedalWalker-v3's step on pybox2d (the engine Gymnasium uses).
 
 Usage: PYTHONPATH=<pybox2d build/lib...> python3 pybox2d_walker.py SETUP [REPEATS]
+       PYTHONPATH=... python3 pybox2d_walker.py --record SETUP... > golden.json
 
 SETUP is a file written by fedirl's Go port (pkg/envs/bipedal, TestWriteCppSetups;
 the format is in walker.cpp). This script is fedirl's own transcription of the
@@ -119,11 +120,42 @@ class Walker:
         self.prev = shaping
         for x in a:
             reward -= 0.00035 * 80 * min(1.0, max(0.0, abs(x)))
-        term = self.fall or pos[0] < 0 or pos[0] > self.end
+        term = False
+        if self.fall or pos[0] < 0:
+            reward, term = -100, True
+        if pos[0] > self.end:
+            term = True
         return state, reward, term
 
 
+def f32(x):
+    import struct
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def record(setup):
+    """The observations (as float32, as Gymnasium returns them) and rewards of the setup's episode."""
+    g, fr, tq, ll, dens, obst, pts, push, acts = read(setup)
+    w = Walker(g, fr, tq, ll, dens, obst, pts, push)
+    obs, _, _ = w.step([0, 0, 0, 0])
+    steps = [{"obs": [f32(x) for x in obs]}]
+    for a in acts:
+        obs, r, term = w.step(a)
+        steps.append({"obs": [f32(x) for x in obs], "reward": r, "terminated": bool(term)})
+        if term:
+            break
+    return steps
+
+
 def main():
+    if sys.argv[1] == "--record":
+        import json
+        import os
+        out = {os.path.basename(p)[:-4]: record(p) for p in sorted(sys.argv[2:])}
+        json.dump({"generated_with": {"pybox2d": Box2D.__version__, "python": sys.version.split()[0]}, "episodes": out},
+                  sys.stdout, separators=(",", ":"))
+        print()
+        return
     g, fr, tq, ll, dens, obst, pts, push, acts = read(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     steps, secs = 0, 0.0

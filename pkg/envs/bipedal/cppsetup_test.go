@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedirl/fedirl/pkg/nprand"
 )
 
 // WriteCppSetup writes the setup file that bench/bipedal-cpp/walker.cpp
@@ -48,6 +50,55 @@ func TestWriteCppSetups(t *testing.T) {
 		e.Reset(f.Seed)
 		name := strings.TrimSuffix(filepath.Base(path), ".json.gz")
 		if err := writeCppSetup(filepath.Join(dir, name+".txt"), e, f.Actions, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// clientCases are the fleet episodes pinned against pybox2d
+// (testdata/pybox2d-clients.json): the extreme clients and one in between,
+// on normal and hardcore terrain, under random actions drawn from
+// nprand.New(seed) (uniform in [−1, 1], rounded to float32).
+var clientCases = []struct {
+	name     string
+	client   int
+	hardcore bool
+	seed     uint64
+	steps    int
+}{
+	{"client0-seed1-normal", 0, false, 1, 300},
+	{"client10-seed2-normal", 10, false, 2, 300},
+	{"client3-seed3-hardcore", 3, true, 3, 300},
+	{"client8-seed4-hardcore", 8, true, 4, 300},
+}
+
+func clientActions(seed uint64, n int) [][]float64 {
+	g := nprand.New(seed + 1000)
+	out := make([][]float64, n)
+	for i := range out {
+		out[i] = make([]float64, 4)
+		for j := range out[i] {
+			out[i][j] = float64(float32(g.Uniform(-1, 1)))
+		}
+	}
+	return out
+}
+
+// TestWriteClientSetups writes the setups of clientCases into the folder
+// named by BIPEDAL_CLIENT_SETUPS (skipped when unset), for
+// testdata/make-pybox2d-clients.sh.
+func TestWriteClientSetups(t *testing.T) {
+	dir := os.Getenv("BIPEDAL_CLIENT_SETUPS")
+	if dir == "" {
+		t.Skip("BIPEDAL_CLIENT_SETUPS not set")
+	}
+	for _, c := range clientCases {
+		e, err := New(ClientParams(c.hardcore, c.client))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Reset(c.seed)
+		if err := writeCppSetup(filepath.Join(dir, c.name+".txt"), e, clientActions(c.seed, c.steps), 1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,11 @@
 package bipedal
 
 import (
+	"compress/gzip"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +207,61 @@ func BenchmarkStep(b *testing.B) {
 				b.ReportMetric(float64(b.N)/float64(ep), "steps/episode")
 			})
 		}
+	}
+}
+
+// TestClientsMatchPybox2d runs four of the fleet's walkers (clients 0, 3, 8
+// and 10: every parameter at its extremes and between, normal and hardcore)
+// under random actions and compares every observation and reward, bit for
+// bit, with pybox2d simulating the same world
+// (testdata/pybox2d-clients.json.gz, made by make-pybox2d-clients.sh
+// beside it): the client parameters reach Box2D as they would in pybox2d.
+func TestClientsMatchPybox2d(t *testing.T) {
+	if fusesMulAdd() {
+		t.Skip("pins unfused arithmetic (see TestReplayGymnasium)")
+	}
+	fh, err := os.Open("testdata/pybox2d-clients.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gold struct {
+		Episodes map[string][]struct {
+			Obs        []float64 `json:"obs"`
+			Reward     float64   `json:"reward"`
+			Terminated bool      `json:"terminated"`
+		} `json:"episodes"`
+	}
+	if err := json.NewDecoder(zr).Decode(&gold); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clientCases {
+		want, ok := gold.Episodes[c.name]
+		if !ok {
+			t.Fatalf("%s missing from the golden file", c.name)
+		}
+		e, _ := New(ClientParams(c.hardcore, c.client))
+		obs := e.Reset(c.seed)
+		acts := clientActions(c.seed, c.steps)
+		for k := 0; k < len(want); k++ {
+			var r float64
+			var term bool
+			if k > 0 {
+				obs, r, term, _ = e.Step(acts[k-1])
+			}
+			for i := range obs {
+				if obs[i] != want[k].Obs[i] {
+					t.Fatalf("%s step %d: obs[%d] = %v, pybox2d %v", c.name, k, i, obs[i], want[k].Obs[i])
+				}
+			}
+			if k > 0 && (r != want[k].Reward || term != want[k].Terminated) {
+				t.Fatalf("%s step %d: reward %v terminated %v, pybox2d %v %v", c.name, k, r, term, want[k].Reward, want[k].Terminated)
+			}
+		}
+		t.Logf("%s: %d steps bit for bit with pybox2d", c.name, len(want)-1)
 	}
 }
