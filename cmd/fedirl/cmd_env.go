@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/envs/bipedal"
 	"github.com/fedirl/fedirl/pkg/envs/classic"
 	"github.com/fedirl/fedirl/pkg/envs/lunar"
 	"github.com/fedirl/fedirl/pkg/envs/registry"
@@ -24,14 +25,14 @@ import (
 func newEnvCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "Inspect and step the simulators (Pendulum-v1, CartPole-v1, Acrobot-v1, LunarLander-v3, LunarLanderContinuous-v3)",
+		Short: "Inspect, step and render the simulators (Pendulum-v1, CartPole-v1, Acrobot-v1, LunarLander-v3, LunarLanderContinuous-v3, BipedalWalker-v3, BipedalWalkerHardcore-v3)",
 		Long: `env gives direct access to fedirl's Gymnasium-compatible simulators, so that
 their trajectories can be compared with Gymnasium's step by step.
 
   fedirl env list
   fedirl env rollout --env Pendulum-v1 --state 0.3,-0.5 --actions 1.5,-2,3`,
 	}
-	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd())
+	cmd.AddCommand(newEnvRolloutCmd(), newEnvListCmd(), newEnvEpisodesCmd(), newEnvRenderCmd())
 	return cmd
 }
 
@@ -95,11 +96,12 @@ The state layout per environment (for --state and the "state" field):
   CartPole-v1  x, x_dot, theta, theta_dot
   Acrobot-v1   theta1, theta2, theta1_dot, theta2_dot (theta1 = 0 hanging down)
 (one naming for every environment: Gymnasium's CartPole names, <angle>_dot for
-a velocity; LunarLander's state is Box2D's and cannot be set.)
+a velocity; LunarLander's and BipedalWalker's states are Box2D's and cannot be set.)
 Observations are float64 (Gymnasium rounds them to float32).`,
 		Example: `  fedirl env rollout --env CartPole-v1 --state 0.01,-0.02,0.03,0.04 --actions 1,0,1,1
   fedirl env rollout --env Pendulum-v1 --param g=11.81 --state 1,-0.3 --actions torques.txt
-  fedirl env rollout --env Acrobot-v1 --client 3 --seed 7 --actions 2,2,0,1 --out run.jsonl`,
+  fedirl env rollout --env Acrobot-v1 --client 3 --seed 7 --actions 2,2,0,1 --out run.jsonl
+  fedirl env rollout --env BipedalWalker-v3 --client 2 --param friction=1.5 --actions "0.5,0,-0.5,0;1,1,1,1"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkEnvClient(name, client); err != nil {
@@ -111,15 +113,15 @@ Observations are float64 (Gymnasium rounds them to float32).`,
 			}
 			var e envs.Env
 			var st classic.Stateful // nil for an environment whose state cannot be set
-			if slices.Contains(lunar.Names(), name) {
+			if slices.Contains(lunar.Names(), name) || slices.Contains(bipedal.Names(), name) {
 				if stateFlag != "" {
 					return fmt.Errorf("--state: %s's Box2D state cannot be set; start from Reset(--seed)", name)
 				}
-				le, err := lunar.Make(name, client, p)
+				be, err := registry.Make(name, client, p, seed)
 				if err != nil {
 					return fmt.Errorf("--param: %w", err)
 				}
-				e = le
+				e = be
 			} else {
 				if client >= 0 {
 					base, err := classic.ClientParams(name, client)

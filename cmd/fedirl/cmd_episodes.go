@@ -3,13 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fedirl/fedirl/pkg/envs"
-	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
@@ -53,11 +51,7 @@ JSON line per episode (episode, return, length, terminated, truncated) and a
 closing summary line (mean ± std return, mean length, how many terminated or
 were truncated). Episode k resets with seed --seed + k.
 
---policy is one of:
-  random     uniform actions in the action space (a seeded stream)
-  zero       the zero action (index 0 for a Discrete space)
-  heuristic  the environment's own heuristic controller (LunarLander: Gymnasium's)
-  FILE       a PPO checkpoint (policy.json from "fedirl ppo train"), mode actions`,
+` + policyDoc,
 		Example: `  fedirl env episodes --env LunarLanderContinuous-v3 --policy heuristic --episodes 100
   fedirl env episodes --env LunarLanderContinuous-v3 --client 5 --policy random --episodes 2000 --seed 1
   fedirl env episodes --env CartPole-v1 --policy runs/cartpole/policy.json --episodes 20`,
@@ -66,47 +60,16 @@ were truncated). Episode k resets with seed --seed + k.
 			if episodes < 1 {
 				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
 			}
-			if err := checkEnvClient(name, client); err != nil {
-				return err
-			}
-			p, err := parseEnvParams(params)
+			e, choose, reset, err := envWithPolicy(name, client, params, policy, seed)
 			if err != nil {
 				return err
-			}
-			e, err := registry.Make(name, client, p, seed)
-			if err != nil {
-				return fmt.Errorf("--param: %w", err)
-			}
-			space := e.ActionSpace()
-			act := make([]float64, space.Dim())
-			var choose func(obs []float64) []float64
-			rng := rand.New(rand.NewPCG(seed, 0x65706973))
-			switch policy {
-			case "random":
-				choose = func([]float64) []float64 { return space.Sample(act, rng) }
-			case "zero":
-				choose = func([]float64) []float64 { clear(act); return act }
-			case "heuristic":
-				h, ok := registry.Heuristic(name)
-				if !ok {
-					return fmt.Errorf("--policy heuristic: %s has no heuristic controller (LunarLander has)", name)
-				}
-				choose = func(obs []float64) []float64 { return h(act, obs) }
-			default:
-				pol, err := ppo.Load(policy)
-				if err != nil {
-					return fmt.Errorf("--policy %s: not random, zero or heuristic, and not a PPO checkpoint: %w", policy, err)
-				}
-				if err := checkPolicySpaces(pol, e); err != nil {
-					return fmt.Errorf("--policy %s: %w", policy, err)
-				}
-				choose = func(obs []float64) []float64 { return pol.Act(act, obs, nil) }
 			}
 			enc := json.NewEncoder(os.Stdout)
 			var rets []float64
 			sum := episodesSummary{Summary: true, Env: name, Policy: policy, Episodes: episodes}
 			for k := range episodes {
 				obs := e.Reset(seed + uint64(k))
+				reset()
 				line := episodeLine{Episode: k}
 				for {
 					o, r, term, trunc := e.Step(choose(obs))

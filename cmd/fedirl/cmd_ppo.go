@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -231,12 +233,15 @@ func (f *ppoTrainFlags) prec(cfg ppo.Config, preset string) (ppo.Precision, erro
 func newPPOTrainCmd() *cobra.Command {
 	var f ppoTrainFlags
 	var env, out string
+	var plan bool
 	cmd := &cobra.Command{
 		Use:   "train",
 		Short: "Train a PPO policy and write policy.json, curve.csv/json/png and config.json (rerun it with --config)",
 		Example: `  fedirl ppo train --env CartPole-v1 --steps 100000 --seed 1 --out runs/cartpole
   fedirl ppo train --env Pendulum-v1 --client 3 --preset paper --out runs/pend-c3
-  fedirl ppo train --config runs/cartpole/config.json --out runs/cartpole-again   # the same run again (flags override)`,
+  fedirl ppo train --config runs/cartpole/config.json --out runs/cartpole-again   # the same run again (flags override)
+  fedirl ppo train --env BipedalWalker-v3 --plan                         # RL Zoo's walker preset (5e6 steps), priced
+  fedirl ppo train --env BipedalWalker-v3 --out runs/walker              # the same, trained`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.readRunConfig(); err != nil {
 				return err
@@ -256,6 +261,16 @@ func newPPOTrainCmd() *cobra.Command {
 			cfg, preset, prec, err := f.resolve(env)
 			if err != nil {
 				return err
+			}
+			if plan {
+				per, ok := ppo.CPUSecondsPerStep[env]
+				if !ok {
+					return fmt.Errorf("--plan: no measured training rate for %s (known: %s); measure one with a BenchmarkTrain_* in pkg/rl/ppo", env, strings.Join(slices.Sorted(maps.Keys(ppo.CPUSecondsPerStep)), ", "))
+				}
+				cpu := float64(cfg.TotalSteps) * per
+				fmt.Fprintf(cmd.OutOrStdout(), "ppo train %s (preset %s): %d steps × %.1f µs of CPU per step = %.0f CPU-s (%.1f CPU-min) on one core; %d copies, n_steps %d, %d epochs of batch %d\n",
+					env, preset, cfg.TotalSteps, per*1e6, cpu, cpu/60, cfg.NEnvs, cfg.NSteps, cfg.NEpochs, cfg.BatchSize)
+				return nil
 			}
 			rc := ppostudy.RunConfig{Env: env, Client: f.client, Seed: f.seed, Preset: preset, PPO: cfg,
 				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: prec}
@@ -285,6 +300,7 @@ func newPPOTrainCmd() *cobra.Command {
 	cmd.Flags().StringVar(&env, "env", "CartPole-v1", "environment id: "+strings.Join(registry.Names(), ", "))
 	cmd.Flags().Uint64Var(&f.seed, "seed", 0, "random seed (same seed, same output bytes)")
 	cmd.Flags().StringVar(&out, "out", "", "output folder (empty: print the summary only)")
+	cmd.Flags().BoolVar(&plan, "plan", false, "print the run's modelled CPU time (steps × the measured rate of ppo.CPUSecondsPerStep) and train nothing")
 	return cmd
 }
 

@@ -58,6 +58,14 @@ type B2World struct {
 	stack     []*B2Body
 	toiInput  B2TOIInput
 
+	// fedirl fork: RayCast's tree callback (a method value bound once) and
+	// its ray-cast output live in the world, so that a ray cast allocates
+	// nothing (the output's address escaped through the shape interface,
+	// one allocation per fixture the ray reached).
+	rayCallback B2RaycastCallback
+	rayTreeCB   B2TreeRayCastCallback
+	rayOutput   B2RayCastOutput
+
 	// fedirl fork: the timings in M_profile are measured only when
 	// profiling is on (SetProfiling); reading the clock ten times a step
 	// cost 5 % of a LunarLander step.
@@ -1016,31 +1024,38 @@ func (world *B2World) QueryAABB(callback B2BroadPhaseQueryCallback, aabb B2AABB)
 }
 
 func (world *B2World) RayCast(callback B2RaycastCallback, point1 B2Vec2, point2 B2Vec2) {
-
-	// B2TreeRayCastCallback
-	wrapper := func(input B2RayCastInput, nodeId int) float64 {
-
-		userData := world.M_contactManager.M_broadPhase.GetUserData(nodeId)
-		proxy := userData.(*B2FixtureProxy)
-		fixture := proxy.Fixture
-		index := proxy.ChildIndex
-		output := MakeB2RayCastOutput()
-		hit := fixture.RayCast(&output, input, index)
-
-		if hit {
-			fraction := output.Fraction
-			point := B2Vec2Add(B2Vec2MulScalar((1.0-fraction), input.P1), B2Vec2MulScalar(fraction, input.P2))
-			return callback(fixture, point, output.Normal, fraction)
-		}
-
-		return input.MaxFraction
+	// fedirl fork: the tree callback is a method of the world and the
+	// user's callback is held in it for the query (so RayCast must not be
+	// called from inside a ray-cast callback; Box2D C++ allows it).
+	if world.rayTreeCB == nil {
+		world.rayTreeCB = world.rayCastTree
 	}
-
+	world.rayCallback = callback
 	input := MakeB2RayCastInput()
 	input.MaxFraction = 1.0
 	input.P1 = point1
 	input.P2 = point2
-	world.M_contactManager.M_broadPhase.RayCast(wrapper, input)
+	world.M_contactManager.M_broadPhase.RayCast(world.rayTreeCB, input)
+	world.rayCallback = nil
+}
+
+// rayCastTree is RayCast's B2TreeRayCastCallback (upstream's closure).
+func (world *B2World) rayCastTree(input B2RayCastInput, nodeId int) float64 {
+	userData := world.M_contactManager.M_broadPhase.GetUserData(nodeId)
+	proxy := userData.(*B2FixtureProxy)
+	fixture := proxy.Fixture
+	index := proxy.ChildIndex
+	output := &world.rayOutput
+	*output = MakeB2RayCastOutput()
+	hit := fixture.RayCast(output, input, index)
+
+	if hit {
+		fraction := output.Fraction
+		point := B2Vec2Add(B2Vec2MulScalar((1.0-fraction), input.P1), B2Vec2MulScalar(fraction, input.P2))
+		return world.rayCallback(fixture, point, output.Normal, fraction)
+	}
+
+	return input.MaxFraction
 }
 
 // void (world *B2World) DrawShape(b2Fixture* fixture, const b2Transform& xf, const b2Color& color)

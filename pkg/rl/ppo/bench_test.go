@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/fedirl/fedirl/pkg/cpuclock"
+	"github.com/fedirl/fedirl/pkg/envs"
+	"github.com/fedirl/fedirl/pkg/envs/bipedal"
 )
 
 // benchmarkTrain measures PPO training throughput (environment steps per
@@ -111,4 +113,41 @@ func TestFlopsPerStep(t *testing.T) {
 	if got := flopsPerStep(cfg, tr.pol); got != want || got != 541312 {
 		t.Fatalf("flopsPerStep = %g, want %g (541312)", got, want)
 	}
+}
+
+// BenchmarkTrain_BipedalWalker_Zoo measures PPO training throughput on
+// BipedalWalker-v3 (pkg/envs/bipedal) with RL Zoo's preset (32 copies,
+// n_steps 2048, 10 epochs of batch 64, normalized observations and
+// rewards), one rollout and update per iteration, float32 networks, one
+// update goroutine: steps/cpu-s prices an expert (5e6 steps / rate CPU
+// seconds on one core). The first rollout, which allocates the buffers,
+// is outside the timer.
+func BenchmarkTrain_BipedalWalker_Zoo(b *testing.B) {
+	cfg, err := Preset("BipedalWalker-v3")
+	if err != nil {
+		b.Fatal(err)
+	}
+	maker := func(int) (envs.Env, error) { return bipedal.New(bipedal.DefaultParams(false)) }
+	tr, err := NewTrainer(cfg, maker, Options{Seed: 1, Workers: 1, Precision: Float32})
+	if err != nil {
+		b.Fatal(err)
+	}
+	per := cfg.NSteps * cfg.NEnvs
+	if err := tr.Learn(context.Background(), per); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	c0 := cpuclock.ProcessCPU()
+	b.ResetTimer()
+	start := tr.Steps()
+	for i := 0; i < b.N; i++ {
+		if err := tr.Learn(context.Background(), tr.Steps()+per); err != nil {
+			b.Fatal(err)
+		}
+	}
+	steps := float64(tr.Steps() - start)
+	cpu := (cpuclock.ProcessCPU() - c0).Seconds()
+	b.ReportMetric(steps/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(steps/cpu, "steps/cpu-s")
+	b.ReportMetric(float64(cfg.TotalSteps)/(steps/cpu)/3600, "expert-cpu-h")
 }

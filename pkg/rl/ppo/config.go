@@ -183,6 +183,21 @@ var presets = map[string]Config{
 	"LunarLanderContinuous-v3": {NEnvs: 16, TotalSteps: 1_000_000, NSteps: 1024, BatchSize: 64,
 		GAELambda: 0.98, Gamma: 0.999, NEpochs: 4, EntCoef: 0.01},
 
+	// RL Baselines3 Zoo, hyperparams/ppo.yml, "BipedalWalker-v3":
+	// normalize true, n_envs 32, n_timesteps 5e6, n_steps 2048, batch_size 64,
+	// gae_lambda 0.95, gamma 0.999, n_epochs 10, ent_coef 0.0,
+	// learning_rate 3e-4, clip_range 0.18.
+	"BipedalWalker-v3": {NormalizeObs: true, NormalizeReward: true, NEnvs: 32, TotalSteps: 5_000_000,
+		NSteps: 2048, BatchSize: 64, GAELambda: 0.95, Gamma: 0.999, NEpochs: 10, LearningRate: 3e-4, ClipRange: 0.18},
+
+	// RL Baselines3 Zoo, hyperparams/ppo.yml, "BipedalWalkerHardcore-v3":
+	// normalize true, n_envs 16, n_timesteps 10e7, n_steps 2048, batch_size 64,
+	// gae_lambda 0.95, gamma 0.99, n_epochs 10, ent_coef 0.001,
+	// learning_rate lin_2.5e-4, clip_range lin_0.2.
+	"BipedalWalkerHardcore-v3": {NormalizeObs: true, NormalizeReward: true, NEnvs: 16, TotalSteps: 100_000_000,
+		NSteps: 2048, BatchSize: 64, GAELambda: 0.95, Gamma: 0.99, NEpochs: 10, EntCoef: 0.001,
+		LearningRate: 2.5e-4, LinearLR: true, ClipRange: 0.2, LinearClip: true},
+
 	// The paper's appendix, table "General training hyperparameters" (expert
 	// training): batch size 64, learning rate 3e-3, γ 0.99, GAE λ 0.95, clip
 	// range 0.2; other values are stable-baselines3 defaults. Total steps are
@@ -209,7 +224,8 @@ var PaperEvalSteps = map[string]int{
 // Preset returns the named configuration with defaults filled in: "sb3"
 // (stable-baselines3 defaults), an environment id with an RL Baselines3 Zoo
 // preset ("CartPole-v1", "Pendulum-v1", "Acrobot-v1",
-// "LunarLanderContinuous-v3"), or "paper" (the paper's appendix table).
+// "LunarLanderContinuous-v3", "BipedalWalker-v3", "BipedalWalkerHardcore-v3"),
+// or "paper" (the paper's appendix table).
 func Preset(name string) (Config, error) {
 	c, ok := presets[name]
 	if !ok {

@@ -8,7 +8,8 @@ import (
 
 // zooPPO holds rl-zoo3's own entries for the four environments, copied
 // verbatim from DLR-RM/rl-baselines3-zoo, hyperparams/ppo.yml at commit
-// 22e3ff2450fd92033f7f032915e1f64894a09584 (MIT licence), comments included.
+// 22e3ff2450fd92033f7f032915e1f64894a09584 (MIT licence), comments included;
+// the two BipedalWalker entries from commit 00128b5d46d497b772f3bd891ae9f520919e8971.
 const zooPPO = `# Tuned
 Pendulum-v1:
   n_envs: 4
@@ -59,6 +60,34 @@ LunarLanderContinuous-v3:
   gamma: 0.999
   n_epochs: 4
   ent_coef: 0.01
+
+BipedalWalker-v3:
+  normalize: true
+  n_envs: 32
+  n_timesteps: !!float 5e6
+  policy: 'MlpPolicy'
+  n_steps: 2048
+  batch_size: 64
+  gae_lambda: 0.95
+  gamma: 0.999
+  n_epochs: 10
+  ent_coef: 0.0
+  learning_rate: !!float 3e-4
+  clip_range: 0.18
+
+BipedalWalkerHardcore-v3:
+  normalize: true
+  n_envs: 16
+  n_timesteps: !!float 10e7
+  policy: 'MlpPolicy'
+  n_steps: 2048
+  batch_size: 64
+  gae_lambda: 0.95
+  gamma: 0.99
+  n_epochs: 10
+  ent_coef: 0.001
+  learning_rate: lin_2.5e-4
+  clip_range: lin_0.2
 `
 
 // zooEntry returns the block of env in zooPPO, with its header line, as a
@@ -91,6 +120,11 @@ func TestZooEntriesVerbatim(t *testing.T) {
 			Gamma: 0.999, NEpochs: 4, EntCoef: 0.01},
 		"Pendulum-v1": {NEnvs: 4, TotalSteps: 100_000, NSteps: 1024, GAELambda: 0.95, Gamma: 0.9, NEpochs: 10,
 			LearningRate: 1e-3, ClipRange: 0.2, UseSDE: true, SDESampleFreq: 4},
+		"BipedalWalker-v3": {NormalizeObs: true, NormalizeReward: true, NEnvs: 32, TotalSteps: 5_000_000, NSteps: 2048,
+			BatchSize: 64, GAELambda: 0.95, Gamma: 0.999, NEpochs: 10, LearningRate: 3e-4, ClipRange: 0.18},
+		"BipedalWalkerHardcore-v3": {NormalizeObs: true, NormalizeReward: true, NEnvs: 16, TotalSteps: 100_000_000,
+			NSteps: 2048, BatchSize: 64, GAELambda: 0.95, Gamma: 0.99, NEpochs: 10, EntCoef: 0.001,
+			LearningRate: 2.5e-4, LinearLR: true, ClipRange: 0.2, LinearClip: true},
 	}
 	for env, w := range want {
 		w = w.WithDefaults()
