@@ -348,7 +348,7 @@ your own problem"), or is built from flags: with
 		" (default mean; \""+fusion.MethodBarycentric+"\" is accepted for \""+fusion.MethodBarycenter+"\")")
 	tf.StringVar(&f.sigmaMode, "sigma-mode", "", "shift of the reward-space methods: "+fusion.SigmaShared+" (default) or "+fusion.SigmaPerClient)
 	tf.Float64Var(&f.trimFraction, "trim-fraction", 0, fmt.Sprintf("β of trimmed-mean and reward-trimmed-mean, 0 ≤ β < 0.5 (default %g)", fusion.DefaultTrimFraction))
-	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
+	tf.IntVar(&f.byzantine, "byzantine", 0, "declared Byzantine clients f: krum and multi-krum (K > 2f+2; default ⌊(K−3)/2⌋), and the trimmed means' β (the f heaviest clients' weight; default trim_fraction)")
 	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
 	tf.StringVar(&f.solver, "solver", "", "barycenter solver: ibp, stabilized, debiased or paper (default ibp)")

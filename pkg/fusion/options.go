@@ -75,10 +75,14 @@ const (
 	// absent: 0.2, Flower's FedTrimmedAvg default.
 	DefaultTrimFraction = 0.2
 	// DefaultDemoCap is the cap of WeightingDemos when demo_cap is absent:
-	// no client is weighted with more than twice the lower median count, so
-	// one client's weight is at most c/(c + ⌊K/2⌋) = 2/(2 + ⌊K/2⌋) among K
-	// clients (1/2 for K = 4, 2/7 for K = 10).
-	DefaultDemoCap = 2.0
+	// no client is weighted with more than the lower median count m, so a
+	// declared count above m buys nothing: a client's weight is never more
+	// than the median client's, and one client's weight is at most
+	// 1/(1 + ⌊K/2⌋) among K clients. Against uniform weights an attacker
+	// declaring any count gains the factor m/w̄ (w̄ the mean capped weight),
+	// 1 when the honest counts are equal; the earlier default 2 let it
+	// double its pull (bench/robust).
+	DefaultDemoCap = 1.0
 )
 
 // Options is the one configuration of a fusion: which method, how clients are
@@ -130,9 +134,13 @@ type Options struct {
 	// client's weight is at most DemoCap/(DemoCap + ⌊K/2⌋); absent means
 	// DefaultDemoCap. Refused with another weighting.
 	DemoCap *float64 `json:"demo_cap,omitempty" yaml:"demo_cap,omitempty"`
-	// Byzantine is f of krum and multi-krum, the number of clients assumed
-	// Byzantine, with K > 2f + 2 at fusion time; absent means the largest
-	// such f, ⌊(K − 3)/2⌋.
+	// Byzantine is the task's declared tolerance f, the number of clients
+	// assumed Byzantine. For krum and multi-krum it needs K > 2f + 2 at
+	// fusion time, and absent means the largest such f, ⌊(K − 3)/2⌋. For
+	// trimmed-mean and reward-trimmed-mean it sets β to the weight of the f
+	// heaviest clients (f/K under uniform weights), and a trim_fraction
+	// below that is refused at fusion time; absent means trim_fraction (or
+	// its default).
 	Byzantine *int `json:"byzantine,omitempty" yaml:"byzantine,omitempty"`
 }
 
@@ -206,8 +214,9 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.Byzantine != nil {
-		if name != MethodKrum && name != MethodMultiKrum {
-			return fmt.Errorf("fusion.byzantine: method %q takes no f; it applies to %q and %q", name, MethodKrum, MethodMultiKrum)
+		if name != MethodKrum && name != MethodMultiKrum && name != MethodTrimmedMean && name != MethodRewardTrimmedMean {
+			return fmt.Errorf("fusion.byzantine: method %q takes no f; it applies to %q, %q, %q and %q",
+				name, MethodKrum, MethodMultiKrum, MethodTrimmedMean, MethodRewardTrimmedMean)
 		}
 		if *o.Byzantine < 0 {
 			return fmt.Errorf("fusion.byzantine = %d: want f ≥ 0", *o.Byzantine)

@@ -51,6 +51,10 @@ type rewardMethod struct {
 	name    string
 	combine func(ctx context.Context, in Input, ps [][]float64) (combined, error)
 	scalar  func(v, alpha []float64, opt Options) float64
+	// check, if set, refuses options the method cannot run with for these
+	// weights (a trim too small for the declared tolerance) before the path
+	// starts.
+	check func(alpha []float64, opt Options) error
 	// barycentric marks the barycenter methods, whose Output also carries
 	// the result as Output.Barycentric.
 	barycentric bool
@@ -99,6 +103,11 @@ func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMetho
 	n, _ := phi.Dims()
 	if lat.Len() != n {
 		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
+	}
+	if m.check != nil {
+		if err := m.check(in.Alpha, opt); err != nil {
+			return Result{}, err
+		}
 	}
 	k := len(in.Thetas)
 	rs := probeRewards(phi, in.Thetas, given)
