@@ -269,7 +269,7 @@ func TestOptionsDecodeAndValidate(t *testing.T) {
 }
 
 func TestClientWeights(t *testing.T) {
-	o := fusion.Options{Weighting: fusion.WeightingDemos}
+	o := fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: ptr(5.0)}
 	if w := o.ClientWeights([]int{1, 5, 4}); !slices.Equal(w, []float64{1, 5, 4}) {
 		t.Errorf("demos weights %v", w)
 	}

@@ -32,7 +32,7 @@ func (medianMethod) Fuse(_ context.Context, in Input) (Output, error) {
 // BackProject). Under SigmaShared the one σ = AutoSigma over all clients
 // depends on every client, so the bound holds for the measures at that σ but
 // not for the shift itself: use SigmaPerClient when clients are untrusted.
-var rewardMedian = rewardMethod{name: MethodRewardMedian, combine: medianOfMeasures, scalar: medianScalar}
+var rewardMedian = rewardMethod{name: MethodRewardMedian, combine: medianOfMeasures, scalar: medianScalar, meanOffset: true}
 
 func medianOfMeasures(_ context.Context, in Input, ps [][]float64) (combined, error) {
 	s := newOrderStats(in.Alpha)

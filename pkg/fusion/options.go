@@ -40,6 +40,10 @@ const (
 	// MethodRewardTrimmedMean is the per-support-point weighted trimmed mean
 	// of the shift-normalized measures, mapped back and back-projected.
 	MethodRewardTrimmedMean = "reward-trimmed-mean"
+	// MethodWassersteinMedian is the geometric median of the
+	// shift-normalized measures in the probe lattice's transport geometry
+	// (Weiszfeld over debiased barycenters), mapped back and back-projected.
+	MethodWassersteinMedian = "wasserstein-median"
 
 	// MethodBarycentric is the barycenter's name before the registry, still
 	// accepted everywhere as an alias of MethodBarycenter (stored tasks and
@@ -178,9 +182,12 @@ func (o Options) Validate() error {
 	if o.Solver < ot.IBP || o.Solver > ot.Paper {
 		return fmt.Errorf("fusion.solver %d: unknown barycenter method", int(o.Solver))
 	}
-	if name == MethodDebiased && o.Solver != ot.IBP && o.Solver != ot.Debiased {
+	if (name == MethodDebiased || name == MethodWassersteinMedian) && o.Solver != ot.IBP && o.Solver != ot.Debiased {
 		return fmt.Errorf("fusion.solver %q: method %q always uses the %q solver; use method %q to choose another",
-			o.Solver, MethodDebiased, ot.Debiased, MethodBarycenter)
+			o.Solver, name, ot.Debiased, MethodBarycenter)
+	}
+	if name == MethodWassersteinMedian && (o.MaxIter != 0 || o.InnerIter != 0 || o.Tol != 0) {
+		return fmt.Errorf("fusion.max_iter, inner_iter, tol: method %q runs its own schedule (WassersteinMedianMaxIter, WassersteinMedianTol) and takes none of them", name)
 	}
 	for _, f := range []struct {
 		key string

@@ -73,6 +73,7 @@ var registry = []Method{
 	krumMethod{multi: true},
 	rewardMedian,
 	rewardTrimmedMean,
+	wassersteinMedian,
 }
 
 // aliases maps accepted old spellings to registry names.

@@ -82,7 +82,7 @@ func trimCut(s *orderStats, o Options) (float64, error) {
 // cannot move p̄(x), Z or σ outside the other clients' range (breakdown
 // point β for the fused reward on the probe). Under SigmaShared the one σ
 // depends on every client, as for reward-median.
-var rewardTrimmedMean = rewardMethod{name: MethodRewardTrimmedMean, combine: trimmedMeanOfMeasures, scalar: trimmedMeanScalar, check: checkTrim}
+var rewardTrimmedMean = rewardMethod{name: MethodRewardTrimmedMean, combine: trimmedMeanOfMeasures, scalar: trimmedMeanScalar, check: checkTrim, meanOffset: true}
 
 func trimmedMeanOfMeasures(_ context.Context, in Input, ps [][]float64) (combined, error) {
 	s := newOrderStats(in.Alpha)
