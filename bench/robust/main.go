@@ -334,11 +334,11 @@ func allVariants() []variant {
 		if mm.Space() == fusion.RewardSpace {
 			vs = append(vs, variant{Name: name + "/per-client", Opt: fusion.Options{Method: name, SigmaMode: fusion.SigmaPerClient}})
 		}
-		if name == fusion.MethodTrimmedMean || name == fusion.MethodRewardTrimmedMean {
-			v := variant{Name: name + "/byzantine=f", Opt: fusion.Options{Method: name}, ByzantineFromF: true}
-			if _, err := tasks.EncodeFusion(fusion.Options{Method: name, Byzantine: new(int)}); err == nil {
-				vs = append(vs, v)
-			}
+		switch name {
+		case fusion.MethodTrimmedMean:
+			vs = append(vs, variant{Name: name + "/byzantine=f", Opt: fusion.Options{Method: name}, ByzantineFromF: true})
+		case fusion.MethodRewardTrimmedMean:
+			vs = append(vs, variant{Name: name + "/per-client/byzantine=f", Opt: fusion.Options{Method: name, SigmaMode: fusion.SigmaPerClient}, ByzantineFromF: true})
 		}
 	}
 	return vs
