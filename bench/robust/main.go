@@ -228,7 +228,7 @@ func run(gw, out, only string) error {
 			clean = hmean
 		}
 		for _, f := range []int{1, 3} {
-			for _, a := range attackNames {
+			for _, a := range allAttacks() {
 				subs, err := makeAttack(a, f, hmean, u, clean, probe, accepts)
 				if err != nil {
 					return err
@@ -268,7 +268,23 @@ func run(gw, out, only string) error {
 //     the θ that best carries that spike (attack.SpikeTheta's least squares)
 //     scaled to the norm bound;
 //   - noise: a Gaussian θ at the norm bound, a fresh seeded draw per attacker.
+//   - line-s: −u·s for every s of lineScales (the notes' omniscient line
+//     search); the tables show the worst s.
 var attackNames = []string{"scaled", "sign-flip", "reversed-1x", "reversed-2x", "spike", "noise"}
+
+// lineScales are the norms of the line-search attack −u·s.
+var lineScales = []float64{0.03, 0.1, 0.3, 1, 3, 10, 100, 1e4}
+
+func lineName(s float64) string { return "line-" + strconv.FormatFloat(s, 'g', -1, 64) }
+
+// allAttacks is attackNames then the line search.
+func allAttacks() []string {
+	out := slices.Clone(attackNames)
+	for _, s := range lineScales {
+		out = append(out, lineName(s))
+	}
+	return out
+}
 
 // demosAttacks are sent with a declared demonstration count of 2³¹−1, fused
 // under uniform and under demos weighting.
@@ -294,6 +310,12 @@ func makeAttack(name string, f int, hmean, u, clean []float64, probe fusion.Prob
 			out[j].Theta = scaled(hmean, -2)
 		case "reversed-11x":
 			out[j].Theta = scaled(hmean, -11)
+		case lineName(0.03), lineName(0.1), lineName(0.3), lineName(1), lineName(3), lineName(10), lineName(100), lineName(1e4):
+			v, err := strconv.ParseFloat(strings.TrimPrefix(name, "line-"), 64)
+			if err != nil {
+				return nil, err
+			}
+			out[j].Theta = scaled(u, -v)
 		case "spike":
 			r := features.Reward(nil, probe.Phi, clean)
 			x := 0
@@ -324,14 +346,18 @@ func makeAttack(name string, f int, hmean, u, clean []float64, probe fusion.Prob
 }
 
 // allVariants lists every registry method with its defaults, then the
-// per-client-σ variant of every reward-space method, the trimmed means with
+// per-client-σ variant of every reward-space method (the shared-σ one for
+// wasserstein-median, whose default is per client), the trimmed means with
 // the tolerance declared (byzantine = f), in registry order.
 func allVariants() []variant {
 	var vs []variant
 	for _, name := range fusion.Methods() {
 		vs = append(vs, variant{Name: name, Opt: fusion.Options{Method: name}})
 		mm, _ := fusion.Lookup(name)
-		if mm.Space() == fusion.RewardSpace {
+		switch {
+		case name == fusion.MethodWassersteinMedian: // per-client σ by default
+			vs = append(vs, variant{Name: name + "/shared", Opt: fusion.Options{Method: name, SigmaMode: fusion.SigmaShared}})
+		case mm.Space() == fusion.RewardSpace:
 			vs = append(vs, variant{Name: name + "/per-client", Opt: fusion.Options{Method: name, SigmaMode: fusion.SigmaPerClient}})
 		}
 		switch name {
@@ -425,10 +451,10 @@ func find(cases []Case, v, a string, f int, demos bool) (Case, bool) {
 func markdown(variants []variant, cases []Case, k int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Robust fusion under attack (bench/robust)\n\n")
-	fmt.Fprintf(&b, "%d honest grid-world 10×10 clients (seed 1) plus f attackers, every case one task through federation.RunInProcess (the server's coordinator) at the default bounds max_theta_norm %g, max_reward_norm %g. EPIC to the true reward on client 0's MDP (0 = θ*'s reward, 1 = its opposite). The worst column is the largest EPIC over the attacks. \"flagged\" counts the attacks whose attackers all score above the outlier threshold %g while no honest client does.\n\n",
+	fmt.Fprintf(&b, "%d honest grid-world 10×10 clients (seed 1) plus f attackers, every case one task through federation.RunInProcess (the server's coordinator) at the default bounds max_theta_norm %g, max_reward_norm %g. EPIC to the true reward on client 0's MDP (0 = θ*'s reward, 1 = its opposite). The worst column is the largest EPIC over the attacks, the line search −u·s (u the honest mean's direction, s = 0.03 … 10⁴) included. \"flagged\" counts the attacks whose attackers all score above the outlier threshold %g while no honest client does.\n\n",
 		k, thetaBound, rewardBound, fusion.OutlierThreshold)
 	for _, f := range []int{1, 3} {
-		fmt.Fprintf(&b, "## %d attacker%s of %d\n\n| method | clean | %s | **worst** | flagged |\n|---|---|%s---|---|\n",
+		fmt.Fprintf(&b, "## %d attacker%s of %d\n\n| method | clean | %s | worst −u·s (s) | **worst** | flagged |\n|---|---|%s---|---|---|\n",
 			f, map[bool]string{true: "s", false: ""}[f > 1], k+f, strings.Join(attackNames, " | "), strings.Repeat("---|", len(attackNames)))
 		for _, v := range variants {
 			clean, _ := find(cases, v.Name, "none", 0, false)
@@ -446,17 +472,33 @@ func markdown(variants []variant, cases []Case, k int) string {
 					flagged++
 				}
 			}
+			lw, ls := -1.0, ""
+			for _, sc := range lineScales {
+				c, _ := find(cases, v.Name, lineName(sc), f, false)
+				if c.Error != "" || math.IsNaN(c.EPIC) {
+					worst, lw, ls = math.Inf(1), math.Inf(1), strconv.FormatFloat(sc, 'g', -1, 64)
+					continue
+				}
+				if c.EPIC > lw {
+					lw, ls = c.EPIC, strconv.FormatFloat(sc, 'g', -1, 64)
+				}
+				worst = max(worst, c.EPIC)
+				if c.Flagged {
+					flagged++
+				}
+			}
+			row = append(row, fmt.Sprintf("%.2f (%s)", lw, ls))
 			ws := "**" + strconv.FormatFloat(worst, 'f', 2, 64) + "**"
 			if math.IsInf(worst, 1) {
 				ws = "**error/undef.**"
 			}
-			row = append(row, ws, fmt.Sprintf("%d/%d", flagged, len(attackNames)))
+			row = append(row, ws, fmt.Sprintf("%d/%d", flagged, len(attackNames)+len(lineScales)))
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "## Outlier scores (robust z against the median client; threshold %g)\n\nPer attack, the smallest attacker score / the largest honest score, 1 attacker of %d (the barycenter's fusion; the scores do not depend on the method).\n\n| attack | f = 1 | f = 3 |\n|---|---|---|\n", fusion.OutlierThreshold, k+1)
-	for _, a := range attackNames {
+	fmt.Fprintf(&b, "## Outlier scores (robust z against the median client; threshold %g)\n\nPer attack, the smallest attacker score / the largest honest score (the barycenter's tasks; the scores do not depend on the method).\n\n| attack | 1 of %d | 3 of %d |\n|---|---|---|\n", fusion.OutlierThreshold, k+1, k+3)
+	for _, a := range allAttacks() {
 		c1, _ := find(cases, fusion.MethodBarycenter, a, 1, false)
 		c3, _ := find(cases, fusion.MethodBarycenter, a, 3, false)
 		fmt.Fprintf(&b, "| %s | %.3g / %.3g | %.3g / %.3g |\n", a, c1.MinAttackerScore, c1.MaxHonestScore, c3.MinAttackerScore, c3.MaxHonestScore)

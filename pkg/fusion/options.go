@@ -122,7 +122,8 @@ type Options struct {
 	// Sigma is the shared shift σ of T_σ; 0 means AutoSigma over the clients'
 	// rewards. Refused with SigmaPerClient.
 	Sigma float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
-	// SigmaMode is SigmaShared (the default) or SigmaPerClient; reward-space
+	// SigmaMode is SigmaShared (the default; for wasserstein-median
+	// SigmaPerClient unless Sigma is set) or SigmaPerClient; reward-space
 	// methods only.
 	SigmaMode string `json:"sigma_mode,omitempty" yaml:"sigma_mode,omitempty"`
 	// Z is the scale used to map the fused measure back, r̄ = Z p̄ − σ1; 0

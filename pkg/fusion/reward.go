@@ -65,6 +65,10 @@ type rewardMethod struct {
 	// shared by clients whose rewards have the same shape, so an attacker
 	// at an extreme moves q̄ by at most a rank among the honest q_i.
 	meanOffset bool
+	// perClientDefault makes SigmaPerClient the method's shift when the
+	// options name neither sigma_mode nor sigma (wasserstein-median: a
+	// shared σ lets one client's reward range flatten every measure).
+	perClientDefault bool
 	// check, if set, refuses options the method cannot run with for these
 	// weights (a trim too small for the declared tolerance) before the path
 	// starts.
@@ -126,7 +130,7 @@ func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMetho
 	k := len(in.Thetas)
 	rs := probeRewards(phi, in.Thetas, given)
 	res := Result{Sigma: opt.Sigma, ClientSigma: make([]float64, k), ClientZ: make([]float64, k)}
-	perClient := opt.SigmaMode == SigmaPerClient
+	perClient := opt.SigmaMode == SigmaPerClient || (opt.SigmaMode == "" && opt.Sigma == 0 && m.perClientDefault)
 	if !perClient && res.Sigma == 0 {
 		res.Sigma = AutoSigma(rs...)
 	}

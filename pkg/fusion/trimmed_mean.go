@@ -74,13 +74,14 @@ func trimCut(s *orderStats, o Options) (float64, error) {
 
 // rewardTrimmedMean is MethodRewardTrimmedMean: p̄(x) is the weighted
 // β-trimmed mean of the p_i(x) at every probe point x (not renormalized),
-// r̄ = Z p̄ − σ1 with Z the β-trimmed mean of the Z_i (and σ that of the σ_i
-// under SigmaPerClient), θ = BackProject(Φ, r̄); β as for trimmed-mean (from
-// byzantine when the task declares it).
+// r̄ = Z p̄ − σ1 with Z the β-trimmed mean of the Z_i (and under
+// SigmaPerClient σ such that r̄'s mean/std ratio on the probe is the β-trimmed
+// mean of the clients', as for reward-median), θ = BackProject(Φ, r̄); β as
+// for trimmed-mean (from byzantine when the task declares it).
 //
 // What it bounds: with SigmaPerClient, clients of total weight at most β
-// cannot move p̄(x), Z or σ outside the other clients' range (breakdown
-// point β for the fused reward on the probe). Under SigmaShared the one σ
+// cannot move p̄(x), Z or r̄'s mean/std ratio outside the other clients'
+// range (breakdown point β for the fused reward on the probe). Under SigmaShared the one σ
 // depends on every client, as for reward-median.
 var rewardTrimmedMean = rewardMethod{name: MethodRewardTrimmedMean, combine: trimmedMeanOfMeasures, scalar: trimmedMeanScalar, check: checkTrim, meanOffset: true}
 

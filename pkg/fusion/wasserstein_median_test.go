@@ -214,3 +214,38 @@ func TestWassersteinMedianBreakdown(t *testing.T) {
 		t.Errorf("the per-client barycenter stayed within the bound too (worst %.3f): the attacks are too weak to test the median", baryWorst)
 	}
 }
+
+// TestWassersteinMedianShiftDefault: with neither sigma_mode nor sigma the
+// Wasserstein median shifts per client (the same bits as sigma_mode
+// per-client); sigma_mode shared and an explicit sigma give every client one
+// σ.
+func TestWassersteinMedianShiftDefault(t *testing.T) {
+	p := probe5(t)
+	thetas := [][]float64{{-0.8, 0.3}, {-0.5, 0.4}, {-0.9, 0.1}, {40, -20}}
+	def, err := fusion.Fuse(p, thetas, nil, fusion.Options{Method: fusion.MethodWassersteinMedian})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := fusion.Fuse(p, thetas, nil, fusion.Options{Method: fusion.MethodWassersteinMedian, SigmaMode: fusion.SigmaPerClient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(def.Theta, pc.Theta) || !slices.Equal(def.Reward.ClientSigma, pc.Reward.ClientSigma) {
+		t.Errorf("default %v (σ_i %v), per-client %v (σ_i %v)", def.Theta, def.Reward.ClientSigma, pc.Theta, pc.Reward.ClientSigma)
+	}
+	if def.Reward.ClientSigma[0] == def.Reward.ClientSigma[3] {
+		t.Errorf("default σ_i %v: want each client's own", def.Reward.ClientSigma)
+	}
+	for _, o := range []fusion.Options{{Method: fusion.MethodWassersteinMedian, SigmaMode: fusion.SigmaShared}, {Method: fusion.MethodWassersteinMedian, Sigma: 50}} {
+		out, err := fusion.Fuse(p, thetas, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range out.Reward.ClientSigma {
+			if s != out.Reward.Sigma {
+				t.Errorf("%+v: σ_i %v, want one shared σ %v", o, out.Reward.ClientSigma, out.Reward.Sigma)
+				break
+			}
+		}
+	}
+}

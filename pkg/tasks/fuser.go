@@ -92,7 +92,7 @@ func (f *Fuser) FuseRewards(ctx context.Context, spec federation.TaskSpec, theta
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	// Every method gets the probe: reward-space methods fuse on it, and every
-	// client's outlier score is its reward's distance to the fused reward there.
+	// client's outlier score is computed from its reward there.
 	probe, err := f.probe(spec)
 	if err != nil {
 		return federation.FuseOutput{}, err
