@@ -1,19 +1,22 @@
 // Command robust measures every fusion method of the registry against
-// Byzantine clients through the federation's coordinator: every method (and
-// its per-client-σ, declared-tolerance and demo-weighted variants) × attack ×
-// f attackers, each case one task run by federation.RunInProcess (the same
+// Byzantine clients through the federation: every method (and its
+// per-client-σ, declared-tolerance and demo-weighted variants) × attack × f
+// attackers, each case one task, run by federation.RunInProcess (the same
 // Coordinator, validation of submissions, store and RunClient as the
 // networked "fedirl server" and "fedirl client", over the in-process
-// transport), at the server's default norm bounds (max_theta_norm 1e6,
+// transport) or, with --server, created over gRPC on a running "fedirl
+// server" whose every client is federation.RunClient over its own gRPC
+// connection (what "fedirl client" runs), at the server's default norm bounds (max_theta_norm 1e6,
 // max_reward_norm 1e9). The honest clients are the ten grid-world 10×10
 // clients of seed 1 that run.sh exports and fits with "fedirl irl"; each
 // fused θ is scored by EPIC to the true reward on client 0's MDP (as
 // "fedirl reward distance --spec c0/mdp.json c0/truth.json fused.json").
 //
 //	go run ./bench/robust --gw DIR --out bench/robust/results
+//	go run ./bench/robust --gw DIR --server 127.0.0.1:PORT --admin-token-file admin.tok --out DIR
 //
 // It writes results.json (every case), results.csv and results.md (the
-// tables README-fusion quotes). bench/robust/run.sh is the whole pipeline.
+// tables the README quotes). bench/robust/run.sh is the whole pipeline.
 package main
 
 import (
@@ -30,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/floats"
@@ -98,13 +102,91 @@ func main() {
 	gw := flag.String("gw", "", "folder with c0 … c9 (each: mdp.json, truth.json, theta.json from \"fedirl irl\")")
 	out := flag.String("out", "bench/robust/results", "output folder")
 	only := flag.String("only", "", "comma-separated variant names to run (default: all)")
+	server := flag.String("server", "", "address of a running \"fedirl server\" (loopback, plaintext) to run every case through, over gRPC; default: federation.RunInProcess")
+	adminFile := flag.String("admin-token-file", "", "the server's admin token file (with --server)")
 	flag.Parse()
 	if *gw == "" {
 		fail(errors.New("--gw is required"))
 	}
-	if err := run(*gw, *out, *only); err != nil {
+	var tr transport = inProcess{}
+	if *server != "" {
+		b, err := os.ReadFile(*adminFile)
+		if err != nil {
+			fail(fmt.Errorf("--admin-token-file: %w", err))
+		}
+		tr = remote{addr: *server, admin: strings.TrimSpace(string(b))}
+	}
+	if err := run(*gw, *out, *only, tr); err != nil {
 		fail(err)
 	}
+}
+
+// transport runs one task: every client through federation.RunClient, and
+// returns the fused result of its one round.
+type transport interface {
+	run(ctx context.Context, spec federation.TaskSpec, clients []federation.LocalClient) (federation.FusedResult, error)
+	name() string
+}
+
+// inProcess is federation.RunInProcess with the server's fuser.
+type inProcess struct{}
+
+func (inProcess) name() string {
+	return "federation.RunInProcess (the server's coordinator, in-process transport)"
+}
+
+func (inProcess) run(ctx context.Context, spec federation.TaskSpec, clients []federation.LocalClient) (federation.FusedResult, error) {
+	fused, _, err := federation.RunInProcess(ctx, spec, clients, federation.InProcessConfig{Fuser: tasks.NewFuser(),
+		Client: federation.ClientConfig{PollWait: 50 * time.Millisecond}})
+	if err != nil {
+		return federation.FusedResult{}, err
+	}
+	return fused[0], nil
+}
+
+// remote creates the task on a running "fedirl server" with the admin token
+// and runs every client over its own gRPC connection.
+type remote struct{ addr, admin string }
+
+func (r remote) name() string {
+	return "a running \"fedirl server\" over gRPC on loopback (" + r.addr + ")"
+}
+
+func (r remote) run(ctx context.Context, spec federation.TaskSpec, clients []federation.LocalClient) (federation.FusedResult, error) {
+	adm, err := federation.DialGRPC(r.addr, federation.DialConfig{Token: r.admin})
+	if err != nil {
+		return federation.FusedResult{}, err
+	}
+	defer adm.Close()
+	ids := make([]string, len(clients))
+	for i, c := range clients {
+		ids[i] = c.ID
+	}
+	tokens, err := adm.CreateTask(ctx, spec, ids)
+	if err != nil {
+		return federation.FusedResult{}, fmt.Errorf("creating task %s: %w", spec.ID, err)
+	}
+	reps := make([]federation.ClientReport, len(clients))
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := federation.DialGRPC(r.addr, federation.DialConfig{Token: tokens[c.ID]})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer g.Close()
+			reps[i], errs[i] = federation.RunClient(ctx, g, c.Learner, federation.ClientConfig{TaskID: spec.ID, ClientID: c.ID, PollWait: time.Second})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return federation.FusedResult{}, err
+	}
+	return reps[0].Final, nil
 }
 
 func fail(err error) {
@@ -112,7 +194,7 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-func run(gw, out, only string) error {
+func run(gw, out, only string, tr transport) error {
 	var honest [][]float64
 	for i := 0; ; i++ {
 		dir := filepath.Join(gw, fmt.Sprintf("c%d", i))
@@ -195,26 +277,31 @@ func run(gw, out, only string) error {
 		spec := federation.TaskSpec{ID: strings.NewReplacer("/", ".", "=", "").Replace(fmt.Sprintf("%s-%s-f%d-%v", v.Name, attackName, f, demos)), EnvFamily: "gridworld",
 			Probe: probeSpec, ThetaDim: dim, Quorum: len(clients), MinClients: len(clients), Rounds: 1, Fusion: fo}
 		t0 := time.Now()
-		fused, _, err := federation.RunInProcess(ctx, spec, clients, federation.InProcessConfig{Fuser: tasks.NewFuser(),
-			Client: federation.ClientConfig{PollWait: 50 * time.Millisecond}})
+		r, err := tr.run(ctx, spec, clients)
 		c.Seconds = time.Since(t0).Seconds()
 		if err != nil {
 			c.Error = err.Error()
 			c.EPIC = math.NaN()
 			return c
 		}
-		r := fused[0]
 		c.Theta, c.Warning = r.Theta, r.Warning
 		c.EPIC, c.Undefined = epic(r.Theta)
-		k := len(honest)
-		c.MaxHonestScore = slices.Max(r.OutlierScores[:k])
+		// Honest clients are c0 …, attackers m0 … (by name: the result lists
+		// the clients in the coordinator's order).
+		c.MaxHonestScore, c.MinAttackerScore = math.Inf(-1), math.Inf(1)
+		for i, id := range r.Clients {
+			if strings.HasPrefix(id, "m") {
+				c.MinAttackerScore = min(c.MinAttackerScore, r.OutlierScores[i])
+				c.AttackerWeight += r.Weights[i]
+			} else {
+				c.MaxHonestScore = max(c.MaxHonestScore, r.OutlierScores[i])
+			}
+		}
 		c.HonestFlagged = c.MaxHonestScore > fusion.OutlierThreshold
 		if len(attackers) > 0 {
-			c.MinAttackerScore = slices.Min(r.OutlierScores[k:])
 			c.Flagged = c.MinAttackerScore > fusion.OutlierThreshold && !c.HonestFlagged
-			for _, w := range r.Weights[k:] {
-				c.AttackerWeight += w
-			}
+		} else {
+			c.MinAttackerScore = 0
 		}
 		return c
 	}
@@ -254,7 +341,7 @@ func run(gw, out, only string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	return writeResults(out, variants, cases, len(honest))
+	return writeResults(out, variants, cases, len(honest), tr.name())
 }
 
 // attackNames are the attacks of the main table, each sent by every attacker:
@@ -397,7 +484,7 @@ func fmtEPIC(c Case) string {
 	return strconv.FormatFloat(c.EPIC, 'f', 2, 64)
 }
 
-func writeResults(dir string, variants []variant, cases []Case, k int) error {
+func writeResults(dir string, variants []variant, cases []Case, k int, via string) error {
 	js := make([]map[string]any, len(cases))
 	for i, c := range cases {
 		b, _ := json.Marshal(struct {
@@ -406,7 +493,7 @@ func writeResults(dir string, variants []variant, cases []Case, k int) error {
 		}{c, nanNull(c.EPIC)})
 		_ = json.Unmarshal(b, &js[i])
 	}
-	b, err := json.MarshalIndent(map[string]any{"honest_clients": k, "outlier_threshold": fusion.OutlierThreshold,
+	b, err := json.MarshalIndent(map[string]any{"transport": via, "honest_clients": k, "outlier_threshold": fusion.OutlierThreshold,
 		"theta_bound": thetaBound, "reward_bound": rewardBound, "variants": variants, "cases": js}, "", "  ")
 	if err != nil {
 		return err
@@ -429,7 +516,7 @@ func writeResults(dir string, variants []variant, cases []Case, k int) error {
 	if err := errors.Join(w.Error(), f.Close()); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(variants, cases, k)), 0o644)
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(variants, cases, k, via)), 0o644)
 }
 
 func nanNull(v float64) any {
@@ -448,11 +535,11 @@ func find(cases []Case, v, a string, f int, demos bool) (Case, bool) {
 	return Case{}, false
 }
 
-func markdown(variants []variant, cases []Case, k int) string {
+func markdown(variants []variant, cases []Case, k int, via string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Robust fusion under attack (bench/robust)\n\n")
-	fmt.Fprintf(&b, "%d honest grid-world 10×10 clients (seed 1) plus f attackers, every case one task through federation.RunInProcess (the server's coordinator) at the default bounds max_theta_norm %g, max_reward_norm %g. EPIC to the true reward on client 0's MDP (0 = θ*'s reward, 1 = its opposite). The worst column is the largest EPIC over the attacks, the line search −u·s (u the honest mean's direction, s = 0.03 … 10⁴) included. \"flagged\" counts the attacks whose attackers all score above the outlier threshold %g while no honest client does.\n\n",
-		k, thetaBound, rewardBound, fusion.OutlierThreshold)
+	fmt.Fprintf(&b, "%d honest grid-world 10×10 clients (seed 1) plus f attackers, every case one task through %s, at the default bounds max_theta_norm %g, max_reward_norm %g. EPIC to the true reward on client 0's MDP (0 = θ*'s reward, 1 = its opposite). The worst column is the largest EPIC over the attacks, the line search −u·s (u the honest mean's direction, s = 0.03 … 10⁴) included. \"flagged\" counts the attacks whose attackers all score above the outlier threshold %g while no honest client does.\n\n",
+		k, via, thetaBound, rewardBound, fusion.OutlierThreshold)
 	for _, f := range []int{1, 3} {
 		fmt.Fprintf(&b, "## %d attacker%s of %d\n\n| method | clean | %s | worst −u·s (s) | **worst** | flagged |\n|---|---|%s---|---|---|\n",
 			f, map[bool]string{true: "s", false: ""}[f > 1], k+f, strings.Join(attackNames, " | "), strings.Repeat("---|", len(attackNames)))
