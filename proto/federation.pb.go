@@ -689,7 +689,7 @@ type SubmitRequest struct {
 	// point in the lattice's row-major order, instead of theta (exactly one of
 	// the two is set): any reward model, fused in reward space by the
 	// methods that take rewards (mean, normalized-mean, barycenter, debiased,
-	// reward-median, reward-trimmed-mean).
+	// reward-median, reward-trimmed-mean, wasserstein-median).
 	Reward        []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -412,8 +412,8 @@ With --submit-reward the client brings its own reward model: the features of
 its learned reward Φ_c θ_c on the task's probe points (the lattice's
 state–action pairs) instead of θ; the task's fusion method must take rewards
 (mean, normalized-mean, barycenter, debiased, reward-median,
-reward-trimmed-mean), and the fused result carries the fused reward on the
-probe points beside its least-squares θ on the task's Φ. The privacy flags
+reward-trimmed-mean, wasserstein-median), and the fused result carries the
+fused reward on the probe points beside its least-squares θ on the task's Φ. The privacy flags
 clip and noise the reward vector as they do θ.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
