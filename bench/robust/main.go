@@ -251,6 +251,7 @@ func run(gw, out, only string, tr transport) error {
 	}
 	ctx := context.Background()
 	var cases []Case
+	seq := 0
 	fuse := func(v variant, attackName string, f int, demos bool, attackers []federation.LocalResult) Case {
 		opt := v.Opt
 		if v.ByzantineFromF {
@@ -274,7 +275,8 @@ func run(gw, out, only string, tr transport) error {
 			c.Error = err.Error()
 			return c
 		}
-		spec := federation.TaskSpec{ID: strings.NewReplacer("/", ".", "=", "").Replace(fmt.Sprintf("%s-%s-f%d-%v", v.Name, attackName, f, demos)), EnvFamily: "gridworld",
+		seq++ // task ids are unique on one server (the demos table repeats cases of the main one)
+		spec := federation.TaskSpec{ID: strings.NewReplacer("/", ".", "=", "").Replace(fmt.Sprintf("%d-%s-%s-f%d-%v", seq, v.Name, attackName, f, demos)), EnvFamily: "gridworld",
 			Probe: probeSpec, ThetaDim: dim, Quorum: len(clients), MinClients: len(clients), Rounds: 1, Fusion: fo}
 		t0 := time.Now()
 		r, err := tr.run(ctx, spec, clients)
