@@ -889,7 +889,7 @@ type SubmitRequest struct {
 	// point in the lattice's row-major order, instead of theta (exactly one of
 	// the two is set): any reward model, fused in reward space by the
 	// methods that take rewards (mean, normalized-mean, barycenter, debiased,
-	// reward-median, reward-trimmed-mean).
+	// reward-median, reward-trimmed-mean, wasserstein-median).
 	Reward []float64 `protobuf:"fixed64,9,rep,packed,name=reward,proto3" json:"reward,omitempty"`
 	// In a joint task's round: the objective at theta, which is then the
 	// round's trial θ echoed as sent.
@@ -1176,8 +1176,9 @@ type FusedResult struct {
 	// Each client's privacy declaration, in the order of clients; omitted when
 	// no client declared one (an entry with epsilon 0: that client declared none).
 	Privacy []*PrivacyDeclaration `protobuf:"bytes,11,rep,name=privacy,proto3" json:"privacy,omitempty"`
-	// Each client's distance to the fused result (an outlier score), in the
-	// order of clients; omitted when the fuser computed none.
+	// Each client's outlier score (the grid-world and control tasks: the
+	// robust z-score of its reward against the median client's), in the order
+	// of clients; omitted when the fuser computed none.
 	OutlierScores []float64 `protobuf:"fixed64,12,rep,packed,name=outlier_scores,json=outlierScores,proto3" json:"outlier_scores,omitempty"`
 	// The server's noise on theta when the task sets central_privacy.
 	CentralPrivacy *CentralRelease `protobuf:"bytes,13,opt,name=central_privacy,json=centralPrivacy,proto3" json:"central_privacy,omitempty"`
@@ -1188,7 +1189,10 @@ type FusedResult struct {
 	// The clients (of clients) that submitted rewards instead of theta.
 	RewardClients []string `protobuf:"bytes,15,rep,name=reward_clients,json=rewardClients,proto3" json:"reward_clients,omitempty"`
 	// The round of a joint task (theta is then the last accepted point).
-	Joint         *JointRound `protobuf:"bytes,16,opt,name=joint,proto3" json:"joint,omitempty"`
+	Joint *JointRound `protobuf:"bytes,16,opt,name=joint,proto3" json:"joint,omitempty"`
+	// Names the clients whose outlier score exceeds the server's threshold:
+	// the fused result may be dominated by them; empty when none does.
+	Warning       string `protobuf:"bytes,17,opt,name=warning,proto3" json:"warning,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1333,6 +1337,13 @@ func (x *FusedResult) GetJoint() *JointRound {
 		return x.Joint
 	}
 	return nil
+}
+
+func (x *FusedResult) GetWarning() string {
+	if x != nil {
+		return x.Warning
+	}
+	return ""
 }
 
 type GetFusedResponse struct {
@@ -2031,7 +2042,7 @@ const file_federation_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xb7\x04\n" +
+	"\await_ms\x18\x04 \x01(\x05R\x06waitMs\"\xd1\x04\n" +
 	"\vFusedResult\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x14\n" +
@@ -2051,7 +2062,8 @@ const file_federation_proto_rawDesc = "" +
 	"\x0fcentral_privacy\x18\r \x01(\v2\x19.fedirl.v1.CentralReleaseR\x0ecentralPrivacy\x12\x16\n" +
 	"\x06reward\x18\x0e \x03(\x01R\x06reward\x12%\n" +
 	"\x0ereward_clients\x18\x0f \x03(\tR\rrewardClients\x12+\n" +
-	"\x05joint\x18\x10 \x01(\v2\x15.fedirl.v1.JointRoundR\x05joint\"\xdd\x01\n" +
+	"\x05joint\x18\x10 \x01(\v2\x15.fedirl.v1.JointRoundR\x05joint\x12\x18\n" +
+	"\awarning\x18\x11 \x01(\tR\awarning\"\xdd\x01\n" +
 	"\x10GetFusedResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12.\n" +
 	"\x06result\x18\x02 \x01(\v2\x16.fedirl.v1.FusedResultR\x06result\x12 \n" +

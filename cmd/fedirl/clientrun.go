@@ -33,7 +33,9 @@ func connHint(err error) error {
 // learnt and submitted nothing (the task was fused before it started) and
 // out already holds a report: that file keeps the local θ and the receipt
 // of the run that did submit, so it is kept, and stderr says so.
-// A local fit that did not converge is a warning on stderr (with --quiet too).
+// A local fit that did not converge is a warning on stderr (with --quiet
+// too), and so is a fused result that carries a warning (an outlier score
+// above the server's threshold).
 func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport) error {
 	learnt := false
 	for _, r := range rep.Rounds {
@@ -45,6 +47,9 @@ func writeClientReport(stderr io.Writer, out string, rep federation.ClientReport
 			}
 			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (‖∇‖ = %.3g after %d iterations: %s); its result was submitted\n",
 				rep.TaskID, r.Round, r.Local.GradNorm, r.Local.Iterations, reason)
+		}
+		if r.Fused.Warning != "" {
+			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: %s\n", rep.TaskID, r.Round, r.Fused.Warning)
 		}
 	}
 	if !learnt && out != "" && out != "-" {

@@ -78,3 +78,22 @@ func TestClientReportWarnsUnconverged(t *testing.T) {
 		t.Errorf("report lacks the verdicts: %s", b)
 	}
 }
+
+// TestClientReportPrintsFusedWarning: a fused result that carries the
+// server's outlier warning is printed on stderr with the task and round; a
+// round without one prints nothing.
+func TestClientReportPrintsFusedWarning(t *testing.T) {
+	dir := t.TempDir()
+	warn := "outlier score above 3.5 for client m0 (19.4): the fused result may be dominated by this client"
+	rep := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{
+		{Round: 1, Local: federation.LocalResult{Theta: []float64{1}, Converged: true}},
+		{Round: 2, Local: federation.LocalResult{Theta: []float64{1}, Converged: true}, Fused: federation.FusedResult{Warning: warn}}}}
+	var stderr bytes.Buffer
+	if err := writeClientReport(&stderr, filepath.Join(dir, "r.json"), rep); err != nil {
+		t.Fatal(err)
+	}
+	got := stderr.String()
+	if want := "fedirl client: warning: task t round 2: " + warn + "\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}

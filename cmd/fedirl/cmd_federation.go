@@ -406,7 +406,7 @@ after E local Newton steps from the round's θ instead, averaged by the server.`
 		" (default mean; \""+fusion.MethodBarycentric+"\" is accepted for \""+fusion.MethodBarycenter+"\")")
 	tf.StringVar(&f.sigmaMode, "sigma-mode", "", "shift of the reward-space methods: "+fusion.SigmaShared+" (default) or "+fusion.SigmaPerClient)
 	tf.Float64Var(&f.trimFraction, "trim-fraction", 0, fmt.Sprintf("β of trimmed-mean and reward-trimmed-mean, 0 ≤ β < 0.5 (default %g)", fusion.DefaultTrimFraction))
-	tf.IntVar(&f.byzantine, "byzantine", 0, "f of krum and multi-krum, with K > 2f+2 (default ⌊(K−3)/2⌋)")
+	tf.IntVar(&f.byzantine, "byzantine", 0, "declared Byzantine clients f: krum and multi-krum (K > 2f+2; default ⌊(K−3)/2⌋), and the trimmed means' β (the f heaviest clients' weight; default trim_fraction)")
 	tf.Float64Var(&f.demoCap, "demo-cap", 0, fmt.Sprintf("with --weighting demos: cap a client's count at this multiple (≥ 1) of the lower median count (default %g)", fusion.DefaultDemoCap))
 	tf.StringVar(&f.weighting, "weighting", "", "fusion weights: uniform or demos (default uniform)")
 	tf.Float64Var(&f.gradTol, "grad-tol", 0, fmt.Sprintf("with --fusion %s: stop the gradient/Hessian rounds once the summed gradient's norm is at most this (default %g)", fusion.MethodJoint, jointopt.DefaultGradTol))
@@ -475,7 +475,7 @@ With --submit-reward the client brings its own reward model: the features of
 its learned reward Φ_c θ_c on the task's probe points (the lattice's
 state–action pairs) instead of θ; the task's fusion method must take rewards
 (mean, normalized-mean, barycenter, debiased, reward-median,
-reward-trimmed-mean), and the fused result carries the fused reward on the
+reward-trimmed-mean, wasserstein-median), and the fused result carries the fused reward on the
 probe points beside its least-squares θ on the task's Φ. The privacy flags
 clip and noise the reward vector as they do θ.
 

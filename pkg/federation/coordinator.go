@@ -694,7 +694,8 @@ func (c *Coordinator) fuse(taskID string) {
 	}
 	fr := FusedResult{TaskID: taskID, Round: round, Theta: out.Theta, Method: out.Method,
 		Clients: clients, Weights: out.Weights, MarginalError: out.MarginalError, Iterations: out.Iterations,
-		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores, Central: central}
+		Trigger: trigger, FusedAt: c.cfg.Now().UTC(), Privacy: priv, OutlierScores: out.OutlierScores, Central: central,
+		Warning: outlierWarning(clients, out.OutlierScores, out.OutlierThreshold)}
 	if rewards != nil {
 		fr.Reward, fr.RewardClients = out.Reward, rewardClients
 	}
@@ -722,6 +723,9 @@ func (c *Coordinator) fuse(taskID string) {
 	c.mu.Unlock()
 	c.cfg.Logf("task %s round %d: fused %d clients by %s (%s) in %s, marginal error %.3g",
 		taskID, round, len(clients), fr.Method, trigger, time.Since(start).Round(time.Millisecond), fr.MarginalError)
+	if fr.Warning != "" {
+		c.cfg.Logf("task %s round %d: warning: %s", taskID, round, fr.Warning)
+	}
 	c.broadcast(taskID)
 }
 
@@ -898,4 +902,26 @@ func internal(err error) error {
 		return &Error{Code: CodeInternal, Msg: fmt.Sprintf("the server could not store the request: %s: %v", pe.Op, pe.Err)}
 	}
 	return &Error{Code: CodeInternal, Msg: err.Error()}
+}
+
+// outlierWarning is FusedResult.Warning: the clients whose score exceeds
+// threshold (> 0), with their scores, or "" when none does.
+func outlierWarning(clients []string, scores []float64, threshold float64) string {
+	if !(threshold > 0) || len(scores) != len(clients) {
+		return ""
+	}
+	var named []string
+	for i, s := range scores {
+		if s > threshold {
+			named = append(named, fmt.Sprintf("%s (%.3g)", clients[i], s))
+		}
+	}
+	switch len(named) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("outlier score above %g for client %s: the fused result may be dominated by this client; check its submission before using the result", threshold, named[0])
+	}
+	return fmt.Sprintf("outlier scores above %g for %d clients, %s: the fused result may be dominated by them; check their submissions before using the result",
+		threshold, len(named), strings.Join(named, ", "))
 }

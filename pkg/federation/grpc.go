@@ -396,7 +396,7 @@ func fusedToPB(f *FusedResult) *pb.FusedResult {
 	p := &pb.FusedResult{TaskId: f.TaskID, Round: int32(f.Round), Theta: f.Theta, Method: f.Method,
 		Clients: f.Clients, Weights: f.Weights, MarginalError: f.MarginalError, Iterations: int32(f.Iterations),
 		Trigger: f.Trigger, FusedUnixNano: f.FusedAt.UnixNano(), OutlierScores: f.OutlierScores, CentralPrivacy: centralReleaseToPB(f.Central),
-		Reward: f.Reward, RewardClients: f.RewardClients}
+		Reward: f.Reward, RewardClients: f.RewardClients, Warning: f.Warning}
 	for i := range f.Privacy {
 		p.Privacy = append(p.Privacy, declarationToPB(&f.Privacy[i]))
 	}
@@ -412,7 +412,7 @@ func fusedFromPB(p *pb.FusedResult) FusedResult {
 		Clients: p.GetClients(), Weights: p.GetWeights(), MarginalError: p.GetMarginalError(),
 		Iterations: int(p.GetIterations()), Trigger: p.GetTrigger(), FusedAt: time.Unix(0, p.GetFusedUnixNano()).UTC(),
 		Privacy: declarationsFromPB(p.GetPrivacy()), OutlierScores: p.GetOutlierScores(), Central: centralReleaseFromPB(p.GetCentralPrivacy()),
-		Reward: p.GetReward(), RewardClients: p.GetRewardClients(), Joint: jointFromPB(p.GetJoint())}
+		Reward: p.GetReward(), RewardClients: p.GetRewardClients(), Joint: jointFromPB(p.GetJoint()), Warning: p.GetWarning()}
 }
 
 func declarationsFromPB(ps []*pb.PrivacyDeclaration) []privacy.Declaration {

@@ -196,11 +196,12 @@ func TestClientRetriesUntilServerUp(t *testing.T) {
 }
 
 // TestFusedResultWireRoundTrip: every field of a fused result, the outlier
-// scores included, survives the protobuf conversion both ways.
+// scores and the warning included, survives the protobuf conversion both ways.
 func TestFusedResultWireRoundTrip(t *testing.T) {
 	fr := FusedResult{TaskID: "t", Round: 2, Theta: []float64{1, -2}, Method: "median", Clients: []string{"a", "b"},
 		Weights: []float64{0.25, 0.75}, MarginalError: 1e-3, Iterations: 9, Trigger: "deadline",
-		FusedAt: time.Unix(0, 1234567890).UTC(), OutlierScores: []float64{0.5, 1e3}}
+		FusedAt: time.Unix(0, 1234567890).UTC(), OutlierScores: []float64{0.5, 1e3},
+		Warning: "outlier score above 3.5 for client b (1e+03)"}
 	if back := fusedFromPB(fusedToPB(&fr)); !reflect.DeepEqual(back, fr) {
 		t.Fatalf("round trip: %+v, want %+v", back, fr)
 	}

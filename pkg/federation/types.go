@@ -135,10 +135,15 @@ type FusedResult struct {
 	Iterations    int       `json:"iterations"`
 	Trigger       string    `json:"trigger"` // "quorum" or "deadline"
 	FusedAt       time.Time `json:"fused_at"`
-	// OutlierScores is each client's distance to the fused result, in the
-	// order of Clients (FuseOutput.OutlierScores); omitted when the fuser
-	// computed none.
+	// OutlierScores is each client's outlier score, in the order of Clients
+	// (FuseOutput.OutlierScores; pkg/tasks: the robust z-score of its reward
+	// against the median client's); omitted when the fuser computed none.
 	OutlierScores []float64 `json:"outlier_scores,omitempty"`
+	// Warning names the clients whose outlier score exceeds the fuser's
+	// threshold (FuseOutput.OutlierThreshold), with their scores: the fused
+	// result may be dominated by them. Empty when none does. Every client
+	// prints it on stderr.
+	Warning string `json:"warning,omitempty"`
 	// Privacy holds each client's privacy declaration, in the order of
 	// Clients; nil when no client declared one (a zero entry: that client
 	// declared none, possible only in a task that requires no privacy).
@@ -250,11 +255,14 @@ type FuseOutput struct {
 	Weights       []float64 // the normalized client weights α used, in submission order
 	MarginalError float64
 	Iterations    int
-	// OutlierScores is each client's distance to the fused result, in
-	// submission order (nil: the fuser computes none). The unit is the
-	// fuser's (pkg/tasks: the RMS difference of the client's and the fused
-	// reward on the task's probe).
+	// OutlierScores is each client's outlier score, in submission order
+	// (nil: the fuser computes none). The unit is the fuser's (pkg/tasks:
+	// the robust z-score of the client's reward on the task's probe against
+	// the median client's, fusion.OutlierScores).
 	OutlierScores []float64
+	// OutlierThreshold is the score above which a client is named in the
+	// fused result's Warning; 0 means no warning.
+	OutlierThreshold float64
 	// Reward is the fused reward on the probe support, set by
 	// RewardFuser.FuseRewards (nil from Fuse).
 	Reward []float64

@@ -74,8 +74,9 @@ var ErrNoRewardInputs = errors.New("the method fuses θ and cannot take rewards 
 // back-projected onto Φ, θ̄ = argmin ‖Φθ − r̄‖₂ (Output.Theta). A client that
 // sends the values Φθ_i therefore fuses as one that sends θ_i: the same
 // measures, up to the rounding of Φθ_i and of the least squares. The
-// outlier scores (Output.Distances) are the RMS distances on the probe
-// between each client's reward r_i and Φθ̄, as for θ. It errors naming the
+// distances (Output.Distances) are the RMS distances on the probe between
+// each client's reward r_i and Φθ̄, as for θ, and the outlier scores
+// (Output.OutlierScores) are computed from the r_i as for θ. It errors naming the
 // client on a contribution with both or neither part, a θ whose length is
 // not Φ's columns, a reward whose length is not the probe's points, or a
 // non-finite value.
@@ -140,7 +141,9 @@ func FuseContributions(ctx context.Context, p Probe, cs []Contribution, weights 
 		return Output{}, err
 	}
 	out.Method = m.Name()
-	out.Distances, out.DistanceSpace = rewardDistances(p, probeRewards(p.Phi, thetas, rs), out.Theta), "reward"
+	all := probeRewards(p.Phi, thetas, rs)
+	out.Distances, out.DistanceSpace = rewardDistances(p, all, out.Theta), "reward"
+	out.OutlierScores = OutlierScores(all)
 	return out, nil
 }
 

@@ -42,7 +42,7 @@ func thetaContribs(thetas [][]float64) []fusion.Contribution {
 // TestRewardMethodsAndAcceptsRewards pins which registry methods take
 // reward contributions: every reward-space method and the mean.
 func TestRewardMethodsAndAcceptsRewards(t *testing.T) {
-	want := []string{"mean", "normalized-mean", "barycenter", "debiased", "reward-median", "reward-trimmed-mean"}
+	want := []string{"mean", "normalized-mean", "barycenter", "debiased", "reward-median", "reward-trimmed-mean", "wasserstein-median"}
 	if got := fusion.RewardMethods(); !slices.Equal(got, want) {
 		t.Fatalf("RewardMethods() = %v, want %v", got, want)
 	}
@@ -119,7 +119,7 @@ func matchThetaByReward(t *testing.T, p fusion.Probe, thetas [][]float64) {
 			refReward = ref.Reward.Reward
 		}
 		abs, rel := 1e-12, 1e-12
-		if name == fusion.MethodBarycenter || name == fusion.MethodDebiased {
+		if name == fusion.MethodBarycenter || name == fusion.MethodDebiased || name == fusion.MethodWassersteinMedian {
 			// The solver stops at marginal error 1e-9 (ot's default tol): two
 			// runs from inputs that differ in the last bits agree to about that.
 			abs, rel = 1e-8, 1e-8

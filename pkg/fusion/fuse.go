@@ -33,6 +33,13 @@ type Output struct {
 	Distances []float64
 	// DistanceSpace is "reward" or "theta", the space of Distances.
 	DistanceSpace string
+	// OutlierScores is each client's outlier score, in client order: the
+	// robust z-score of its reward on the probe against the median client's
+	// (OutlierScores, the function; θ itself stands for the reward when the
+	// probe has no feature matrix). It does not depend on the fused result,
+	// so a client that moved the fusion cannot hide behind it; a score above
+	// OutlierThreshold is what Flagged reports and the federation warns of.
+	OutlierScores []float64
 }
 
 // Fuse fuses thetas with weights (nil means uniform) by the method of opt,
@@ -74,6 +81,11 @@ func FuseContext(ctx context.Context, p Probe, thetas [][]float64, weights []flo
 	}
 	out.Method = m.Name()
 	out.Distances, out.DistanceSpace = distances(p, thetas, out.Theta)
+	if p.Phi != nil {
+		out.OutlierScores = OutlierScores(probeRewards(p.Phi, thetas, nil))
+	} else {
+		out.OutlierScores = OutlierScores(thetas)
+	}
 	return out, nil
 }
 

@@ -17,8 +17,15 @@
 // factorization of Φ (gonum), not the normal equations. They differ only in
 // the combination: the entropic Wasserstein barycenter ("barycenter",
 // "debiased"; "barycentric" is accepted as an alias of "barycenter"), the
-// arithmetic mean ("normalized-mean"), or the per-point median or trimmed
-// mean ("reward-median", "reward-trimmed-mean").
+// arithmetic mean ("normalized-mean"), the per-point median or trimmed
+// mean ("reward-median", "reward-trimmed-mean"), or the geometric median in
+// the lattice's transport geometry ("wasserstein-median": Weiszfeld over
+// debiased barycenters).
+//
+// Every output carries each client's outlier score (OutlierScores: robust
+// z-scores of its reward's shape and scale against the median client's),
+// independent of the method; a score above OutlierThreshold is what the
+// federation warns of.
 //
 // FuseContributions also takes clients that contribute their reward's values
 // on the probe instead of θ (any reward model, other features): the mean and

@@ -269,7 +269,7 @@ func TestOptionsDecodeAndValidate(t *testing.T) {
 }
 
 func TestClientWeights(t *testing.T) {
-	o := fusion.Options{Weighting: fusion.WeightingDemos}
+	o := fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: ptr(5.0)}
 	if w := o.ClientWeights([]int{1, 5, 4}); !slices.Equal(w, []float64{1, 5, 4}) {
 		t.Errorf("demos weights %v", w)
 	}
@@ -281,11 +281,13 @@ func TestClientWeights(t *testing.T) {
 		want   []float64
 	}{
 		{[]int{0, 0, 0, 1}, nil, []float64{1, 1, 1, 1}},
-		{[]int{1, 5, 0}, nil, []float64{1, 2, 1}},
-		{[]int{1, 1, 1, 1000}, nil, []float64{1, 1, 1, 2}},
+		{[]int{1, 5, 0}, nil, []float64{1, 1, 1}},
+		{[]int{1, 1, 1, 1000}, nil, []float64{1, 1, 1, 1}},
+		{[]int{2, 4, 6, 1000}, nil, []float64{2, 4, 4, 4}},
 		{[]int{2, 4, 6, 1000}, ptr(4.0), []float64{2, 4, 6, 16}},
 		{[]int{2, 4, 6, 1000}, ptr(1.0), []float64{2, 4, 4, 4}},
-		{[]int{1, 1000}, nil, []float64{1, 2}},
+		{[]int{1, 1000}, nil, []float64{1, 1}},
+		{[]int{1, 1000}, ptr(2.0), []float64{1, 2}},
 	} {
 		o := fusion.Options{Weighting: fusion.WeightingDemos, DemoCap: c.cap}
 		if w := o.ClientWeights(c.counts); !slices.Equal(w, c.want) {

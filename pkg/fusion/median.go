@@ -22,17 +22,20 @@ func (medianMethod) Fuse(_ context.Context, in Input) (Output, error) {
 
 // rewardMedian is MethodRewardMedian: p̄(x) is the weighted median of the
 // p_i(x) at every probe point x (not renormalized), r̄ = Z p̄ − σ1 with Z the
-// weighted median of the Z_i (and σ that of the σ_i under SigmaPerClient),
-// θ = BackProject(Φ, r̄).
+// weighted median of the Z_i, θ = BackProject(Φ, r̄). σ is the shared one,
+// or under SigmaPerClient the one that gives r̄ the weighted median of the
+// clients' mean/std ratios on the probe (rewardMethod.meanOffset; the median
+// of the σ_i, used before, let a reversed reward of honest scale move θ to
+// EPIC 0.48 through the constant it left in r̄).
 //
 // What it bounds: with SigmaPerClient, clients of total weight below 1/2
 // cannot move p̄(x) outside the other clients' range at any point x, nor Z
-// and σ outside theirs (breakdown point 1/2 for the fused reward on the
-// probe; the least-squares θ inherits it through the fixed linear map
-// BackProject). Under SigmaShared the one σ = AutoSigma over all clients
+// and the mean/std ratio of r̄ outside theirs (breakdown point 1/2 for the
+// fused reward on the probe; the least-squares θ inherits it through the
+// fixed linear map BackProject). Under SigmaShared the one σ = AutoSigma over all clients
 // depends on every client, so the bound holds for the measures at that σ but
 // not for the shift itself: use SigmaPerClient when clients are untrusted.
-var rewardMedian = rewardMethod{name: MethodRewardMedian, combine: medianOfMeasures, scalar: medianScalar}
+var rewardMedian = rewardMethod{name: MethodRewardMedian, combine: medianOfMeasures, scalar: medianScalar, meanOffset: true}
 
 func medianOfMeasures(_ context.Context, in Input, ps [][]float64) (combined, error) {
 	s := newOrderStats(in.Alpha)

@@ -40,6 +40,10 @@ const (
 	// MethodRewardTrimmedMean is the per-support-point weighted trimmed mean
 	// of the shift-normalized measures, mapped back and back-projected.
 	MethodRewardTrimmedMean = "reward-trimmed-mean"
+	// MethodWassersteinMedian is the geometric median of the
+	// shift-normalized measures in the probe lattice's transport geometry
+	// (Weiszfeld over debiased barycenters), mapped back and back-projected.
+	MethodWassersteinMedian = "wasserstein-median"
 
 	// MethodBarycentric is the barycenter's name before the registry, still
 	// accepted everywhere as an alias of MethodBarycenter (stored tasks and
@@ -75,10 +79,14 @@ const (
 	// absent: 0.2, Flower's FedTrimmedAvg default.
 	DefaultTrimFraction = 0.2
 	// DefaultDemoCap is the cap of WeightingDemos when demo_cap is absent:
-	// no client is weighted with more than twice the lower median count, so
-	// one client's weight is at most c/(c + ⌊K/2⌋) = 2/(2 + ⌊K/2⌋) among K
-	// clients (1/2 for K = 4, 2/7 for K = 10).
-	DefaultDemoCap = 2.0
+	// no client is weighted with more than the lower median count m, so a
+	// declared count above m buys nothing: a client's weight is never more
+	// than the median client's, and one client's weight is at most
+	// 1/(1 + ⌊K/2⌋) among K clients. Against uniform weights an attacker
+	// declaring any count gains the factor m/w̄ (w̄ the mean capped weight),
+	// 1 when the honest counts are equal; the earlier default 2 let it
+	// double its pull (bench/robust).
+	DefaultDemoCap = 1.0
 )
 
 // Options is the one configuration of a fusion: which method, how clients are
@@ -114,7 +122,8 @@ type Options struct {
 	// Sigma is the shared shift σ of T_σ; 0 means AutoSigma over the clients'
 	// rewards. Refused with SigmaPerClient.
 	Sigma float64 `json:"sigma,omitempty" yaml:"sigma,omitempty"`
-	// SigmaMode is SigmaShared (the default) or SigmaPerClient; reward-space
+	// SigmaMode is SigmaShared (the default; for wasserstein-median
+	// SigmaPerClient unless Sigma is set) or SigmaPerClient; reward-space
 	// methods only.
 	SigmaMode string `json:"sigma_mode,omitempty" yaml:"sigma_mode,omitempty"`
 	// Z is the scale used to map the fused measure back, r̄ = Z p̄ − σ1; 0
@@ -130,9 +139,13 @@ type Options struct {
 	// client's weight is at most DemoCap/(DemoCap + ⌊K/2⌋); absent means
 	// DefaultDemoCap. Refused with another weighting.
 	DemoCap *float64 `json:"demo_cap,omitempty" yaml:"demo_cap,omitempty"`
-	// Byzantine is f of krum and multi-krum, the number of clients assumed
-	// Byzantine, with K > 2f + 2 at fusion time; absent means the largest
-	// such f, ⌊(K − 3)/2⌋.
+	// Byzantine is the task's declared tolerance f, the number of clients
+	// assumed Byzantine. For krum and multi-krum it needs K > 2f + 2 at
+	// fusion time, and absent means the largest such f, ⌊(K − 3)/2⌋. For
+	// trimmed-mean and reward-trimmed-mean it sets β to the weight of the f
+	// heaviest clients (f/K under uniform weights), and a trim_fraction
+	// below that is refused at fusion time; absent means trim_fraction (or
+	// its default).
 	Byzantine *int `json:"byzantine,omitempty" yaml:"byzantine,omitempty"`
 	// GradTol is the gradient tolerance of a round method (joint): the
 	// rounds stop once ‖Σ α_i ∇L_i‖₂ ≤ GradTol; 0 means
@@ -191,9 +204,12 @@ func (o Options) Validate() error {
 	if o.Solver < ot.IBP || o.Solver > ot.Paper {
 		return fmt.Errorf("fusion.solver %d: unknown barycenter method", int(o.Solver))
 	}
-	if name == MethodDebiased && o.Solver != ot.IBP && o.Solver != ot.Debiased {
+	if (name == MethodDebiased || name == MethodWassersteinMedian) && o.Solver != ot.IBP && o.Solver != ot.Debiased {
 		return fmt.Errorf("fusion.solver %q: method %q always uses the %q solver; use method %q to choose another",
-			o.Solver, MethodDebiased, ot.Debiased, MethodBarycenter)
+			o.Solver, name, ot.Debiased, MethodBarycenter)
+	}
+	if name == MethodWassersteinMedian && (o.MaxIter != 0 || o.InnerIter != 0 || o.Tol != 0) {
+		return fmt.Errorf("fusion.max_iter, inner_iter, tol: method %q runs its own schedule (WassersteinMedianMaxIter, WassersteinMedianTol) and takes none of them", name)
 	}
 	for _, f := range []struct {
 		key string
@@ -238,8 +254,9 @@ func (o Options) Validate() error {
 		return err
 	}
 	if o.Byzantine != nil {
-		if name != MethodKrum && name != MethodMultiKrum {
-			return fmt.Errorf("fusion.byzantine: method %q takes no f; it applies to %q and %q", name, MethodKrum, MethodMultiKrum)
+		if name != MethodKrum && name != MethodMultiKrum && name != MethodTrimmedMean && name != MethodRewardTrimmedMean {
+			return fmt.Errorf("fusion.byzantine: method %q takes no f; it applies to %q, %q, %q and %q",
+				name, MethodKrum, MethodMultiKrum, MethodTrimmedMean, MethodRewardTrimmedMean)
 		}
 		if *o.Byzantine < 0 {
 			return fmt.Errorf("fusion.byzantine = %d: want f ≥ 0", *o.Byzantine)

@@ -70,18 +70,19 @@ func (s *orderStats) median(v []float64) float64 {
 	return lo + (hi-lo)/2
 }
 
-// trimmedMean returns the weighted β-trimmed mean of v: the weighted mean
-// after removing weight β·W from each tail of the sorted values (W the total
-// weight), an entry on a cut keeping the part of its weight inside. With
-// uniform weights and β·K an integer it drops the β·K smallest and largest
-// values and averages the rest; β = 0 is the weighted mean.
-func (s *orderStats) trimmedMean(v []float64, beta float64) float64 {
+// trimmedMean returns the weighted trimmed mean of v: the weighted mean
+// after removing weight cut (in the units of s.u, where the heaviest client
+// weighs 1; β·W for the β-trimmed mean, W the total) from each tail of the
+// sorted values, an entry on a cut keeping the part of its weight inside.
+// With uniform weights and an integer cut it drops the cut smallest and
+// largest values and averages the rest; cut = 0 is the weighted mean.
+func (s *orderStats) trimmedMean(v []float64, cut float64) float64 {
 	s.sort(v)
 	total := 0.0
 	for _, u := range s.u {
 		total += u
 	}
-	cutLo, cutHi := beta*total, total-beta*total
+	cutLo, cutHi := cut, total-cut
 	a, num, den := 0.0, 0.0, 0.0
 	for _, i := range s.idx {
 		b := a + s.u[i]

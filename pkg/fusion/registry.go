@@ -76,6 +76,7 @@ var registry = []Method{
 	krumMethod{multi: true},
 	rewardMedian,
 	rewardTrimmedMean,
+	wassersteinMedian,
 	jointMethod{},
 }
 

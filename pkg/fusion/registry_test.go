@@ -27,7 +27,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestMethodsRegistry(t *testing.T) {
 	want := []string{"mean", "normalized-mean", "barycenter", "debiased", "median", "trimmed-mean",
-		"geometric-median", "krum", "multi-krum", "reward-median", "reward-trimmed-mean", "joint"}
+		"geometric-median", "krum", "multi-krum", "reward-median", "reward-trimmed-mean", "wasserstein-median", "joint"}
 	if got := fusion.Methods(); !slices.Equal(got, want) {
 		t.Fatalf("Methods() = %v, want %v", got, want)
 	}
@@ -607,8 +607,8 @@ func BenchmarkFuseMethods(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			opt := fusion.Options{Method: name, MaxIter: 200}
-			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace {
-				opt.MaxIter = 0
+			if m, _ := fusion.Lookup(name); m.Space() == fusion.ThetaSpace || name == fusion.MethodWassersteinMedian {
+				opt.MaxIter = 0 // no solver budget (wasserstein-median runs its own schedule)
 			}
 			for b.Loop() {
 				if _, err := fusion.Fuse(p, thetas, nil, opt); err != nil {
@@ -622,8 +622,10 @@ func BenchmarkFuseMethods(b *testing.B) {
 
 // TestRewardMedianAndTrimmedMeanBySorting: reward-median and
 // reward-trimmed-mean combine the clients' measures point by point exactly
-// as sorting them does, and map back with the median (trimmed mean) of the
-// clients' Z_i and σ_i.
+// as sorting them does, and map back with the median (trimmed mean) Z of
+// the clients' Z_i and, under per-client σ, the σ that gives the fused
+// reward the median (trimmed mean) of the clients' mean/std ratios on the
+// probe: mean(r̄)/std(r̄) = stat(q_i), checked on r̄ itself.
 func TestRewardMedianAndTrimmedMeanBySorting(t *testing.T) {
 	p := probe5(t)
 	rng := rand.New(rand.NewPCG(15, 16))
@@ -634,12 +636,25 @@ func TestRewardMedianAndTrimmedMeanBySorting(t *testing.T) {
 	thetas[4] = []float64{900, -400}
 	n := p.Lattice.Len()
 	ms := make([][]float64, len(thetas))
-	zs, ss := make([]float64, len(thetas)), make([]float64, len(thetas))
+	zs, ss, qs := make([]float64, len(thetas)), make([]float64, len(thetas)), make([]float64, len(thetas))
+	meanStd := func(r []float64) (float64, float64) {
+		m := 0.0
+		for _, v := range r {
+			m += v / float64(len(r))
+		}
+		s := 0.0
+		for _, v := range r {
+			s += (v - m) * (v - m) / float64(len(r))
+		}
+		return m, math.Sqrt(s)
+	}
 	for i, th := range thetas {
 		r := make([]float64, n)
 		for x := range r {
 			r[x] = p.Phi.At(x, 0)*th[0] + p.Phi.At(x, 1)*th[1]
 		}
+		m, sd := meanStd(r)
+		qs[i] = m / sd
 		ss[i] = fusion.AutoSigma(r)
 		var err error
 		if ms[i], zs[i], err = fusion.ShiftNormalize(nil, r, ss[i]); err != nil {
@@ -674,11 +689,12 @@ func TestRewardMedianAndTrimmedMeanBySorting(t *testing.T) {
 		}
 		approx.Slices(t, c.method+" p̄", out.Reward.Barycenter, want, 1e-15, 1e-12)
 		approx.Equal(t, c.method+" Z", out.Reward.Z, c.stat(zs), 0, 1e-12)
-		approx.Equal(t, c.method+" σ", out.Reward.Sigma, c.stat(ss), 0, 1e-12)
 		r := make([]float64, n)
 		for x := range r {
 			r[x] = out.Reward.Z*want[x] - out.Reward.Sigma
 		}
+		m, sd := meanStd(r)
+		approx.Equal(t, c.method+" mean/std of r̄", m/sd, c.stat(qs), 1e-12, 1e-9)
 		theta, err := fusion.BackProject(p.Phi, r)
 		if err != nil {
 			t.Fatal(err)

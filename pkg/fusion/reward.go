@@ -3,6 +3,7 @@ package fusion
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/fedirl/fedirl/pkg/features"
 	"gonum.org/v1/gonum/mat"
@@ -51,6 +52,27 @@ type rewardMethod struct {
 	name    string
 	combine func(ctx context.Context, in Input, ps [][]float64) (combined, error)
 	scalar  func(v, alpha []float64, opt Options) float64
+	// meanOffset marks the robust methods (reward-median,
+	// reward-trimmed-mean, wasserstein-median): under SigmaPerClient their
+	// map back takes σ so that the fused reward's mean over the probe, in
+	// units of its standard deviation there, is scalar of the clients' own
+	// ratios q_i = mean r̂_i / std r̂_i (clients with a constant reward left
+	// out): σ = Z·(mean p̄ − q̄·std p̄). scalar(σ_i) and scalar(Z_i) come from
+	// different clients when the honest scales differ, and the constant
+	// their mismatch leaves in r̄ is fitted by Φ (which has no constant
+	// column) as a change of θ; a reversed reward of honest scale moved the
+	// reward median's θ by that route (bench/robust). q_i is scale-free and
+	// shared by clients whose rewards have the same shape, so an attacker
+	// at an extreme moves q̄ by at most a rank among the honest q_i.
+	meanOffset bool
+	// perClientDefault makes SigmaPerClient the method's shift when the
+	// options name neither sigma_mode nor sigma (wasserstein-median: a
+	// shared σ lets one client's reward range flatten every measure).
+	perClientDefault bool
+	// check, if set, refuses options the method cannot run with for these
+	// weights (a trim too small for the declared tolerance) before the path
+	// starts.
+	check func(alpha []float64, opt Options) error
 	// barycentric marks the barycenter methods, whose Output also carries
 	// the result as Output.Barycentric.
 	barycentric bool
@@ -100,10 +122,15 @@ func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMetho
 	if lat.Len() != n {
 		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
 	}
+	if m.check != nil {
+		if err := m.check(in.Alpha, opt); err != nil {
+			return Result{}, err
+		}
+	}
 	k := len(in.Thetas)
 	rs := probeRewards(phi, in.Thetas, given)
 	res := Result{Sigma: opt.Sigma, ClientSigma: make([]float64, k), ClientZ: make([]float64, k)}
-	perClient := opt.SigmaMode == SigmaPerClient
+	perClient := opt.SigmaMode == SigmaPerClient || (opt.SigmaMode == "" && opt.Sigma == 0 && m.perClientDefault)
 	if !perClient && res.Sigma == 0 {
 		res.Sigma = AutoSigma(rs...)
 	}
@@ -130,6 +157,12 @@ func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMetho
 	if err != nil {
 		return Result{}, err
 	}
+	if perClient && m.meanOffset {
+		if q, ok := offsetRatio(rs, in.Alpha, func(v, a []float64) float64 { return m.scalar(v, a, opt) }); ok {
+			mean, sd := meanStd(c.p)
+			res.Sigma = res.Z * (mean - q*sd)
+		}
+	}
 	res.Barycenter, res.MarginalError, res.Iterations = c.p, c.marginalError, c.iterations
 	res.Reward = make([]float64, n)
 	for x, p := range c.p {
@@ -149,4 +182,39 @@ func weightedMeanScalar(v, alpha []float64, _ Options) float64 {
 		s += alpha[i] * x
 	}
 	return s
+}
+
+// offsetRatio returns stat over the clients with a non-constant reward of
+// their mean/std ratios on the probe (with their weights, renormalized);
+// ok is false when every reward is constant.
+func offsetRatio(rs [][]float64, alpha []float64, stat func(v, alpha []float64) float64) (float64, bool) {
+	var q, a []float64
+	for i, r := range rs {
+		mean, sd := meanStd(r)
+		if sd > 0 && alpha[i] > 0 {
+			q, a = append(q, mean/sd), append(a, alpha[i])
+		}
+	}
+	if len(q) == 0 {
+		return 0, false
+	}
+	w, err := Weights(a, len(a))
+	if err != nil {
+		return 0, false
+	}
+	return stat(q, w), true
+}
+
+// meanStd returns the mean and the (population) standard deviation of v.
+func meanStd(v []float64) (float64, float64) {
+	mean := 0.0
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	ss := 0.0
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(v)))
 }

@@ -15,8 +15,10 @@ import (
 // Fuser is the server's federation.Fuser for every registered family: it
 // decodes the task's fusion.Options and fuses with fusion.FuseContext (any
 // method of fusion's registry) on the family's probe, reporting each client's
-// outlier score: the root mean square difference, over the probe's points,
-// between its reward Φθ_i and the fused reward Φθ̄ (fusion.Output.Distances). Probes are built once per task and cached.
+// outlier score: the robust z-score of its reward on the probe against the
+// median client's (fusion.Output.OutlierScores), with fusion.OutlierThreshold
+// as the threshold the fused result warns above. Probes are built once per
+// task and cached.
 type Fuser struct {
 	// OnFuse, if set, is called after every successful fusion with the task
 	// id and the full output (a study reads σ, Z and the barycenter there).
@@ -91,7 +93,7 @@ func (f *Fuser) FuseRewards(ctx context.Context, spec federation.TaskSpec, theta
 		return federation.FuseOutput{}, fmt.Errorf("task %s: %w", spec.ID, err)
 	}
 	// Every method gets the probe: reward-space methods fuse on it, and every
-	// client's outlier score is its reward's distance to the fused reward there.
+	// client's outlier score is computed from its reward there.
 	probe, err := f.probe(spec)
 	if err != nil {
 		return federation.FuseOutput{}, err
@@ -115,7 +117,8 @@ func (f *Fuser) FuseRewards(ctx context.Context, spec federation.TaskSpec, theta
 	if f.OnFuse != nil {
 		f.OnFuse(spec.ID, out)
 	}
-	fo := federation.FuseOutput{Theta: out.Theta, Method: out.Method, Weights: alpha, OutlierScores: out.Distances}
+	fo := federation.FuseOutput{Theta: out.Theta, Method: out.Method, Weights: alpha,
+		OutlierScores: out.OutlierScores, OutlierThreshold: fusion.OutlierThreshold}
 	if b := out.Barycentric; b != nil {
 		fo.MarginalError, fo.Iterations = b.MarginalError, b.Iterations
 	}

@@ -299,7 +299,7 @@ func TestRewardOnProbeFederation(t *testing.T) {
 			}
 			approx.Slices(t, "normalized-mean: fused θ over gRPC vs in process", final.Theta, want.Theta, 0, 0)
 			approx.Slices(t, "normalized-mean: fused reward over gRPC vs in process", final.Reward, want.Reward.Reward, 0, 0)
-			approx.Slices(t, "normalized-mean: outlier scores", final.OutlierScores, want.Distances, 0, 0)
+			approx.Slices(t, "normalized-mean: outlier scores", final.OutlierScores, want.OutlierScores, 0, 0)
 		}
 	}
 

@@ -74,8 +74,8 @@ func TestFuserWeightsAndMethods(t *testing.T) {
 	}{
 		{fusion.WeightingUniform, nil, []float64{1.5, 1}, []float64{0.5, 0.5}},
 		{fusion.WeightingDemos, &four, []float64{1.75, 2.5}, []float64{0.25, 0.75}},
-		// The default cap, 2 × the lower median count: 30 weighs as 20.
-		{fusion.WeightingDemos, nil, []float64{1 + 2.0/3, 2}, []float64{1.0 / 3, 2.0 / 3}},
+		// The default cap, the lower median count: 30 weighs as 10.
+		{fusion.WeightingDemos, nil, []float64{1.5, 1}, []float64{0.5, 0.5}},
 	} {
 		spec := gridSpec(t, "m-"+tc.weighting, fusion.Options{Method: fusion.MethodMean, Weighting: tc.weighting, DemoCap: tc.cap})
 		out, err := f.Fuse(ctx, spec, thetas, []int{10, 30})
@@ -206,9 +206,11 @@ func TestFuserRunsEveryRegisteredMethod(t *testing.T) {
 // TestFuserBoundsDemoWeightsAndScoresOutliers: under demos weighting, three
 // clients that report no demonstrations (private) and one that reports 1 are
 // weighted uniformly, not 0, 0, 0, 1; and every fused result carries each
-// client's outlier score, the RMS distance between its reward and the fused
-// reward on the probe (computed here independently), largest for a client
-// sending 1000·θ.
+// client's outlier score, fusion.OutlierScores of its reward Φθ_i on the
+// probe (Φθ_i computed here from Φ's entries), the same for every method
+// (the score does not depend on the fused result), above
+// fusion.OutlierThreshold only for the client sending 1000·θ, with the
+// threshold for the federation's warning.
 func TestFuserBoundsDemoWeightsAndScoresOutliers(t *testing.T) {
 	f := NewFuser()
 	thetas := [][]float64{{-0.3, 0.1}, {-0.2, 0.3}, {-0.25, 0.2}, {-300, 100}}
@@ -229,15 +231,21 @@ func TestFuserBoundsDemoWeightsAndScoresOutliers(t *testing.T) {
 		if len(out.OutlierScores) != len(thetas) {
 			t.Fatalf("%s: %d outlier scores", method, len(out.OutlierScores))
 		}
+		rs := make([][]float64, len(thetas))
 		for i, th := range thetas {
-			s := 0.0
+			rs[i] = make([]float64, n)
 			for x := range n {
-				d := p.Phi.At(x, 0)*(th[0]-out.Theta[0]) + p.Phi.At(x, 1)*(th[1]-out.Theta[1])
-				s += d * d
+				rs[i][x] = p.Phi.At(x, 0)*th[0] + p.Phi.At(x, 1)*th[1]
 			}
-			if want := math.Sqrt(s / float64(n)); math.Abs(out.OutlierScores[i]-want) > 1e-12*(1+want) {
-				t.Errorf("%s: client %d outlier score %v, want %v", method, i, out.OutlierScores[i], want)
+		}
+		want := fusion.OutlierScores(rs)
+		for i := range thetas {
+			if math.Abs(out.OutlierScores[i]-want[i]) > 1e-9*(1+want[i]) {
+				t.Errorf("%s: client %d outlier score %v, want %v", method, i, out.OutlierScores[i], want[i])
 			}
+		}
+		if got := fusion.Flagged(out.OutlierScores); !slices.Equal(got, []int{3}) || out.OutlierThreshold != fusion.OutlierThreshold {
+			t.Errorf("%s: outlier scores %v flag %v (threshold %v), want only the client sending 1000·θ", method, out.OutlierScores, got, out.OutlierThreshold)
 		}
 		if slices.Index(out.OutlierScores, slices.Max(out.OutlierScores)) != 3 {
 			t.Errorf("%s: outlier scores %v do not single out the client sending 1000·θ", method, out.OutlierScores)

@@ -109,7 +109,12 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	K := len(st.clients)
 	opt.Weighting = fusion.WeightingUniform
 	if c.Barycenter.Weights == "demonstrations" {
-		opt.Weighting = fusion.WeightingDemos
+		// The study's weights are proportional to demonstration steps (its
+		// clients are honest; α_i ∝ steps is what the key says), so it lifts
+		// the server's default cap (the median count) that bounds a
+		// self-declared count.
+		capv := studyDemoCap
+		opt.Weighting, opt.DemoCap = fusion.WeightingDemos, &capv
 	}
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
@@ -133,6 +138,10 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	return spec, nil
 }
+
+// studyDemoCap is the demo_cap of the study's "demonstrations" weighting: no
+// cap on the honest clients' step counts.
+const studyDemoCap = 1e9
 
 // federate runs the cell's federation through federation.RunInProcess, one
 // task per configured fusion method (Config.FusionMethods), and fills

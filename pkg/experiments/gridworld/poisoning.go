@@ -288,7 +288,7 @@ func PoisoningMarkdown(r *PoisoningResult) []byte {
 	fmt.Fprintf(&b, "# Poisoning benchmark: %d×%d grid world, K = %d honest clients, %d seeds\n\n", e.GridSize, e.GridSize, e.NumberOfClients, p.Study.NumberOfSeeds)
 	fmt.Fprintf(&b, "Evaluation: %s. Success (%%) per seed averaged over the honest clients' environments (In) or the held-out ones; ", p.Study.evaluationText())
 	fmt.Fprintf(&b, "attacked − honest-only: the same method with and without the attackers, paired over seeds, mean [95 %% t-interval] (* = excludes 0). ")
-	fmt.Fprintf(&b, "Holds: both mean differences within ±%g points (declared before the run). Flagged: fraction of seeds in which the attackers have the largest outlier scores (RMS reward distance to the fused reward on the probe).\n", p.Tolerance)
+	fmt.Fprintf(&b, "Holds: both mean differences within ±%g points (declared before the run). Flagged: fraction of seeds in which the attackers have the largest outlier scores (the server's: robust z-score of the reward on the probe against the median client, fusion.OutlierScores).\n", p.Tolerance)
 	for _, a := range p.Attacks {
 		fmt.Fprintf(&b, "\n## %s (%d attacker%s, kind %s, scale %g)\n\n%s\n\n", a.Name, a.Clients, map[bool]string{true: "s", false: ""}[a.Clients > 1], a.Kind, a.Scale, a.Rationale)
 		b.WriteString("| Method | In: honest-only | In: attacked | In: attacked − honest-only | Held-out: honest-only | Held-out: attacked | Held-out: attacked − honest-only | Holds | Flagged |\n|---|---|---|---|---|---|---|---|---|\n")
