@@ -107,15 +107,7 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 	}
 	_, dim := st.probe.Phi.Dims()
 	K := len(st.clients)
-	opt.Weighting = fusion.WeightingUniform
-	if c.Barycenter.Weights == "demonstrations" {
-		// The study's weights are proportional to demonstration steps (its
-		// clients are honest; α_i ∝ steps is what the key says), so it lifts
-		// the server's default cap (the median count) that bounds a
-		// self-declared count.
-		capv := studyDemoCap
-		opt.Weighting, opt.DemoCap = fusion.WeightingDemos, &capv
-	}
+	opt = c.weighting(opt)
 	spec := federation.TaskSpec{ID: id, EnvFamily: tasks.GridWorld{}.Name(), Probe: probe, ThetaDim: dim,
 		Quorum: K, MinClients: K, Rounds: 1}
 	if opt.MethodName() == fusion.MethodJoint {
@@ -137,6 +129,20 @@ func (c Config) fusionTask(id string, st *setup, opt fusion.Options) (federation
 		return federation.TaskSpec{}, err
 	}
 	return spec, nil
+}
+
+// weighting returns opt with the study's client weighting: uniform, or
+// under barycenter.weights: demonstrations proportional to demonstration
+// steps (its clients are honest; α_i ∝ steps is what the key says), so it
+// lifts the server's default cap (the median count) that bounds a
+// self-declared count. The fusion tasks and the pooled fit share it.
+func (c Config) weighting(opt fusion.Options) fusion.Options {
+	opt.Weighting = fusion.WeightingUniform
+	if c.Barycenter.Weights == "demonstrations" {
+		capv := studyDemoCap
+		opt.Weighting, opt.DemoCap = fusion.WeightingDemos, &capv
+	}
+	return opt
 }
 
 // studyDemoCap is the demo_cap of the study's "demonstrations" weighting: no

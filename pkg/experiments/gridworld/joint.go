@@ -48,10 +48,7 @@ func (c Config) clientCols() []string {
 
 // jointClients returns the jointfit clients of a cell with the fusions' weights.
 func (c Config) jointClients(clients []*studyClient) ([]jointfit.Client, error) {
-	opt := fusion.Options{Weighting: fusion.WeightingUniform}
-	if c.Barycenter.Weights == "demonstrations" {
-		opt.Weighting = fusion.WeightingDemos
-	}
+	opt := c.weighting(fusion.Options{})
 	counts := make([]int, len(clients))
 	for i, cl := range clients {
 		counts[i] = cl.demoSteps
