@@ -952,6 +952,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	}
 	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
 	learner.SubmitReward = f.submitReward
+	journal := newClientJournal(cmd.ErrOrStderr(), f.out, f.task, f.id)
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err
@@ -978,9 +979,12 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			}
 		}
 	}
-	rep, err := federation.RunClient(ctx, conn, learner, cfg)
+	rep, err := federation.RunClient(ctx, journal.federation(conn), journal.learner(learner), cfg)
 	if err != nil {
+		if journal.out != "" && len(journal.cur.Rounds) > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "fedirl client: %s holds what this run learnt and the receipts it got; rerun the same command to wait for the fusion again\n", journal.out)
+		}
 		return connHint(err)
 	}
-	return writeClientReport(cmd.ErrOrStderr(), f.out, rep)
+	return writeClientReport(cmd.ErrOrStderr(), journal, rep)
 }

@@ -26,6 +26,8 @@ regularized Wasserstein barycenter of the shift-normalized rewards.
 Start with:  fedirl reproduce gridworld`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
+	// Every output path is checked before any work starts (outputs.go).
+	PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return checkOutputs(cmd) },
 }
 
 // errInterrupted is returned by a command stopped by Ctrl-C (SIGINT).
