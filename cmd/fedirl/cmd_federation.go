@@ -61,7 +61,7 @@ type statusOptions struct {
 // taskOptions holds the flags of "fedirl server task create".
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
-	clientsFile, sigmaMode                                               string
+	clientsFile, sigmaMode, irlOptimizer                                 string
 	trimFraction, demoCap                                                float64
 	byzantine, maxDemos                                                  int
 	server, adminFile                                                    string
@@ -364,6 +364,7 @@ your own problem"), or is built from flags: with
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+	tf.StringVar(&f.irlOptimizer, "irl-optimizer", "", `MaxEnt IRL optimizer: "gd", "adam", "lbfgs" or "newton" (exact Hessians: converges in a few steps; default: irl's, gd)`)
 	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
 	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
 	tf.Float64Var(&f.dpClip, "dp-clip", 0, "the clipping norm C every private client uses (with --dp-max-epsilon; choose it from public or pilot data, not from the clients' fits)")
@@ -737,6 +738,10 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })
 	set("irl-temperature", func() { icfg.Temperature = f.temperature })
+	set("irl-optimizer", func() { icfg.Optimizer = f.irlOptimizer })
+	if _, err := icfg.Resolve(); err != nil {
+		return fmt.Errorf("irl settings: %w", err)
+	}
 	if fl := cmd.Flags(); fl.Changed("dp-max-epsilon") || fl.Changed("dp-max-delta") || fl.Changed("dp-clip") || fl.Changed("dp-client-clip") {
 		if !fl.Changed("dp-max-epsilon") || !fl.Changed("dp-max-delta") {
 			return errors.New("--dp-max-epsilon and --dp-max-delta go together (and --dp-clip or --dp-client-clip need them)")

@@ -29,6 +29,8 @@ const (
 var outputFlags = map[string]map[string]outputKind{
 	"fedirl barycenter":          {"out": outputFile},
 	"fedirl bounds":              {"out": outputFile},
+	"fedirl fuse":                {"out": outputFile},
+	"fedirl simulate":            {"out": outputFile},
 	"fedirl client":              {"out": outputFile, "dp-ledger": outputFile},
 	"fedirl env rollout":         {"out": outputFile},
 	"fedirl gridworld export":    {"out": outputFolder},
