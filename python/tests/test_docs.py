@@ -56,6 +56,8 @@ class DocsTest(unittest.TestCase):
     @unittest.skipUnless(support.have("numpy"), "numpy is not installed")
     def test_loader_snippets_run(self):
         run, keep = gridworld_run()
+        if keep:
+            self.addCleanup(keep.cleanup)
         if run is None:
             self.skipTest("no fedirl binary and no run folder in $FEDIRL_RUN_DIRS")
         ran = 0
@@ -67,8 +69,6 @@ class DocsTest(unittest.TestCase):
                              {"__name__": "docs"})
                         ran += 1
         self.assertGreaterEqual(ran, 2, "the python/README and examples/python loader snippets")
-        if keep:
-            keep.cleanup()
 
     @unittest.skipUnless(support.have("numpy"), "numpy is not installed")
     def test_api_page_runs(self):
