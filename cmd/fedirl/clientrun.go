@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
@@ -27,6 +28,10 @@ func connHint(err error) error {
 		hint = "check the host name in --server (host:port); DNS cannot resolve it"
 	case errors.Is(err, federation.ErrCertificate):
 		hint = "pass the CA that signed the server's certificate with --ca, dial the name the certificate was issued for, and under mutual TLS give --cert and --key signed by the server's --client-ca (see README-federation, \"Certificates for TLS and mutual TLS\")"
+	case federation.CodeOf(err) == federation.CodeUnauthenticated && strings.Contains(err.Error(), "invalid token for client"):
+		// The server does not tell a caller without the task's token whether
+		// the task exists, so a typo in --task reads as a bad token.
+		hint = "check --task first (a misspelt task id is refused like a wrong token: the server does not say which tasks exist to a client without their token), then that --token-file holds this client's token for that task"
 	default:
 		return err
 	}

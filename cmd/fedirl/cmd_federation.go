@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -666,17 +665,9 @@ func runServerStatus(cmd *cobra.Command, f *statusOptions) error {
 func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	var spec federation.TaskSpec
 	if f.spec != "" {
-		b, err := os.ReadFile(f.spec)
-		if err != nil {
-			return fmt.Errorf("--spec: %w", err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&spec); err != nil {
-			return fmt.Errorf("--spec %s: %w", f.spec, err)
-		}
-		if err := tasks.ResolveProbeFiles(&spec, filepath.Dir(f.spec)); err != nil {
-			return fmt.Errorf("--spec %s: %w", f.spec, err)
+		var err error
+		if spec, err = readTaskSpecFile(f.spec); err != nil {
+			return err
 		}
 	}
 	if err := f.limits.Validate(); err != nil {
@@ -917,6 +908,9 @@ func readToken(file, client string) (string, error) {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("--token-file %s is empty: it should hold this client's token (or the tokens JSON that fedirl server task create --tokens-out wrote)", file)
+	}
 	if strings.HasPrefix(s, "{") {
 		var m map[string]string
 		if err := json.Unmarshal(b, &m); err != nil {
