@@ -6,8 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedirl/fedirl/pkg/fusion"
 )
 
 // A documented output is a fenced block in a Markdown file right after an
@@ -174,4 +177,29 @@ func docJSON(t *testing.T, page, marker string) any {
 		t.Fatalf("%s: the JSON block after %q: %v", page, marker, err)
 	}
 	return v
+}
+
+// TestReadmeFusionMethodsTable: README.md's table of fusion methods lists
+// every method of the registry, in fusion.Methods()'s order, and no other.
+func TestReadmeFusionMethodsTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "| method | on | bounds (breakdown point) | when to use |")
+	if i < 0 {
+		t.Fatal("README.md: no fusion methods table")
+	}
+	var names []string
+	for _, l := range strings.Split(text[i:], "\n")[2:] {
+		if !strings.HasPrefix(l, "| `") {
+			break
+		}
+		cells := strings.Split(l, "|")
+		names = append(names, strings.Trim(strings.TrimSpace(cells[1]), "`"))
+	}
+	if !slices.Equal(names, fusion.Methods()) {
+		t.Fatalf("README.md's fusion methods %v, the registry's %v", names, fusion.Methods())
+	}
 }
