@@ -19,10 +19,12 @@ import (
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
-// maxSpecFileBytes bounds a task spec file: its probe is bounded by
-// federation.MaxProbeBytes and the rest (irl, fusion, description) is small,
-// so anything four times larger is refused before it is read.
-const maxSpecFileBytes = 4 * federation.MaxProbeBytes
+// maxSpecFileBytes bounds a task spec file, checked before it is read: its
+// probe is bounded by federation.MaxProbeBytes (256 KiB) and its
+// description by --max-description-bytes, so a valid spec is far smaller;
+// the bound is generous enough that a raised description limit still has
+// its own, field-naming refusal.
+const maxSpecFileBytes = 32 << 20
 
 // readTaskSpecFile reads a task spec JSON (the format of `fedirl server task
 // create --spec`), unknown fields refused, its phi_file inlined.
@@ -30,7 +32,7 @@ func readTaskSpecFile(path string) (federation.TaskSpec, error) {
 	var spec federation.TaskSpec
 	if st, err := os.Stat(path); err == nil && st.Size() > maxSpecFileBytes {
 		// Checked before reading: a spec this large cannot pass the probe bound.
-		return spec, fmt.Errorf("--spec %s is %d bytes; a task spec's probe is at most %d bytes (federation.MaxProbeBytes), so no spec above %d bytes is valid: give a large Φ as an RBF spec or in phi_file (.npy)",
+		return spec, fmt.Errorf("--spec %s is %d bytes; a task spec's probe is at most %d bytes (federation.MaxProbeBytes), and no spec above %d bytes is read: give a large Φ as an RBF spec or in phi_file (.npy)",
 			path, st.Size(), federation.MaxProbeBytes, maxSpecFileBytes)
 	}
 	b, err := os.ReadFile(path)

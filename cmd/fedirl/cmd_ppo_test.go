@@ -188,12 +188,21 @@ func TestPPOTrainRerunsItsConfig(t *testing.T) {
 // one "fedirl: interrupted (…)" line with exit status 130, and writes no
 // --out folder.
 func TestPPOTrainInterrupted(t *testing.T) {
+	resetFlags(t)
 	out := filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
+	// cobra keeps a subcommand's context from an earlier Execute in this
+	// process, so the cancellable one is set on the command itself.
+	train, _, err := rootCmd.Find([]string{"ppo", "train"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train.SetContext(ctx)
+	defer train.SetContext(context.Background())
 	rootCmd.SetArgs([]string{"ppo", "train", "--env", "CartPole-v1", "--steps", "50000000", "--out", out})
 	start := time.Now()
-	err := rootCmd.ExecuteContext(ctx)
+	err = rootCmd.ExecuteContext(ctx)
 	if !errors.Is(err, errInterrupted) || !strings.Contains(err.Error(), "nothing written") {
 		t.Fatalf("ppo train under a cancelled context: %v", err)
 	}

@@ -40,6 +40,7 @@ func TestEveryOutputFlagChecked(t *testing.T) {
 // that they stop before any work with the flag and the reason; a writable
 // path leaves nothing behind.
 func TestCheckOutputs(t *testing.T) {
+	resetFlags(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a.json")
 	os.WriteFile(file, []byte("{}"), 0o644)
@@ -55,9 +56,9 @@ func TestCheckOutputs(t *testing.T) {
 		{[]string{"ppo", "train", "--env", "CartPole-v1", "--out", filepath.Join(file, "x")}, "is a file, not a folder"},
 		{[]string{"server", "task", "create", "--store", filepath.Join(dir, "s.db"), "--clients", "a", "--tokens-out", filepath.Join(dir, "no", "t.json")}, "--tokens-out"},
 	} {
-		cmd := rootCmd
-		cmd.SetArgs(tc.args)
-		err := cmd.Execute()
+		resetFlags(t)
+		rootCmd.SetArgs(tc.args)
+		err := rootCmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("fedirl %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
 		}
@@ -82,4 +83,27 @@ func TestCheckOutputs(t *testing.T) {
 	if len(ents) != 1 {
 		t.Errorf("the checks left files behind: %v", ents)
 	}
+}
+
+// resetFlags puts every flag given in an earlier Execute of the shared
+// rootCmd (tests run commands in one process) back to its default, so that
+// a test sees only its own arguments.
+func resetFlags(t *testing.T) {
+	reset := func() {
+		walk(rootCmd, func(c *cobra.Command) {
+			c.Flags().VisitAll(func(f *pflag.Flag) {
+				if !f.Changed {
+					return
+				}
+				if sv, ok := f.Value.(pflag.SliceValue); ok {
+					sv.Replace(nil)
+				} else {
+					f.Value.Set(f.DefValue)
+				}
+				f.Changed = false
+			})
+		})
+	}
+	reset()
+	t.Cleanup(reset)
 }
