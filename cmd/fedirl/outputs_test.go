@@ -54,6 +54,7 @@ func TestCheckOutputs(t *testing.T) {
 		{[]string{"barycenter", "--out", "", "a.npy"}, `--out "": an empty path is not a place to write; give a file, or - for stdout`},
 		{[]string{"reproduce", "gridworld", "--quick", "--out", file}, "is a file: give a folder"},
 		{[]string{"ppo", "train", "--env", "CartPole-v1", "--out", filepath.Join(file, "x")}, "is a file, not a folder"},
+		{[]string{"reproduce", "control", "merge", filepath.Join(file, "m"), dir}, "OUT " + filepath.Join(file, "m") + ": " + dir + "/a.json is a file, not a folder"},
 		{[]string{"server", "task", "create", "--store", filepath.Join(dir, "s.db"), "--clients", "a", "--tokens-out", filepath.Join(dir, "no", "t.json")}, "--tokens-out"},
 	} {
 		resetFlags(t)
