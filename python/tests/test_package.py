@@ -150,3 +150,32 @@ class PipInstallTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BackendTest(unittest.TestCase):
+    def test_pyproject_reader_without_tomllib(self):
+        """The backend's own TOML reader (for Python < 3.11, without tomllib) reads pyproject.toml as tomllib
+        does, so the wheel's metadata is the same on every Python."""
+        try:
+            import tomllib
+        except ImportError:
+            self.skipTest("no tomllib to compare with (Python < 3.11)")
+        import builtins
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("fedirl_backend", os.path.join(PYTHON_DIR, "_build", "backend.py"))
+        backend = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(backend)
+        with open(os.path.join(PYTHON_DIR, "pyproject.toml"), "rb") as f:
+            want = tomllib.load(f)["project"]
+        real = builtins.__import__
+
+        def no_tomllib(name, *args, **kwargs):
+            if name == "tomllib":
+                raise ImportError(name)
+            return real(name, *args, **kwargs)
+        builtins.__import__ = no_tomllib
+        try:
+            got = backend._pyproject()
+        finally:
+            builtins.__import__ = real
+        self.assertEqual(got, want)
