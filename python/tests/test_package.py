@@ -148,9 +148,6 @@ class PipInstallTest(unittest.TestCase):
         self.assertEqual(tree(PYTHON_DIR) - before, set(), "the install wrote into the checkout's python/")
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class BackendTest(unittest.TestCase):
     def test_pyproject_reader_without_tomllib(self):
@@ -179,3 +176,7 @@ class BackendTest(unittest.TestCase):
         finally:
             builtins.__import__ = real
         self.assertEqual(got, want)
+
+
+if __name__ == "__main__":
+    unittest.main()
