@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,30 +33,44 @@ func TestConnHintNamesTheFlag(t *testing.T) {
 	}
 }
 
-// that learnt does, and a first run writes even with nothing learnt.
+// TestClientRerunKeepsReport: a rerun into the same --out after the task
+// fused learns nothing, and its report carries the first run's local θ and
+// receipt with the fused θ; a report of another task in --out is replaced.
 func TestClientRerunKeepsReport(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "report.json")
-	learnt := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1, Local: federation.LocalResult{Theta: []float64{1, 2}}}},
+	learnt := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1,
+		Local:  federation.LocalResult{Theta: []float64{1, 2}, DemoCount: 20, Iterations: 7, Converged: true},
+		Submit: federation.SubmitResult{Round: 1, Submissions: 1, Quorum: 2, Message: "accepted"}}},
 		Final: federation.FusedResult{Theta: []float64{3, 4}, Method: "mean"}}
-	rerun := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1}}, Final: learnt.Final}
+	rerun := federation.ClientReport{TaskID: "t", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1, Fused: learnt.Final}}, Final: learnt.Final}
 	var stderr bytes.Buffer
-	if err := writeClientReport(&stderr, out, learnt); err != nil {
+	if err := writeClientReport(&stderr, newClientJournal(&stderr, out, "t", "c0"), learnt); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := os.ReadFile(out)
-	if err := writeClientReport(&stderr, out, rerun); err != nil {
+	if err := writeClientReport(&stderr, newClientJournal(&stderr, out, "t", "c0"), rerun); err != nil {
 		t.Fatal(err)
 	}
-	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, first) || !strings.Contains(stderr.String(), "kept "+out) {
-		t.Errorf("rerun after fusion: file changed %v, stderr %q", !bytes.Equal(kept, first), stderr.String())
-	}
-	fresh := filepath.Join(dir, "fresh.json")
-	if err := writeClientReport(&stderr, fresh, rerun); err != nil {
+	var got federation.ClientReport
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(fresh); err != nil || !strings.Contains(string(b), `"mean"`) {
-		t.Errorf("first run with nothing learnt: %s, %v", b, err)
+	r := got.Rounds[0]
+	if !slices.Equal(r.Local.Theta, []float64{1, 2}) || r.Local.DemoCount != 20 || r.Submit.Message != "accepted" || !slices.Equal(got.Final.Theta, []float64{3, 4}) {
+		t.Errorf("rerun after fusion wrote %s", b)
+	}
+	if !strings.Contains(stderr.String(), out+" keeps the local result") {
+		t.Errorf("stderr %q", stderr.String())
+	}
+	// Another task's report in --out is not merged in.
+	other := federation.ClientReport{TaskID: "u", ClientID: "c0", Rounds: []federation.RoundReport{{Round: 1}}, Final: learnt.Final}
+	if err := writeClientReport(&stderr, newClientJournal(&stderr, out, "u", "c0"), other); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(out)
+	if err := json.Unmarshal(b, &got); err != nil || got.TaskID != "u" || got.Rounds[0].Local.Theta != nil {
+		t.Errorf("another task's report: %s (%v)", b, err)
 	}
 }
 
@@ -66,11 +82,11 @@ func TestClientReportWarnsUnconverged(t *testing.T) {
 		{Round: 1, Local: federation.LocalResult{Theta: []float64{1}, Iterations: 9, GradNorm: 1e-6, Converged: true}},
 		{Round: 2, Local: federation.LocalResult{Theta: []float64{1}, Iterations: 25, GradNorm: 0.5, StopReason: "iteration budget 25 spent"}}}}
 	var stderr bytes.Buffer
-	if err := writeClientReport(&stderr, filepath.Join(dir, "r.json"), rep); err != nil {
+	if err := writeClientReport(&stderr, newClientJournal(&stderr, filepath.Join(dir, "r.json"), "t", "c0"), rep); err != nil {
 		t.Fatal(err)
 	}
 	got := stderr.String()
-	if strings.Contains(got, "round 1") || !strings.Contains(got, "task t round 2: the local fit did not converge (‖∇‖ = 0.5 after 25 iterations: iteration budget 25 spent)") {
+	if strings.Contains(got, "round 1") || !strings.Contains(got, "task t round 2: the local fit did not converge (‖∇‖ = 0.5 after 25 iterations: iteration budget 25 spent); its result was submitted. To let it converge, raise the task's irl max_iter (fedirl server task create --irl-iterations") {
 		t.Errorf("stderr %q", got)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
@@ -89,7 +105,7 @@ func TestClientReportPrintsFusedWarning(t *testing.T) {
 		{Round: 1, Local: federation.LocalResult{Theta: []float64{1}, Converged: true}},
 		{Round: 2, Local: federation.LocalResult{Theta: []float64{1}, Converged: true}, Fused: federation.FusedResult{Warning: warn}}}}
 	var stderr bytes.Buffer
-	if err := writeClientReport(&stderr, filepath.Join(dir, "r.json"), rep); err != nil {
+	if err := writeClientReport(&stderr, newClientJournal(&stderr, filepath.Join(dir, "r.json"), "t", "c0"), rep); err != nil {
 		t.Fatal(err)
 	}
 	got := stderr.String()

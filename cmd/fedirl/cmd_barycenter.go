@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
@@ -212,7 +213,7 @@ func otReadMeasureFile(path string) ([]float64, []int, error) {
 	var shape []int
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
-		raw, err := io.ReadAll(f)
+		raw, err := os.ReadFile(path)
 		if err == nil {
 			x, shape, err = otParseJSONArray(raw)
 		}
@@ -239,10 +240,25 @@ func otReadMeasureFile(path string) ([]float64, []int, error) {
 }
 
 // otParseJSONArray parses a flat or nested rectangular JSON array of numbers.
+// A flat array decodes straight into []float64 (a 20-million-number file
+// in seconds, without a generic value per number); anything else is refused
+// by the kind of value found, never by dumping it.
 func otParseJSONArray(raw []byte) ([]float64, []int, error) {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0:
+		return nil, nil, errors.New("invalid JSON: the file is empty")
+	case t[0] == '{':
+		return nil, nil, errors.New(`holds a JSON object, not an array of numbers (a measure is a JSON array; a bundle {"shape", "measures", "weights"} is given alone; an MDP spec goes to "fedirl irl --spec")`)
+	case t[0] != '[':
+		return nil, nil, fmt.Errorf("invalid JSON: %w", jsonError(raw, json.Unmarshal(raw, new(any))))
+	}
+	if flat, ok := parseFlatJSONNumbers(t); ok {
+		return flat, []int{len(flat)}, nil
+	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, nil, fmt.Errorf("invalid JSON: %w", err)
+		return nil, nil, fmt.Errorf("invalid JSON: %w", jsonError(raw, err))
 	}
 	var out []float64
 	var shape []int
@@ -270,8 +286,12 @@ func otParseJSONArray(raw []byte) ([]float64, []int, error) {
 			}
 		case nil:
 			return fmt.Errorf("null at %s (NaN is not valid JSON; use a number)", path)
-		default:
+		case string:
+			return fmt.Errorf("non-number %s at %s", truncateQuoted(t), path)
+		case bool:
 			return fmt.Errorf("non-number %v at %s", t, path)
+		default:
+			return fmt.Errorf("non-number (a JSON object) at %s", path)
 		}
 		return nil
 	}
@@ -510,4 +530,58 @@ func normalizeWeights(w []float64) ([]float64, error) {
 		out[i] = v / sum
 	}
 	return out, nil
+}
+
+// truncateQuoted quotes s, cut to 40 bytes.
+func truncateQuoted(s string) string {
+	if len(s) > 40 {
+		return strconv.Quote(s[:40]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// parseFlatJSONNumbers parses t when it is a flat JSON array of numbers
+// (the common measure file), number by number with strconv, at the speed
+// of reading it; ok is false for anything else (nested arrays, other
+// values, malformed JSON), which the general decoder then reads or names.
+func parseFlatJSONNumbers(t []byte) (out []float64, ok bool) {
+	i := 1 // t[0] == '['
+	skip := func() {
+		for i < len(t) && (t[i] == ' ' || t[i] == '\n' || t[i] == '\t' || t[i] == '\r') {
+			i++
+		}
+	}
+	skip()
+	if i < len(t) && t[i] == ']' {
+		return []float64{}, i+1 == len(t)
+	}
+	out = make([]float64, 0, bytes.Count(t, []byte{','})+1)
+	for {
+		skip()
+		j := i
+		for j < len(t) && (t[j] >= '0' && t[j] <= '9' || t[j] == '-' || t[j] == '+' || t[j] == '.' || t[j] == 'e' || t[j] == 'E') {
+			j++
+		}
+		if j == i || t[i] == '+' || t[i] == '.' {
+			return nil, false
+		}
+		v, err := strconv.ParseFloat(unsafe.String(&t[i], j-i), 64) // t outlives the call; the error is dropped
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+		i = j
+		skip()
+		if i >= len(t) {
+			return nil, false
+		}
+		switch t[i] {
+		case ',':
+			i++
+		case ']':
+			return out, i+1 == len(t)
+		default:
+			return nil, false
+		}
+	}
 }

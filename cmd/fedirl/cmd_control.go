@@ -358,6 +358,9 @@ func newControlMergeCmd() *cobra.Command {
 			case full:
 				cfg = control.FullConfig()
 			}
+			if err := checkOutputPath(args[0], outputFolder); err != nil { // OUT, before any work (as every --out)
+				return fmt.Errorf("OUT %s: %w", args[0], err)
+			}
 			if err := checkShards(args[0], args[1:]); err != nil {
 				return err
 			}

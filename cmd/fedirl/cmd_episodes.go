@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -107,10 +108,42 @@ were truncated). Episode k resets with seed --seed + k.
 	return cmd
 }
 
-// checkPolicySpaces refuses a checkpoint made for other observation or action spaces.
-func checkPolicySpaces(p *ppo.Policy, e envs.Env) error {
-	if p.Action.N != e.ActionSpace().N || p.Action.Dim() != e.ActionSpace().Dim() {
-		return fmt.Errorf("the checkpoint's action space does not match the environment's")
+// checkPolicySpaces refuses a checkpoint made for other observation or
+// action spaces, naming both environments (trained is "" when the
+// checkpoint's run folder does not say) and both spaces.
+func checkPolicySpaces(p *ppo.Policy, e envs.Env, env, trained string) error {
+	obs := e.ObservationSpace().Dim()
+	if p.Action.N == e.ActionSpace().N && p.Action.Dim() == e.ActionSpace().Dim() && p.ObsDim == obs {
+		return nil
 	}
-	return nil
+	from := "another environment"
+	if trained != "" {
+		from = trained
+	}
+	return fmt.Errorf("the checkpoint was trained on %s (actions %s, %d observations) and %s has actions %s and %d observations: give a checkpoint trained on %s (fedirl ppo train --env %s)",
+		from, spaceText(p.Action), p.ObsDim, env, spaceText(e.ActionSpace()), obs, env, env)
+}
+
+// spaceText is Gymnasium's name of a space: Discrete(n) or Box(dim).
+func spaceText(s envs.Space) string {
+	if s.N > 0 {
+		return fmt.Sprintf("Discrete(%d)", s.N)
+	}
+	return fmt.Sprintf("Box(%d)", s.Dim())
+}
+
+// trainedOn reads the environment a checkpoint was trained on from the
+// config.json that "fedirl ppo train" writes beside it ("" if none).
+func trainedOn(policy string) string {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(policy), "config.json"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Env string `json:"env"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Env
 }

@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -65,7 +64,7 @@ type statusOptions struct {
 // taskOptions holds the flags of "fedirl server task create".
 type taskOptions struct {
 	store, spec, id, clients, tokensOut, fusionMethod, weighting, solver string
-	clientsFile, sigmaMode                                               string
+	clientsFile, sigmaMode, irlOptimizer                                 string
 	trimFraction, demoCap, gradTol, mu                                   float64
 	byzantine, maxDemos, maxRounds, localSteps                           int
 	update                                                               string
@@ -427,6 +426,7 @@ after E local Newton steps from the round's θ instead, averaged by the server.`
 	tf.Float64Var(&f.lr, "irl-learning-rate", 0, "MaxEnt IRL learning rate (default: irl's, 5e-3)")
 	tf.Float64Var(&f.l2, "irl-l2", 0, "MaxEnt IRL L2 weight λ (default 0)")
 	tf.Float64Var(&f.temperature, "irl-temperature", 0, "soft Bellman temperature (default: irl's, 1e-3)")
+	tf.StringVar(&f.irlOptimizer, "irl-optimizer", "", `MaxEnt IRL optimizer: "gd", "adam", "lbfgs" or "newton" (exact Hessians: converges in a few steps; default: irl's, gd)`)
 	tf.Float64Var(&f.dpMaxEps, "dp-max-epsilon", 0, "require every client to send θ with (ε, δ)-differential privacy over the task's rounds, ε at most this (with --dp-max-delta)")
 	tf.Float64Var(&f.dpMaxDelta, "dp-max-delta", 0, "the largest δ a client may declare (with --dp-max-epsilon)")
 	tf.Float64Var(&f.dpClip, "dp-clip", 0, "the clipping norm C every private client uses (with --dp-max-epsilon; choose it from public or pilot data, not from the clients' fits)")
@@ -796,17 +796,9 @@ func filterStatuses(sts []federation.TaskStatus, task, client string) []federati
 func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	var spec federation.TaskSpec
 	if f.spec != "" {
-		b, err := os.ReadFile(f.spec)
-		if err != nil {
-			return fmt.Errorf("--spec: %w", err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&spec); err != nil {
-			return fmt.Errorf("--spec %s: %w", f.spec, err)
-		}
-		if err := tasks.ResolveProbeFiles(&spec, filepath.Dir(f.spec)); err != nil {
-			return fmt.Errorf("--spec %s: %w", f.spec, err)
+		var err error
+		if spec, err = readTaskSpecFile(f.spec); err != nil {
+			return err
 		}
 	}
 	if err := f.limits.Validate(); err != nil {
@@ -875,6 +867,10 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 	set("irl-learning-rate", func() { icfg.LearningRate = f.lr })
 	set("irl-l2", func() { icfg.L2 = f.l2 })
 	set("irl-temperature", func() { icfg.Temperature = f.temperature })
+	set("irl-optimizer", func() { icfg.Optimizer = f.irlOptimizer })
+	if _, err := icfg.Resolve(); err != nil {
+		return fmt.Errorf("irl settings: %w", err)
+	}
 	if fl := cmd.Flags(); fl.Changed("dp-max-epsilon") || fl.Changed("dp-max-delta") || fl.Changed("dp-clip") || fl.Changed("dp-client-clip") {
 		if !fl.Changed("dp-max-epsilon") || !fl.Changed("dp-max-delta") {
 			return errors.New("--dp-max-epsilon and --dp-max-delta go together (and --dp-clip or --dp-client-clip need them)")
@@ -1050,6 +1046,9 @@ func readToken(file, client string) (string, error) {
 		return "", fmt.Errorf("--token-file: %w", err)
 	}
 	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("--token-file %s is empty: it should hold this client's token (or the tokens JSON that fedirl server task create --tokens-out wrote)", file)
+	}
 	if strings.HasPrefix(s, "{") {
 		var m map[string]string
 		if err := json.Unmarshal(b, &m); err != nil {
@@ -1090,6 +1089,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	}
 	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
 	learner.SubmitReward = f.submitReward
+	journal := newClientJournal(cmd.ErrOrStderr(), f.out, f.task, f.id)
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err
@@ -1116,9 +1116,12 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			}
 		}
 	}
-	rep, err := federation.RunClient(ctx, conn, learner, cfg)
+	rep, err := federation.RunClient(ctx, journal.federation(conn), journal.learner(learner), cfg)
 	if err != nil {
+		if journal.out != "" && len(journal.cur.Rounds) > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "fedirl client: %s holds what this run learnt and the receipts it got; rerun the same command to wait for the fusion again\n", journal.out)
+		}
 		return connHint(err)
 	}
-	return writeClientReport(cmd.ErrOrStderr(), f.out, rep)
+	return writeClientReport(cmd.ErrOrStderr(), journal, rep)
 }

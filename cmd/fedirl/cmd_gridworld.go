@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	gridstudy "github.com/fedirl/fedirl/pkg/experiments/gridworld"
+	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/irl"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 func init() {
@@ -33,6 +36,11 @@ as "fedirl reproduce gridworld" does and writes into --out:
   demos.jsonl   the expert's demonstrations (JSON Lines, "fedirl irl --demos")
   env.json      the environment spec (size, goal, start, obstacles, slip, horizon)
   truth.json    the true reward θ* and the feature names
+  task.json     the task spec of this family and seed (as "fedirl server task
+                create --gridworld-size N --seed S" defines it, with the quick
+                start's irl settings: Newton's method, l2 1e-3), for
+                "fedirl server task create --spec", "fedirl fuse" and
+                "fedirl simulate"
 
 Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-3`,
 		Example: `  fedirl gridworld export --size 5 --client 0 --seed 1 --out /tmp/gw5
@@ -81,7 +89,20 @@ Then: fedirl irl --spec DIR/mdp.json --demos DIR/demos.jsonl --iters 50 --l2 1e-
 			if err := writeJSON(filepath.Join(out, "truth.json"), truth); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/{mdp.json,demos.jsonl,env.json,truth.json}: %d×%d grid, client %d, seed %d, slip %.4f, %d demonstrations\n",
+			probe, dim, err := tasks.GridWorldProbe(size, uint64(seed), federation.Limits{})
+			if err != nil {
+				return err
+			}
+			irlSection, err := tasks.EncodeIRL(irl.Config{Optimizer: irl.OptimizerNewton, L2: 1e-3})
+			if err != nil {
+				return err
+			}
+			spec := federation.TaskSpec{ID: fmt.Sprintf("grid%d", size), EnvFamily: "gridworld", ThetaDim: dim, Probe: probe,
+				IRL: irlSection, Fusion: json.RawMessage(`{"method":"barycenter"}`)}
+			if err := writeJSON(filepath.Join(out, "task.json"), spec); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/{mdp.json,demos.jsonl,env.json,truth.json,task.json}: %d×%d grid, client %d, seed %d, slip %.4f, %d demonstrations\n",
 				out, size, size, client, seed, env.Spec.Slip, len(demos))
 			return nil
 		},

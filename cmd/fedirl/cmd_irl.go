@@ -176,6 +176,9 @@ func readTheta(path string) ([]float64, error) {
 		Theta []float64 `json:"theta"`
 	}
 	if err := json.Unmarshal(data, &obj); err != nil || obj.Theta == nil {
+		if _, _, _, nan := nonFiniteToken(data); nan && err != nil {
+			return nil, fmt.Errorf("%s: %w", path, jsonError(data, err))
+		}
 		return nil, fmt.Errorf("%s: want a JSON array of numbers or an object with a \"theta\" array", path)
 	}
 	return obj.Theta, nil

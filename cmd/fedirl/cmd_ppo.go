@@ -276,9 +276,14 @@ func newPPOTrainCmd() *cobra.Command {
 				EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: prec}
 			bar := progress.New(cfg.TotalSteps, "ppo "+env)
 			start := time.Now()
-			tr, err := ppostudy.Train(cmd.Context(), rc, f.workers, bar)
+			ctx, stop := interruptContext(cmd.Context()) // Ctrl-C: "fedirl: interrupted", exit 130
+			defer stop()
+			tr, err := ppostudy.Train(ctx, rc, f.workers, bar)
 			bar.Finish()
 			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("ppo train stopped after %v, nothing written (a rerun trains from the start): %w", time.Since(start).Round(time.Millisecond), errInterrupted)
+				}
 				return err
 			}
 			el := time.Since(start)
@@ -425,8 +430,13 @@ Writes <out>/<env>/seed<k>/ (as ppo train), <out>/<env>.png and <out>/summary.{m
 						EvalEvery: f.evalEvery, EvalEpisodes: f.evalEpisodes, Window: f.window, Precision: prec})
 				}
 			}
-			md, err := ppostudy.Run(cmd.Context(), runs, names, ppostudy.Options{Out: out, Jobs: jobs, Workers: f.workers, Log: os.Stderr})
+			ctx, stop := interruptContext(cmd.Context())
+			defer stop()
+			md, err := ppostudy.Run(ctx, runs, names, ppostudy.Options{Out: out, Jobs: jobs, Workers: f.workers, Log: os.Stderr})
 			if err != nil {
+				if ctx.Err() != nil {
+					return errInterrupted
+				}
 				return err
 			}
 			fmt.Print(md)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +180,36 @@ func TestPPOTrainRerunsItsConfig(t *testing.T) {
 	start := time.Now()
 	if err := train("--steps", "100000", "--out", file); err == nil || !strings.Contains(err.Error(), "--out "+file+" is a file") || time.Since(start) > 5*time.Second {
 		t.Errorf("--out FILE: %v after %v, want a refusal before training", err, time.Since(start))
+	}
+}
+
+// TestPPOTrainInterrupted: a cancelled context (what Ctrl-C does through
+// interruptContext) stops ppo train with errInterrupted, which main prints as
+// one "fedirl: interrupted (…)" line with exit status 130, and writes no
+// --out folder.
+func TestPPOTrainInterrupted(t *testing.T) {
+	resetFlags(t)
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	// cobra keeps a subcommand's context from an earlier Execute in this
+	// process, so the cancellable one is set on the command itself.
+	train, _, err := rootCmd.Find([]string{"ppo", "train"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	train.SetContext(ctx)
+	defer train.SetContext(context.Background())
+	rootCmd.SetArgs([]string{"ppo", "train", "--env", "CartPole-v1", "--steps", "50000000", "--out", out})
+	start := time.Now()
+	err = rootCmd.ExecuteContext(ctx)
+	if !errors.Is(err, errInterrupted) || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("ppo train under a cancelled context: %v", err)
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("took %v to stop", time.Since(start))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written by an interrupted run", out)
 	}
 }

@@ -46,7 +46,7 @@ func envPolicy(name, policy string, e envs.Env, seed uint64) (func(obs []float64
 	if err != nil {
 		return nil, nil, fmt.Errorf("--policy %s: not random, zero or heuristic, and not a PPO checkpoint: %w", policy, err)
 	}
-	if err := checkPolicySpaces(pol, e); err != nil {
+	if err := checkPolicySpaces(pol, e, name, trainedOn(policy)); err != nil {
 		return nil, nil, fmt.Errorf("--policy %s: %w", policy, err)
 	}
 	return func(obs []float64) []float64 { return pol.Act(act, obs, nil) }, noReset, nil

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,6 +27,8 @@ regularized Wasserstein barycenter of the shift-normalized rewards.
 Start with:  fedirl reproduce gridworld`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
+	// Every output path is checked before any work starts (outputs.go).
+	PersistentPreRunE: func(cmd *cobra.Command, args []string) error { return checkOutputs(cmd) },
 }
 
 // errInterrupted is returned by a command stopped by Ctrl-C (SIGINT).
@@ -36,7 +39,11 @@ func main() {
 		if errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled) {
 			// Ctrl-C cancels the command's context; the errors it causes
 			// all end in "context canceled", which says nothing more.
-			fmt.Fprintln(os.Stderr, "fedirl: interrupted")
+			line := "fedirl: interrupted"
+			if msg, _, ok := strings.Cut(err.Error(), ": "+errInterrupted.Error()); ok && errors.Is(err, errInterrupted) && msg != "" {
+				line += " (" + msg + ")" // what was stopped and what is kept
+			}
+			fmt.Fprintln(os.Stderr, line)
 			os.Exit(130)
 		}
 		fmt.Fprintln(os.Stderr, "fedirl:", err)

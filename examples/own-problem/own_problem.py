@@ -29,7 +29,7 @@ from mountaincar import MountainCar  # noqa: E402
 PHYSICS = [(0.001, 0.0025), (0.0008, 0.0025), (0.0012, 0.003)]
 CLIENTS = [f"client{c}" for c in range(len(PHYSICS))]
 GAMMA = 0.99
-IRL = {"optimizer": "adam", "learning_rate": 0.05, "max_iter": 200}
+IRL = {"optimizer": "newton", "temperature": 1, "l2": 1e-3, "max_iter": 100}
 
 
 def make_task(n):

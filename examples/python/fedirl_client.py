@@ -26,7 +26,10 @@ import sys
 import tempfile
 import time
 
-import grpc
+# gRPC's C core logs a failed TLS handshake on stderr by itself ("E1201 … ssl_transport_security.cc … Handshake
+# failed"); this client says what failed and how to fix it instead (call()), so the core stays quiet.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+import grpc  # noqa: E402
 import numpy as np
 from grpc_tools import protoc
 
@@ -54,16 +57,31 @@ def load_stubs(proto_dir):
         shutil.rmtree(out, ignore_errors=True)
 
 
+# Connection failures no retry fixes, by the words of gRPC's C core and OpenSSL: (needles, with TLS?, fix).
+FIXES = [
+    (("WRONG_VERSION_NUMBER", "wrong version number", "first record does not look like a TLS handshake"), True,
+     "the server speaks plaintext (it was started with --insecure): pass --insecure (loopback only), or restart "
+     "the server with --tls-cert and --tls-key"),
+    (("CERTIFICATE_VERIFY_FAILED", "certificate verify failed"), True,
+     "pass --ca with the PEM of the CA that signed the server's certificate"),
+    (("Socket closed", "Connection reset by peer"), False,
+     "the server may serve TLS: drop --insecure and pass --ca (a server that is down gives the same error)"),
+]
+TLS = True  # set by main()
+
+
 def call(what, server, fn, *args, **kwargs):
     """Calls a stub method; a gRPC error ends the program with one line
-    (the call, the status code and the server's reason), not a traceback."""
+    (the call, the status code and the server's reason, and the fix when one is known), not a traceback."""
     try:
         return fn(*args, **kwargs)
     except grpc.RpcError as e:
         code = e.code()
         reason = e.details() or ""
         if code == grpc.StatusCode.UNAVAILABLE:
-            sys.exit(f"fedirl_client: {what}: cannot reach the server at {server} ({reason})")
+            fix = next((f for needles, tls, f in FIXES if tls == TLS and any(n in reason for n in needles)), None)
+            sys.exit(f"fedirl_client: {what}: cannot reach the server at {server} ({reason})"
+                     + (f"; fix: {fix}" if fix else ""))
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             sys.exit(f"fedirl_client: {what}: no answer from {server} in time")
         sys.exit(f"fedirl_client: {what} refused by {server}: {code.name.lower().replace('_', ' ')}: {reason}")
@@ -108,6 +126,8 @@ def main():
     args = ap.parse_args()
 
     pb, pb_grpc = load_stubs(args.proto_dir)
+    global TLS
+    TLS = not args.insecure
     if args.insecure:
         if not is_loopback(args.server):
             sys.exit(f"fedirl_client: --insecure is only allowed to loopback addresses, not {args.server}")

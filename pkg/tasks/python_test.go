@@ -89,6 +89,13 @@ func TestPythonClientFederatesWithGoClient(t *testing.T) {
 		!strings.Contains(msg, "GetTask no-such-task refused by "+addr) {
 		t.Errorf("refusal printed as %q (err %v), want one line naming the call and the server's reason", msg, err)
 	}
+	// Without --insecure against a plaintext server: one line naming the fix, no gRPC core log line.
+	out, err = exec.CommandContext(ctx, py, filepath.Join(root, "examples", "python", "fedirl_client.py"), "--server", addr,
+		"--task", "mixed", "--id", "pythonista", "--token-file", tokens, "--theta", thetaFile, "--timeout", "10").CombinedOutput()
+	msg = strings.TrimSpace(string(out))
+	if err == nil || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "fix: the server speaks plaintext (it was started with --insecure): pass --insecure") {
+		t.Errorf("TLS client against a plaintext server printed %q (err %v), want one line naming --insecure", msg, err)
+	}
 }
 
 // TestPythonRunLoader trains a tiny PPO run with the CLI and checks that

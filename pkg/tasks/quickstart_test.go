@@ -173,6 +173,12 @@ func TestQuickStartAndPythonExampleWordForWord(t *testing.T) {
 	alice, bob := startBG(qs[1][0]), startBG(qs[2][0])
 	wait(alice)
 	wait(bob)
+	// The quick start's task converges (issue 54): no client prints a warning.
+	for _, p := range []*bg{alice, bob} {
+		if strings.Contains(p.out.String(), "warning") {
+			t.Errorf("%s printed a warning:\n%s", p.line, p.out)
+		}
+	}
 	if status := run(qs[3][0]); !strings.Contains(status, `"grid5"`) {
 		t.Errorf("server status does not list grid5:\n%s", status)
 	}

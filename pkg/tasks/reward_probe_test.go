@@ -391,8 +391,8 @@ func containsAll(s string, subs ...string) bool {
 	return true
 }
 
-// TestRewardModelsExample runs examples/reward-models/run.sh at a small
-// size: a real `fedirl server` process, two `fedirl client --submit-reward`
+// TestRewardModelsExample runs examples/reward-models/run.sh as the README
+// does (its table, returns.txt, must be the one README.md shows; no warning): a real `fedirl server` process, two `fedirl client --submit-reward`
 // processes per task (RBF maps of different widths) and the Python
 // neural-network client, fused by mean, normalized-mean and barycenter. The
 // mean task's fused reward must be the mean of the three submitted rewards
@@ -447,4 +447,9 @@ func TestRewardModelsExample(t *testing.T) {
 			}
 		}
 	}
+	table, err := os.ReadFile(filepath.Join(out, "returns.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDocBlock(t, "README.md", "<!-- output of examples/reward-models/run.sh", string(table))
 }

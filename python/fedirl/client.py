@@ -27,8 +27,7 @@ DEFAULT_PROTO_DIR = _REPO_PROTO_DIR if os.path.exists(os.path.join(_REPO_PROTO_D
 _stubs = None
 
 
-class FedirlError(RuntimeError):
-    """A clear, user-facing error of the fedirl Python client."""
+from .api import FedirlError  # noqa: E402  (one error type for the package)
 
 
 def load_stubs(proto_dir=None):
@@ -252,8 +251,10 @@ def irl_flags(irl):
 
 
 def fedirl_binary():
-    """The fedirl command: $FEDIRL_BIN, else `fedirl` on PATH."""
-    return os.environ.get("FEDIRL_BIN", "fedirl")
+    """The fedirl command: $FEDIRL_BIN, else the binary installed with the package, else `fedirl` on PATH
+    (fedirl.api.binary)."""
+    from .api import binary
+    return binary()
 
 
 def run_irl(spec_path, demos_path, irl=None, theta0=None, fedirl=None, out_path=None):

@@ -3,11 +3,13 @@ Python and numpy structures: no pandas needed (Table.to_pandas() converts when p
 
 Every file kind a run folder holds is read: tables (.csv, .tsv) as Table, .json as parsed JSON, .jsonl as a
 list of parsed lines, .md/.txt/.log as text, .npz as a dict of arrays, .npy as an array, config.yaml
-through PyYAML (a clear error when it is absent), .png figures as Figure (path and bytes on demand).
+through PyYAML (a clear error when it is absent), .png figures as Figure (path and bytes on demand), a
+notebook (.ipynb) as parsed JSON; any other file (NOTES, a script) as Other (path and bytes on demand), so a
+folder that holds your own files beside the results still loads.
 
     import fedirl
     run = fedirl.load_run("runs/gridworld-seed1-n5")
-    run["table1.csv"]["success_mean"]    # by file name: a Table, its columns as numpy arrays
+    run["table1.csv"]["barycenter_mean"] # by file name: a Table, its columns as numpy arrays
     run.tables["table1"]                 # the same Table, by name without the extension
     run.json["bounds"], run.arrays["units/ab12/demos"]["obs"], run.config
 
@@ -22,8 +24,12 @@ import numpy as np
 
 
 class Table:
-    """A CSV table: column names, rows (lists of strings) and columns as numpy arrays (float when every
-    value parses as a number, else str)."""
+    """A CSV table: column names, rows (lists of strings) and columns as numpy arrays (int64 when every value
+    is a whole number written without a point, float64 when every value parses as a number, else str).
+
+    fedirl's tables name a method's columns after the method (normalized-mean_mean) and paired differences
+    with underscores (normalized_mean_minus_mean); a column is found under either spelling ("-" and "_" are
+    the same in a name), and to_pandas() names every column with "_" only, so attribute access works."""
 
     def __init__(self, header, rows, path=""):
         self.header = list(header)
@@ -33,15 +39,30 @@ class Table:
             if len(r) != len(self.header):
                 raise ValueError(f"{path}: row {i + 2} has {len(r)} fields, the header {len(self.header)}")
 
+    def _index(self, name):
+        if name in self.header:
+            return self.header.index(name)
+        key = name.replace("-", "_")
+        for k, h in enumerate(self.header):
+            if h.replace("-", "_") == key:
+                return k
+        raise KeyError(f"{self.path}: no column {name!r} (columns: {', '.join(self.header)})")
+
     def column(self, name):
-        if name not in self.header:
-            raise KeyError(f"{self.path}: no column {name!r} (columns: {', '.join(self.header)})")
-        k = self.header.index(name)
-        vals = [r[k] for r in self.rows]
+        vals = [r[self._index(name)] for r in self.rows]
+        if vals and all(_is_int(v) for v in vals):
+            return np.array([int(v) for v in vals], dtype=np.int64)
         try:
             return np.array([float(v) if v != "" else np.nan for v in vals])
         except ValueError:
             return np.array(vals, dtype=str)
+
+    def __contains__(self, name):
+        try:
+            self._index(name)
+            return True
+        except KeyError:
+            return False
 
     def __getitem__(self, name):
         return self.column(name)
@@ -53,12 +74,33 @@ class Table:
         """The rows as dicts keyed by column name."""
         return [dict(zip(self.header, r)) for r in self.rows]
 
-    def to_pandas(self):
+    def to_pandas(self, identifiers=True):
+        """A pandas DataFrame of the table; with identifiers (the default) every "-" in a column name becomes
+        "_" (df.normalized_mean_mean), else the names are the CSV's."""
         try:
             import pandas as pd
         except ImportError as e:
             raise ImportError("Table.to_pandas needs pandas (Debian: python3-pandas); Table.column gives numpy arrays") from e
-        return pd.DataFrame({h: self.column(h) for h in self.header})
+        return pd.DataFrame({(h.replace("-", "_") if identifiers else h): self.column(h) for h in self.header})
+
+
+def _is_int(v):
+    v = v[1:] if v[:1] in "+-" else v
+    return v.isdigit() and v.isascii()
+
+
+class Other:
+    """A file of a kind the loader does not read (your notes, a script): its path, its bytes on demand."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def read(self):
+        with open(self.path, "rb") as f:
+            return f.read()
+
+    def __repr__(self):
+        return f"Other({self.path!r})"
 
 
 class Figure:
@@ -122,7 +164,7 @@ def load_file(path):
         if not rows:
             return Table([], [], path)
         return Table(rows[0], rows[1:], path)
-    if ext == ".json":
+    if ext in (".json", ".ipynb"):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     if ext == ".jsonl":
@@ -145,7 +187,7 @@ def load_file(path):
         return yaml.safe_load(text)
     if ext in (".png", ".svg", ".pdf"):
         return Figure(path)
-    raise ValueError(f"{path}: unknown run-folder file kind {ext!r}")
+    return Other(path)
 
 
 class Run(dict):
@@ -196,13 +238,19 @@ class Run(dict):
             raise ImportError(c.message)
         return c
 
+    @property
+    def others(self):
+        """Files of kinds the loader does not read (Other), by path."""
+        return {k: v for k, v in self.items() if isinstance(v, Other)}
+
     def __repr__(self):
         return (f"Run({self.folder!r}: {len(self)} files; tables {sorted(self.tables)}, "
                 f"json {sorted(self.json)}, arrays {len(self.arrays)}, figures {len(self.figures)})")
 
 
 def load_run(folder, skip=(".tmp",)):
-    """Loads every file under a run folder (recursively; partial files ending in .tmp are skipped)."""
+    """Loads every file under a run folder (recursively; partial files ending in .tmp are skipped; files of
+    kinds the loader does not read are kept as Other, run.others)."""
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder} is not a folder")
     files = {}
@@ -215,5 +263,6 @@ def load_run(folder, skip=(".tmp",)):
             try:
                 files[rel] = load_file(path)
             except ValueError as e:
-                raise ValueError(f"loading run folder {folder}: {e}") from e
+                where = "" if path in str(e) else f"{rel}: "
+                raise ValueError(f"loading run folder {folder}: {where}{e}") from e
     return Run(folder, files)

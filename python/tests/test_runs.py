@@ -150,10 +150,41 @@ class KindsTest(unittest.TestCase):
                 json.dump({"env": "CartPole-v1"}, f)
             self.assertEqual(load_run(d).config, {"env": "CartPole-v1"})
 
+            # Your own files beside the results (issue 54): a notebook loads as JSON, the rest as Other.
             with open(os.path.join(d, "weird.bin"), "w") as f:
                 f.write("?")
-            with self.assertRaisesRegex(ValueError, "weird.bin: unknown run-folder file kind"):
+            with open(os.path.join(d, "NOTES"), "w") as f:
+                f.write("seed 3 looked odd")
+            with open(os.path.join(d, "analysis.ipynb"), "w") as f:
+                json.dump({"cells": [], "nbformat": 4}, f)
+            run = load_run(d)
+            self.assertEqual(sorted(run.others), ["NOTES", "weird.bin"])
+            self.assertEqual(run["NOTES"].read(), b"seed 3 looked odd")
+            self.assertEqual(run["analysis.ipynb"]["nbformat"], 4)
+            # A damaged known kind is still an error.
+            with open(os.path.join(d, "bad.json"), "w") as f:
+                f.write("{")
+            with self.assertRaisesRegex(ValueError, "bad.json"):
                 load_run(d)
+
+    def test_column_spellings_and_integer_columns(self):
+        from fedirl.runs import Table
+        t = Table(["grid_size", "split", "normalized-mean_mean", "normalized_mean_minus_mean", "n"],
+                  [["5", "in", "97.5", "0.25", "10"], ["20", "out", "96", "-1e-3", "-3"]], "t.csv")
+        self.assertEqual(t["grid_size"].dtype, np.int64)
+        self.assertEqual(t["n"].tolist(), [10, -3])
+        self.assertEqual(t["normalized-mean_mean"].dtype, np.float64)  # "96" beside "97.5": float
+        np.testing.assert_array_equal(t["normalized_mean_mean"], [97.5, 96.0])  # either spelling
+        np.testing.assert_array_equal(t["normalized-mean-minus-mean"], [0.25, -1e-3])
+        self.assertTrue("normalized_mean_mean" in t and "nope" not in t)
+        with self.assertRaisesRegex(KeyError, "no column 'nope'"):
+            t["nope"]
+        if support.have("pandas"):
+            df = t.to_pandas()
+            self.assertEqual(list(df.columns), ["grid_size", "split", "normalized_mean_mean", "normalized_mean_minus_mean", "n"])
+            self.assertEqual(str(df.dtypes["grid_size"]), "int64")
+            self.assertEqual(df.normalized_mean_mean.tolist(), [97.5, 96.0])
+            self.assertEqual(list(t.to_pandas(identifiers=False).columns)[2], "normalized-mean_mean")
 
 
 if __name__ == "__main__":

@@ -466,8 +466,17 @@ func sweepForest(results []SweepResult) ([]byte, error) {
 	if len(panels) > 0 {
 		nrows = len(panels[0].Rows)
 	}
-	return report.ForestPNG("Control regime sweep: paired differences, mean and 95 % t-interval over seeds (* interval excludes 0; a missing marker: no comparison)",
-		panels, 2, 420, 60+24*float64(nrows))
+	return report.ForestPNG(sweepForestHeader(results), panels, 2, 420, 60+24*float64(nrows))
+}
+
+// sweepForestHeader is the forest plot's header, marked as a smoke test for
+// the --quick sweep (as the control study's --quick figures are).
+func sweepForestHeader(results []SweepResult) string {
+	header := "Control regime sweep: paired differences, mean and 95 % t-interval over seeds (* interval excludes 0; a missing marker: no comparison)"
+	if len(results) > 0 && results[0].Config.Preset == SweepBase(true).Preset {
+		header = "SMOKE TEST (--quick): budgets too small to mean anything\n" + header
+	}
+	return header
 }
 
 // shortEnv drops the version suffix of a Gymnasium id.

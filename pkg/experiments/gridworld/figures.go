@@ -137,6 +137,34 @@ func rewardPanel(env *Env, theta, z []float64, title string, cmap palette.ColorM
 	return p, nil
 }
 
+// markLayout marks the goal (G) and the obstacles (×) of an n×n layout on p,
+// as rewardPanel does.
+func markLayout(p *plot.Plot, n, goal int, obstacles []int) error {
+	var obs plotter.XYs
+	for _, o := range obstacles {
+		obs = append(obs, plotter.XY{X: float64(o % n), Y: float64(n - 1 - o/n)})
+	}
+	if len(obs) > 0 {
+		sc, err := plotter.NewScatter(obs)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Shape = draw.CrossGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(float64(60) / float64(n))
+		sc.GlyphStyle.Color = color.Gray{Y: 128}
+		p.Add(sc)
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: float64(goal % n), Y: float64(n - 1 - goal/n)}}, Labels: []string{"G"}})
+	if err != nil {
+		return err
+	}
+	lbl.TextStyle[0].Color = color.RGBA{0, 120, 0, 255}
+	lbl.TextStyle[0].Font.Size = vg.Points(math.Max(7, 60/float64(n)))
+	lbl.TextStyle[0].XAlign, lbl.TextStyle[0].YAlign = draw.XCenter, draw.YCenter
+	p.Add(lbl)
+	return nil
+}
+
 // figure2Clients picks Figure 2's rows by rule: the client with the lowest
 // local success on its own environment (ties: lowest index), then the
 // lowest-indexed others, rows in all.
@@ -190,7 +218,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	}
 	clients := figure2Clients(f, min(3, len(f.clients)))
 	plots := make([][]*plot.Plot, 0, len(clients)+1)
-	bars := map[*plot.Plot]bool{} // colour bars, drawn narrow
+	bars := map[*plot.Plot][2]float64{} // colour bars, drawn narrow: the part [from, to] of their tile's width they take
 	for _, i := range clients {
 		env := f.clients[i]
 		cols := []struct {
@@ -229,7 +257,7 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 			row = append(row, p)
 		}
 		cb := colourBar(cmap, "reward φ(s)ᵀθ")
-		bars[cb] = true
+		bars[cb] = [2]float64{0.55, 1}
 		plots = append(plots, append(row, cb))
 	}
 	// The barycenter measure the server computed, on the probe layout.
@@ -249,17 +277,23 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 	bmap.SetMin(0)
 	bmap.SetMax(math.Max(hi, 1e-300))
 	bp := plot.New()
-	bp.Title.Text = fmt.Sprintf("Barycenter measure p̄ (summed over actions)\nprobe layout, ε = %g, marginal error %.1e", s.Config.Barycenter.EntropicRegularization, f.Info[fusion.MethodBarycenter].MarginalError)
+	// "p̄" is not written: its combining macron renders beside the p.
+	bp.Title.Text = fmt.Sprintf("Barycenter measure (summed over actions)\nprobe layout, ε = %g, marginal error %.1e\nG goal (most mass: white), × obstacle", s.Config.Barycenter.EntropicRegularization, f.Info[fusion.MethodBarycenter].MarginalError)
 	bp.Title.TextStyle.Font.Size = vg.Points(9)
+	bp.X.Label.Text = "column"
+	bp.Y.Label.Text = "row"
 	bp.X.Tick.Marker = gridTicks(n, false)
 	bp.Y.Tick.Marker = gridTicks(n, true)
 	hm := plotter.NewHeatMap(stateGrid{n: n, z: pb}, bmap.Palette(64))
 	hm.Min, hm.Max = 0, bmap.Max()
 	bp.Add(hm)
+	if err := markLayout(bp, n, f.probeSpec.Goal, f.probeSpec.Obstacles); err != nil {
+		return nil, err
+	}
 	bp.X.Min, bp.X.Max = -0.5, float64(n)-0.5
 	bp.Y.Min, bp.Y.Max = -0.5, float64(n)-0.5
 	cb := colourBar(bmap, "mass")
-	bars[cb] = true
+	bars[cb] = [2]float64{0, 0.45} // next to its panel
 	plots = append(plots, []*plot.Plot{bp, cb, nil, nil})
 	rows := len(plots)
 	w, h := vg.Points(800), vg.Points(250*float64(rows)+50)
@@ -284,8 +318,9 @@ func (s *Study) Figure2PNG(size int) ([]byte, error) {
 				continue
 			}
 			c := canvases[i][j]
-			if bars[plots[i][j]] {
-				c.Min.X += (c.Max.X - c.Min.X) * 0.55
+			if part, ok := bars[plots[i][j]]; ok {
+				w := c.Max.X - c.Min.X
+				c.Min.X, c.Max.X = c.Min.X+w*vg.Length(part[0]), c.Min.X+w*vg.Length(part[1])
 			}
 			plots[i][j].Draw(c)
 		}
@@ -375,7 +410,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		return plotter.XYs{{}, {X: t[0] / n, Y: t[1] / n}}
 	}
 	var panels []*plot.Plot
-	legend := plot.NewLegend()
+	legend, entries := plot.NewLegend(), 0
 	for k, e := range s.Config.Environments {
 		if len(s.Cells[k]) == 0 {
 			continue
@@ -395,6 +430,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 			p.Add(l)
 			if len(panels) == 0 && i == 0 {
 				legend.Add("local θ_i", l)
+				entries++
 			}
 		}
 		order := append([]string{ColExpert}, s.Config.methods()...)
@@ -414,6 +450,7 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 			p.Add(l)
 			if len(panels) == 0 {
 				legend.Add(d.name, l)
+				entries++
 			}
 		}
 		p.Add(plotter.NewGrid())
@@ -424,7 +461,10 @@ func (s *Study) ThetaPNG() ([]byte, error) {
 		return nil, fmt.Errorf("theta plot: no Table-1 cells")
 	}
 	side := 300.0
+	// The header holds the title and the legend, one line per entry (the
+	// barycenter's, last, was cut off when the height was fixed).
+	headH := 26 + 12*float64(entries)
 	return report.HeadedPNG("Directions of θ (unit length): local, fused and true rewards", legend, [][]*plot.Plot{panels},
-		vg.Points(side*float64(len(panels))), vg.Points(side+60), vg.Points(60),
+		vg.Points(side*float64(len(panels))), vg.Points(side+headH), vg.Points(headH),
 		draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(16), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(6), PadRight: vg.Points(10)})
 }

@@ -49,7 +49,9 @@ var (
 // series a marker at the mean paired difference and a horizontal bar over
 // its 95 % t-interval, a vertical line at 0, the x axis in percentage points
 // and one legend below the header. Rows whose interval excludes 0 get a star
-// after their label in that panel.
+// after their label in that panel; an interval too wide for the panel's
+// range (forestRange) is cut at the edge and marked there with < or >, and
+// the panel's title says so.
 func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH float64) ([]byte, error) {
 	var plots []*plot.Plot
 	legend := plot.NewLegend()
@@ -65,10 +67,12 @@ func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH flo
 		ns := len(fp.Series)
 		xmin, xmax, clipped := forestRange(fp)
 		if clipped {
-			p.Title.Text += " (wide intervals clipped)"
+			p.Title.Text += " (< >: interval cut at the edge)"
 		}
 		labels := make([]plot.Tick, n)
 		star := make([]bool, n)
+		var cuts plotter.XYs // where an interval is cut at the panel's edge, marked < or >
+		var cutLabels []string
 		for si, s := range fp.Series {
 			var pts plotter.XYs
 			var errs plotter.XErrors
@@ -81,6 +85,10 @@ func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH flo
 				l, h := v.Lo, v.Hi
 				if math.IsNaN(l) {
 					l, h = v.Mean, v.Mean
+				}
+				for _, c := range cutMarks(l, h, xmin, xmax) {
+					cuts = append(cuts, plotter.XY{X: c.x, Y: y})
+					cutLabels = append(cutLabels, c.mark)
 				}
 				l, h = math.Max(l, xmin), math.Min(h, xmax)
 				pts = append(pts, plotter.XY{X: v.Mean, Y: y})
@@ -109,6 +117,17 @@ func ForestPNG(header string, panels []ForestPanel, cols int, panelW, panelH flo
 				inLegend[s.Name] = true
 				legend.Add(s.Name, sc)
 			}
+		}
+		if len(cuts) > 0 {
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: cuts, Labels: cutLabels})
+			if err != nil {
+				return nil, err
+			}
+			for i := range lb.TextStyle {
+				lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+				lb.TextStyle[i].Font.Size = vg.Points(11)
+			}
+			p.Add(lb)
 		}
 		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: -0.6}, {X: 0, Y: float64(n) - 0.4}})
 		if err != nil {
@@ -230,6 +249,25 @@ func forestRange(fp ForestPanel) (xmin, xmax float64, clipped bool) {
 		}
 	}
 	return xmin, xmax, clipped
+}
+
+// cutMark is where an interval [l, h] is cut by a panel's range [xmin,
+// xmax], and its mark: "<" at xmin, ">" at xmax.
+type cutMark struct {
+	x    float64
+	mark string
+}
+
+// cutMarks returns the cut marks of the interval [l, h] in [xmin, xmax].
+func cutMarks(l, h, xmin, xmax float64) []cutMark {
+	var m []cutMark
+	if l < xmin {
+		m = append(m, cutMark{xmin, "<"})
+	}
+	if h > xmax {
+		m = append(m, cutMark{xmax, ">"})
+	}
+	return m
 }
 
 type xErrPoints struct {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// jsonError rewrites a JSON decoding error of data so that it says where
+// (line and column) and, when the cause is a NaN or an infinity written as
+// Python's json.dump writes them by default (NaN, Infinity, -Infinity), says
+// that: JSON has no such numbers and fedirl wants finite ones.
+func jsonError(data []byte, err error) error {
+	if tok, line, col, ok := nonFiniteToken(data); ok {
+		return fmt.Errorf("line %d column %d: %s is not a JSON number (Python's json.dump writes NaN and infinities so by default); fedirl wants finite numbers: remove the non-finite value (json.dump(..., allow_nan=False) finds them): %w", line, col, tok, err)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, se.Offset)
+		return fmt.Errorf("line %d column %d: %w", line, col, err)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		line, col := position(data, te.Offset)
+		return fmt.Errorf("line %d column %d: %w", line, col, err)
+	}
+	return err
+}
+
+// nonFiniteToken finds the first NaN, Infinity or -Infinity outside a JSON
+// string in data.
+func nonFiniteToken(data []byte) (tok string, line, col int, ok bool) {
+	inStr, esc := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case inStr && c == '"':
+			inStr = false
+		case inStr:
+		case c == '"':
+			inStr = true
+		default:
+			for _, t := range []string{"NaN", "-Infinity", "Infinity"} {
+				if bytes.HasPrefix(data[i:], []byte(t)) {
+					line, col = position(data, int64(i+1))
+					return t, line, col, true
+				}
+			}
+		}
+	}
+	return "", 0, 0, false
+}
+
+// position turns a 1-based byte offset into a line and column.
+func position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 1), int64(len(data)))
+	line = 1 + bytes.Count(data[:off-1], []byte("\n"))
+	col = int(off) - bytes.LastIndexByte(data[:off-1], '\n') - 1
+	return line, col
+}
