@@ -150,6 +150,9 @@ type Personal struct {
 	Theta     []float64      `json:"theta"`
 	Converged bool           `json:"converged"`
 	Choice    irl.ProxChoice `json:"choice"`
+	// Skipped says why no μ was chosen (a client with one demonstration
+	// keeps the fused θ); empty when one was.
+	Skipped string `json:"skipped,omitempty"`
 }
 
 func objective(cl Client, c Config, lo, hi int) (*irl.Objective, error) {
@@ -302,14 +305,19 @@ func identifiability(joint *mat.SymDense, cs []*mat.SymDense) Identifiability {
 
 // Personalize fits client cl's personalized θ around center: μ chosen on
 // its last ValidationFraction of demonstrations (at least one, and one left
-// to fit), then refitted on all of them.
+// to fit), then refitted on all of them. A client with a single
+// demonstration has none to hold out: it keeps center, and Skipped says so.
 func Personalize(ctx context.Context, cl Client, center []float64, c Config) (Personal, error) {
 	n := len(cl.Demos)
+	if n < 2 {
+		// No demonstration to hold out: μ cannot be chosen, and the
+		// client keeps the fused θ (said in the result, never silently).
+		return Personal{Theta: slices.Clone(center), Converged: true,
+			Choice:  irl.ProxChoice{Center: true, Chosen: -1},
+			Skipped: fmt.Sprintf("%d demonstration: none to hold out to choose μ; the pooled θ", n)}, nil
+	}
 	nv := int(math.Round(c.ValidationFraction * float64(n)))
 	nv = max(1, min(nv, n-1))
-	if n < 2 {
-		return Personal{}, fmt.Errorf("personalization needs at least 2 demonstrations to hold one out, the client has %d", n)
-	}
 	fit, err := objective(cl, c, 0, n-nv)
 	if err != nil {
 		return Personal{}, err

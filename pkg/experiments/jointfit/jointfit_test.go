@@ -128,3 +128,19 @@ func TestConfigRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPersonalizeOneDemonstration: with one demonstration there is none to
+// hold out, so the client keeps the pooled θ and the result says why.
+func TestPersonalizeOneDemonstration(t *testing.T) {
+	cls := clients(t, 2)
+	one := cls[0]
+	one.Demos = one.Demos[:1]
+	center := []float64{0.1, 0.2, 0.3}
+	pc, err := Personalize(context.Background(), one, center, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Skipped == "" || !pc.Choice.Center || pc.Theta[0] != 0.1 || pc.Theta[2] != 0.3 {
+		t.Fatalf("one demonstration: %+v", pc)
+	}
+}
