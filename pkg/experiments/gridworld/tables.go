@@ -307,48 +307,14 @@ func (s *Study) Table1Markdown() []byte {
 	fmt.Fprintf(&b, "# Table 1: average success rates (%%), mean ± std\n\nEvaluation: %s.\n\n", s.Config.evaluationText())
 	fmt.Fprintf(&b, "In-distribution: pooled over seeds × clients; held-out: pooled over seeds × held-out environments. ")
 	fmt.Fprintf(&b, "Columns are fusion methods by their registry names (fusion_methods); the paper has local, mean and barycenter, the others (and expert, θ*) are extra reference columns.\n\n")
-	b.WriteString("| Environment | Clients | Seeds |")
-	for _, m := range in {
-		fmt.Fprintf(&b, " In: %s |", m)
-	}
-	for _, m := range held {
-		fmt.Fprintf(&b, " Held-out: %s |", m)
-	}
-	b.WriteString("\n" + strings.Repeat("|---", 3+len(in)+len(held)) + "|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d×%d | %d | %d |", r.GridSize, r.GridSize, r.Clients, r.Seeds)
-		for _, m := range in {
-			fmt.Fprintf(&b, " %s |", r.InDist[m].format(1))
-		}
-		for _, m := range held {
-			fmt.Fprintf(&b, " %s |", r.HeldOutS[m].format(1))
-		}
-		b.WriteString("\n")
-	}
+	colsTable(&b, rows, true, in, held, func(r Table1Row) (Cols, Cols) { return r.InDist, r.HeldOutS })
 	fmt.Fprintf(&b, "\nPaired differences in percentage points over the same seeds (per seed: mean over the seed's clients or held-out environments; mean [95 %% t-interval]; * = interval excludes 0):\n\n")
 	b.WriteString("| Environment | Seeds |" + pairHeader(inPairs, heldPairs) + "\n" + strings.Repeat("|---", 2+len(inPairs)+len(heldPairs)) + "|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %d×%d | %d |%s\n", r.GridSize, r.GridSize, r.Seeds, pairCells(r.InDistPaired, inPairs, r.HeldOutPaired, heldPairs))
 	}
 	fmt.Fprintf(&b, "\nThe worst client: per seed, the lowest success among the seed's clients (in) or held-out environments (held-out), mean ± std over seeds (%%):\n\n")
-	b.WriteString("| Environment | Seeds |")
-	for _, m := range in {
-		fmt.Fprintf(&b, " In: %s |", m)
-	}
-	for _, m := range held {
-		fmt.Fprintf(&b, " Held-out: %s |", m)
-	}
-	b.WriteString("\n" + strings.Repeat("|---", 2+len(in)+len(held)) + "|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d×%d | %d |", r.GridSize, r.GridSize, r.Seeds)
-		for _, m := range in {
-			fmt.Fprintf(&b, " %s |", r.InDistWorst[m].format(1))
-		}
-		for _, m := range held {
-			fmt.Fprintf(&b, " %s |", r.HeldOutWorst[m].format(1))
-		}
-		b.WriteString("\n")
-	}
+	colsTable(&b, rows, false, in, held, func(r Table1Row) (Cols, Cols) { return r.InDistWorst, r.HeldOutWorst })
 	fmt.Fprintf(&b, "\nPaired differences of the worst client's success (percentage points; per seed the two columns' minima; mean [95 %% t-interval]):\n\n")
 	b.WriteString("| Environment | Seeds |" + pairHeader(inPairs, heldPairs) + "\n" + strings.Repeat("|---", 2+len(inPairs)+len(heldPairs)) + "|\n")
 	for _, r := range rows {
@@ -375,6 +341,41 @@ func (s *Study) Table1Markdown() []byte {
 			formatPaired(r.HeldOutPaired.get(bm)), paperDiff(p[4], p[3], 1))
 	}
 	return b.Bytes()
+}
+
+// colsTable writes one row per grid size of the in-distribution columns in
+// and held-out columns held of the Cols that get picks from each row, with
+// the clients column when withClients.
+func colsTable(b *bytes.Buffer, rows []Table1Row, withClients bool, in, held []string, get func(Table1Row) (Cols, Cols)) {
+	lead := 2
+	b.WriteString("| Environment |")
+	if withClients {
+		b.WriteString(" Clients |")
+		lead++
+	}
+	b.WriteString(" Seeds |")
+	for _, m := range in {
+		fmt.Fprintf(b, " In: %s |", m)
+	}
+	for _, m := range held {
+		fmt.Fprintf(b, " Held-out: %s |", m)
+	}
+	b.WriteString("\n" + strings.Repeat("|---", lead+len(in)+len(held)) + "|\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %d×%d |", r.GridSize, r.GridSize)
+		if withClients {
+			fmt.Fprintf(b, " %d |", r.Clients)
+		}
+		fmt.Fprintf(b, " %d |", r.Seeds)
+		inC, heldC := get(r)
+		for _, m := range in {
+			fmt.Fprintf(b, " %s |", inC[m].format(1))
+		}
+		for _, m := range held {
+			fmt.Fprintf(b, " %s |", heldC[m].format(1))
+		}
+		b.WriteString("\n")
+	}
 }
 
 // pairHeader is the header cells of the in-distribution and held-out pairs.
