@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fedirl/fedirl/pkg/experiments/jointfit"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
@@ -55,16 +56,10 @@ func (l *jointLearner) Evaluate(ctx context.Context, spec federation.TaskSpec, t
 }
 
 // jointClients returns the training clients of (env, lattice, seed) as
-// joint learners, their objectives' dimension and the bias column an
-// absorbing feature folds into (−1 without one).
-func (s *Study) jointClients(ctx context.Context, env, lattice string, seed uint64) ([]federation.LocalClient, int, int, error) {
-	out, dim, bias, _, err := s.jointClientsCfg(ctx, env, lattice, seed)
-	return out, dim, bias, err
-}
-
-// jointClientsCfg is jointClients with the first client's MaxEnt settings
-// (the task's irl section).
-func (s *Study) jointClientsCfg(ctx context.Context, env, lattice string, seed uint64) ([]federation.LocalClient, int, int, irl.Config, error) {
+// joint learners, their objectives' dimension, the bias column an
+// absorbing feature folds into (−1 without one) and the first client's
+// MaxEnt settings (the task's irl section).
+func (s *Study) jointClients(ctx context.Context, env, lattice string, seed uint64) ([]federation.LocalClient, int, int, irl.Config, error) {
 	var out []federation.LocalClient
 	var first irl.Config
 	dim, bias := 0, -1
@@ -77,10 +72,7 @@ func (s *Study) jointClientsCfg(ctx context.Context, env, lattice string, seed u
 		if err != nil {
 			return nil, 0, 0, first, err
 		}
-		cfg.Solver.Tol = min(cfg.Solver.Tol, 1e-10)
-		if cfg.Solver.Tol <= 0 {
-			cfg.Solver.Tol = 1e-10
-		}
+		cfg = jointfit.TightSolver(cfg)
 		_, dim = phi.Dims()
 		if isp.IRL.Absorbing {
 			if !isp.Probe.RBF.Bias {
@@ -100,7 +92,7 @@ func (s *Study) runJoint(ctx context.Context, u unit, sp fusionSpec, env, lattic
 	if sp.Privacy != nil || sp.Attack != nil {
 		return fmt.Errorf("fusion %s: method joint runs without privacy and attacks in the control study", u.name)
 	}
-	clients, dim, bias, icfg, err := s.jointClientsCfg(ctx, env, lattice, seed)
+	clients, dim, bias, icfg, err := s.jointClients(ctx, env, lattice, seed)
 	if err != nil {
 		return err
 	}

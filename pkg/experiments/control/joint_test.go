@@ -32,7 +32,7 @@ func TestJointOverGRPCReachesPooled(t *testing.T) {
 	for _, env := range cfg.Envs {
 		l := cfg.Lattices[env][0]
 		seed := cfg.Seed
-		clients, dim, bias, icfg, err := st.jointClientsCfg(ctx, env, l, seed)
+		clients, dim, bias, icfg, err := st.jointClients(ctx, env, l, seed)
 		if err != nil {
 			t.Fatal(err)
 		}

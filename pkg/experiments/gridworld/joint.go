@@ -59,8 +59,7 @@ func (c Config) jointClients(clients []*studyClient) ([]jointfit.Client, error) 
 	}
 	out := make([]jointfit.Client, len(clients))
 	for i, cl := range clients {
-		cfg := c.IRL.config(c.IRL.IRLIterations)
-		cfg.Solver.Tol = 1e-10
+		cfg := jointfit.TightSolver(c.IRL.config(c.IRL.IRLIterations))
 		out[i] = jointfit.Client{MDP: cl.env.MDP, Phi: cl.env.Phi, Demos: cl.demos, IRL: cfg, Weight: w[i]}
 	}
 	return out, nil
@@ -187,8 +186,7 @@ func (l *studyClient) Evaluate(ctx context.Context, spec federation.TaskSpec, th
 	if err := ctx.Err(); err != nil {
 		return jointopt.Eval{}, 0, err
 	}
-	cfg := l.cfg.config(l.cfg.IRLIterations)
-	cfg.Solver.Tol = 1e-10
+	cfg := jointfit.TightSolver(l.cfg.config(l.cfg.IRLIterations))
 	o, err := irl.NewObjective(l.env.MDP, l.env.Phi, l.demos, cfg)
 	if err != nil {
 		return jointopt.Eval{}, 0, err

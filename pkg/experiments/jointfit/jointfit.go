@@ -155,6 +155,20 @@ type Personal struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
+// JointSolverTol is the value solves' tolerance of every joint-likelihood
+// evaluation: the Newton rounds judge convergence on the summed gradient,
+// which is only as exact as the solves behind it.
+const JointSolverTol = 1e-10
+
+// TightSolver returns cfg with its value solves at most JointSolverTol
+// (the pooled fits, personalization and a study's joint clients alike).
+func TightSolver(cfg irl.Config) irl.Config {
+	if cfg.Solver.Tol <= 0 || cfg.Solver.Tol > JointSolverTol {
+		cfg.Solver.Tol = JointSolverTol
+	}
+	return cfg
+}
+
 func objective(cl Client, c Config, lo, hi int) (*irl.Objective, error) {
 	cfg := cl.IRL
 	if cfg.EmpiricalFeatures != nil && (lo > 0 || hi < len(cl.Demos)) {
@@ -164,10 +178,7 @@ func objective(cl Client, c Config, lo, hi int) (*irl.Objective, error) {
 		cfg.EmpiricalFeatures = cl.DemoFeatures(lo, hi)
 	}
 	demos := cl.Demos[lo:hi]
-	cfg.Solver.Tol = min(cfg.Solver.Tol, 1e-10)
-	if cfg.Solver.Tol <= 0 {
-		cfg.Solver.Tol = 1e-10
-	}
+	cfg = TightSolver(cfg)
 	o, err := irl.NewObjective(cl.MDP, cl.Phi, demos, cfg)
 	if err != nil {
 		return nil, err
