@@ -82,7 +82,9 @@ by two shards; at most environments × seeds shards have work); then
 
 Outputs: config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
 figure3.png (Pendulum, CartPole), figure5.png (Acrobot; LunarLander when
-present), resolution.png, log.txt.`,
+present), resolution.png, log.txt, and clips/ (clips.enabled; off with
+--quick): per environment an animated GIF of the expert and of the PPO
+policy of each method's reward, listed in clips/clips.json.`,
 		Example: `  fedirl reproduce control --quick --out /tmp/control-smoke
   fedirl reproduce control --protocol paper --out runs/control-paper
   fedirl reproduce control --env Acrobot-v1 --lattice fine --seeds 5

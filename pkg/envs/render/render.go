@@ -62,6 +62,14 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// Validate returns the error Episode returns for options out of range (a
+// frame size outside 64×48 … 4096×4096, every, max steps or delay below
+// its minimum), so that a caller can check them before the episode.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // Result summarizes the rendered episode.
 type Result struct {
 	Steps      int     `json:"steps"`

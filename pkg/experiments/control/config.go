@@ -11,8 +11,9 @@
 // changing one setting recomputes exactly what depends on it, and a shard of
 // a cluster job array runs a deterministic subset of the evaluation units
 // (computing the upstream units they need) before `merge` assembles the
-// outputs. The outputs (curves.csv, summary.*, diagnostics, figures) are made
-// from the unit files only, so a merged run equals a single run byte for byte.
+// outputs. The outputs (curves.csv, summary.*, diagnostics, figures,
+// clips) are made from the unit files only, so a merged run equals a single
+// run byte for byte.
 //
 // See README-control.md for every choice the paper leaves open.
 package control
@@ -253,6 +254,10 @@ type Config struct {
 	// poison what they send to every fusion (poisoning.go); nil is an
 	// honest federation.
 	Attack *AttackConfig `yaml:"attack,omitempty"`
+	// Clips configures the run folder's clips/: per environment, one
+	// episode of the expert and one of the PPO policy trained on each
+	// method's reward, as animated GIFs (clips.go).
+	Clips ClipsConfig `yaml:"clips"`
 	// LogEvery is the PPO evaluation curve's spacing in environment steps.
 	LogEvery int `yaml:"log_every"`
 	// MemoryLimitGB refuses a lattice whose model would need more.
@@ -562,6 +567,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("memory_limit_gb: %g, want > 0", c.MemoryLimitGB)
 	}
 	if err := c.ModelRollouts.Validate(); err != nil {
+		return err
+	}
+	if err := c.Clips.validate(); err != nil {
 		return err
 	}
 	if err := c.Model.WithDefaults().Validate(); err != nil {

@@ -258,6 +258,10 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.ModelRollouts.Clones, c.ModelRollouts.Count = 0, true }, "count, expand, successor and halt_reward apply"},
 		{func(c *Config) { h := math.Inf(-1); c.ModelRollouts.HaltReward = &h }, "model_rollouts.halt_reward"},
 		{func(c *Config) { c.ModelRollouts.Successor = "nearset" }, `model_rollouts.successor: "nearset"`},
+		{func(c *Config) { c.Clips.Steps = 0 }, "clips.steps: 0, want ≥ 1"},
+		{func(c *Config) { c.Clips.Enabled, c.Clips.Every = true, -2 }, "clips.every: -2, want ≥ 1"},
+		{func(c *Config) { c.Clips.Height = 0 }, "clips.height: 0, want ≥ 1"},
+		{func(c *Config) { c.Clips.Width = 10 }, "clips.width 10, clips.height 200: render: frame size 10×200 outside"},
 	} {
 		c := QuickConfig()
 		c.Env = cloneEnv(c.Env)
@@ -342,6 +346,10 @@ func TestConfigMergesPartialBlocks(t *testing.T) {
 	}
 	if c.IRL.L2 != 0.01 || c.IRL.Optimizer != base.IRL.Optimizer || c.IRL.Temperature != base.IRL.Temperature {
 		t.Errorf("irl block %+v", c.IRL)
+	}
+	os.WriteFile(p, []byte("clips: {steps: 50}\n"), 0o644)
+	if c, err := LoadConfig(p, base); err != nil || c.Clips != (ClipsConfig{true, 50, base.Clips.Every, base.Clips.Width, base.Clips.Height}) {
+		t.Errorf("clips block %+v (%v), want the preset's with steps 50", c.Clips, err)
 	}
 	if base.Env["CartPole-v1"].EvaluationSteps == 6000 || base.Env["CartPole-v1"].Bins != nil {
 		t.Error("loading a config changed the base preset")

@@ -153,5 +153,16 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 	if math.IsNaN(f.FinalTrue) {
 		return fmt.Errorf("evaluation %s: NaN return", u.name)
 	}
+	if s.clipJob(j) {
+		// The policy a clip shows, written before the unit it belongs to:
+		// an evaluation unit on disk has its policy beside it.
+		ck, err := tr.Policy().Checkpoint(&sp.PPO)
+		if err != nil {
+			return err
+		}
+		if err := report.WriteJSON(policyUnit(u).path(s.units), ck); err != nil {
+			return err
+		}
+	}
 	return report.WriteJSON(u.path(s.units), f)
 }

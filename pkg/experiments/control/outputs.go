@@ -12,8 +12,8 @@ import (
 
 // WriteOutputs assembles the outputs from the unit files alone:
 // config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
-// figure3.png, figure5.png and resolution.png. It fails, listing them, if
-// evaluation units are missing.
+// figure3.png, figure5.png, resolution.png and, with clips enabled, clips/
+// (ClipsConfig). It fails, listing them, if evaluation units are missing.
 func (s *Study) WriteOutputs() (*Summary, error) {
 	missing, err := s.Missing()
 	if err != nil {
@@ -58,6 +58,9 @@ func (s *Study) WriteOutputs() (*Summary, error) {
 		return nil, err
 	}
 	if err := s.figures(evals, sum); err != nil {
+		return nil, err
+	}
+	if err := s.writeClips(); err != nil {
 		return nil, err
 	}
 	return sum, nil

@@ -40,6 +40,13 @@ var paperIRL = IRLConfig{LearningRate: 5e-3, Temperature: 1e-3, L2: 1e-3, Optimi
 // converged fit with a gap is what the model and features allow.
 var defaultLadder = LadderConfig{Episodes: 10, PlannerMin: 0.5, ProjectedMin: 0.8}
 
+// defaultClips are the presets' clips: on, episodes cut at 200 simulator
+// steps, one 300 × 200 image every 2 steps (at most 101 images: a Pendulum
+// clip is 95 kB, drawn in 0.06 s; each policy a clip shows adds its
+// checkpoint, 250 kB, under units/policy). --quick, whose whole run takes
+// a few seconds, turns them off.
+var defaultClips = ClipsConfig{Enabled: true, Steps: 200, Every: 2, Width: 300, Height: 200}
+
 // FullConfig returns the paper's scale under the well-posed protocol: 6
 // clients and 2 held out, 10 seeds, the appendix's expert budgets, the
 // evaluation budgets at which PPO on the true reward reaches expert level.
@@ -57,7 +64,7 @@ func FullConfig() Config {
 		Barycenter:          BarycenterConfig{Epsilon: 0.5, SinkhornIterations: 10, BarycenterIterations: 50, SigmaMode: fusion.SigmaShared},
 		NormalizationAnchor: AnchorBest,
 		Methods:             slices.Clone(AllMethods), Joint: jointfit.DefaultConfig(), LogEvery: 5000, MemoryLimitGB: 4,
-		NormalizeReward: true, Ladder: defaultLadder,
+		NormalizeReward: true, Ladder: defaultLadder, Clips: defaultClips,
 	}
 	for _, e := range c.Envs {
 		c.Env[e] = paperEnv(e)
@@ -124,8 +131,8 @@ func DefaultConfig() Config {
 }
 
 // QuickConfig returns the smoke test run in CI (≤ 60 s on 2 cores): 2
-// clients and 1 held-out, 2 seeds, tiny budgets and lattices. Its numbers
-// test the plumbing, not the method.
+// clients and 1 held-out, 2 seeds, tiny budgets and lattices, no clips.
+// Its numbers test the plumbing, not the method.
 func QuickConfig() Config {
 	c := FullConfig()
 	c.Preset = "quick"
@@ -147,6 +154,7 @@ func QuickConfig() Config {
 	c.Barycenter.BarycenterIterations = 20
 	c.Ladder.Episodes = 3
 	c.LogEvery = 2000
+	c.Clips.Enabled = false
 	return c
 }
 

@@ -415,7 +415,7 @@ func (s *Study) pool(ctx context.Context, todo []task, bar *progress.Bar) error 
 func Merge(dir string, from []string) (int, error) {
 	n := 0
 	for _, src := range from {
-		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "pooled", "eval", "fidelity"} {
+		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "pooled", "eval", "policy", "fidelity"} {
 			entries, err := os.ReadDir(fmt.Sprintf("%s/units/%s", src, kind))
 			if os.IsNotExist(err) {
 				continue

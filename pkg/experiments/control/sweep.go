@@ -46,7 +46,9 @@ const CeilingThreshold = 0.85
 // SweepBase returns the base config of `fedirl sweep control`: the default
 // study with 10 seeds on Pendulum-v1 and CartPole-v1, methods local,
 // personalized, mean, normalized-mean, barycenter, pooled, projected and
-// true (quick: the smoke-test study with 2 seeds).
+// true (quick: the smoke-test study with 2 seeds), without clips: a
+// regime's folder holds its tables (a regime's overrides can turn them on,
+// clips: {enabled: true}).
 func SweepBase(quick bool) Config {
 	c := DefaultConfig()
 	c.Preset = "sweep"
@@ -58,6 +60,7 @@ func SweepBase(quick bool) Config {
 	}
 	c.Envs = []string{"Pendulum-v1", "CartPole-v1"}
 	c.Methods = []string{MethodLocal, MethodPersonalized, MethodMean, MethodNormalizedMean, MethodBarycenter, MethodPooled, MethodProjected, MethodTrue}
+	c.Clips.Enabled = false
 	return c
 }
 
