@@ -11,7 +11,9 @@ import (
 )
 
 // barycenter is MethodBarycenter: p̄ is the entropic W2 barycenter of the
-// p_i with weights α on the probe lattice (Options.Solver), mapped back with
+// p_i with weights α on the probe's support (Options.Solver; the lattice's
+// separable kernel, or a scattered probe's tiled on-the-fly kernel with ε
+// in units of its smallest positive point-to-point cost), mapped back with
 // Z = Σ α_i Z_i (and σ = Σ α_i σ_i under SigmaPerClient).
 //
 // What it bounds: under SigmaShared one client's reward range enters σ, so a
@@ -38,10 +40,17 @@ func barycenterCombine(forceDebiased bool) func(context.Context, Input, [][]floa
 		if forceDebiased {
 			solver = ot.Debiased
 		}
-		br, err := ot.LatticeBarycenter(in.Probe.Lattice, ps, in.Alpha, ot.BarycenterOptions{
+		bo := ot.BarycenterOptions{
 			Eps: opt.Eps, Method: solver, MaxIter: opt.MaxIter, InnerIter: opt.InnerIter, Tol: opt.Tol,
 			Stop: ctx.Done(),
-		})
+		}
+		var br ot.BarycenterResult
+		var err error
+		if in.Probe.Points != nil {
+			br, err = ot.PointBarycenter(in.Probe.Points, ps, in.Alpha, bo)
+		} else {
+			br, err = ot.LatticeBarycenter(in.Probe.Lattice, ps, in.Alpha, bo)
+		}
 		if errors.Is(err, ot.ErrStopped) {
 			return combined{}, fmt.Errorf("fusion: barycenter: %w (%w)", context.Cause(ctx), err)
 		}
@@ -66,6 +75,15 @@ func Barycentric(phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weight
 // BarycentricContext is Barycentric that a cancelled ctx stops between
 // barycenter iterations, returning an error wrapping ctx's error.
 func BarycentricContext(ctx context.Context, phi *mat.Dense, lat lattice.Lattice, thetas [][]float64, weights []float64, opt Options) (Result, error) {
+	return barycentricOn(ctx, Probe{Phi: phi, Lattice: lat}, thetas, weights, opt)
+}
+
+// barycentricOn is BarycentricContext on a probe, lattice or scattered.
+func barycentricOn(ctx context.Context, p Probe, thetas [][]float64, weights []float64, opt Options) (Result, error) {
+	if p.Phi == nil {
+		return Result{}, fmt.Errorf("fusion: probe has no feature matrix")
+	}
+	phi := p.Phi
 	d, err := checkThetas(thetas)
 	if err != nil {
 		return Result{}, err
@@ -77,5 +95,5 @@ func BarycentricContext(ctx context.Context, phi *mat.Dense, lat lattice.Lattice
 	if err != nil {
 		return Result{}, err
 	}
-	return fuseRewards(ctx, Input{Probe: Probe{Phi: phi, Lattice: lat}, Thetas: thetas, Alpha: alpha, Options: opt}, nil, barycenter)
+	return fuseRewards(ctx, Input{Probe: p, Thetas: thetas, Alpha: alpha, Options: opt}, nil, barycenter)
 }

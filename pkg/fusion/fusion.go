@@ -32,6 +32,11 @@
 // every reward-space method fuse them beside the θ_i (evaluated as Φθ_i) and
 // back-project the fused reward; the other θ-space methods refuse them.
 //
+// A probe is a lattice or, for problems no lattice can reach, a scattered
+// point set (NewPointProbe: Φ at the points, a weighted squared-Euclidean
+// cost between them); every reward-space method runs on either, the
+// barycenters on the point set's on-the-fly kernel (ot.PointKernel).
+//
 // Each method's doc comment says what it bounds (the influence of one client,
 // its breakdown point). The barycenter itself is computed by package ot on
 // the lattice's separable Gibbs kernel. This package deliberately does no

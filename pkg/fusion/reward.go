@@ -117,10 +117,17 @@ func probeRewards(phi *mat.Dense, thetas, given [][]float64) [][]float64 {
 // checked, α normalized); given holds the clients' rewards on the probe
 // where they contributed rewards instead of θ (nil: every client sent θ).
 func fuseRewards(ctx context.Context, in Input, given [][]float64, m rewardMethod) (Result, error) {
-	phi, lat, opt := in.Probe.Phi, in.Probe.Lattice, in.Options
+	phi, opt := in.Probe.Phi, in.Options
 	n, _ := phi.Dims()
-	if lat.Len() != n {
-		return Result{}, fmt.Errorf("fusion: probe lattice has %d points, Φ has %d rows", lat.Len(), n)
+	if in.Probe.Points != nil && len(in.Probe.Lattice.Axes) > 0 {
+		return Result{}, fmt.Errorf("fusion: probe has both a lattice and points")
+	}
+	if m := in.Probe.Len(); m != n {
+		kind := "lattice"
+		if in.Probe.Scattered() {
+			kind = "point set"
+		}
+		return Result{}, fmt.Errorf("fusion: probe %s has %d points, Φ has %d rows", kind, m, n)
 	}
 	if m.check != nil {
 		if err := m.check(in.Alpha, opt); err != nil {

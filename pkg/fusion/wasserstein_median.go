@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/fedirl/fedirl/pkg/lattice"
 	"github.com/fedirl/fedirl/pkg/ot"
 )
 
@@ -58,22 +57,29 @@ const (
 var wassersteinMedian = rewardMethod{name: MethodWassersteinMedian, combine: wassersteinMedianCombine, scalar: medianScalar, meanOffset: true, perClientDefault: true}
 
 // wmGeometry is the transport geometry of the Wasserstein median: the
-// lattice's Gibbs kernel and a barycenter workspace.
+// probe's Gibbs kernel (lattice or scattered) and a barycenter workspace.
 type wmGeometry struct {
-	k    *ot.LatticeKernel
+	k    ot.Kernel
 	ws   *ot.Workspace
 	eps  float64
 	stop <-chan struct{}
 	self map[int]float64 // OT_ε(p_i, p_i), by client
 }
 
-func newWMGeometry(ctx context.Context, lat lattice.Lattice, opt Options, k int) (*wmGeometry, error) {
+func newWMGeometry(ctx context.Context, probe Probe, opt Options, k int) (*wmGeometry, error) {
 	eps := opt.Eps
 	if eps == 0 {
 		eps = ot.DefaultEps
 	}
-	eps *= lat.CostUnit()
-	kern, err := ot.NewLatticeKernel(lat, eps)
+	var kern ot.Kernel
+	var err error
+	if pc := probe.Points; pc != nil {
+		eps *= pc.CostUnit()
+		kern, err = ot.NewPointKernel(pc, eps)
+	} else {
+		eps *= probe.Lattice.CostUnit()
+		kern, err = ot.NewLatticeKernel(probe.Lattice, eps)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fusion: wasserstein-median: %w", err)
 	}
@@ -131,7 +137,7 @@ func (g *wmGeometry) barycenter(ps [][]float64, w []float64) ([]float64, float64
 
 func wassersteinMedianCombine(ctx context.Context, in Input, ps [][]float64) (combined, error) {
 	k := len(ps)
-	g, err := newWMGeometry(ctx, in.Probe.Lattice, in.Options, k)
+	g, err := newWMGeometry(ctx, in.Probe, in.Options, k)
 	if err != nil {
 		return combined{}, err
 	}

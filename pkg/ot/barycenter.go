@@ -241,6 +241,32 @@ func DenseBarycenter(cost []float64, n int, measures [][]float64, weights []floa
 	return NewWorkspace(k, len(measures)).Barycenter(nil, measures, weights, opt)
 }
 
+// PointBarycenter is LatticeBarycenter on a scattered support: the measures
+// live on the points of pc (each of length pc.Len()), the cost is pc's
+// weighted squared-Euclidean cost, and the Gibbs kernel is applied on the
+// fly in tiles (PointKernel: O(n) memory, O(n²d) time per application).
+// With AbsoluteEps false, Eps is in units of pc.CostUnit(), the smallest
+// positive cost between two points (as DenseBarycenter; on a lattice's
+// points it is the lattice's CostUnit, so the same options give the same
+// barycenter). Every Method runs; for small ε use Stabilized or LogDomain,
+// whose kernel is a tiled log-sum-exp.
+func PointBarycenter(pc *PointCloud, measures [][]float64, weights []float64, opt BarycenterOptions) (BarycenterResult, error) {
+	if pc == nil {
+		return BarycenterResult{}, fmt.Errorf("ot: no point cloud: %w", ErrPoints)
+	}
+	opt = opt.withDefaults()
+	eps := opt.Eps
+	if !opt.AbsoluteEps {
+		eps *= pc.CostUnit()
+	}
+	k, err := NewPointKernel(pc, eps)
+	if err != nil {
+		return BarycenterResult{}, err
+	}
+	opt.Eps, opt.AbsoluteEps = eps, true
+	return NewWorkspace(k, len(measures)).Barycenter(nil, measures, weights, opt)
+}
+
 // Workspace holds the scratch memory of barycenter solves with one square
 // kernel and up to a fixed number of measures, so that repeated solves and
 // their iterations allocate nothing. It is not safe for concurrent use.

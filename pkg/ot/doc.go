@@ -21,13 +21,22 @@
 // Passes and elementwise updates are split across all cores by a small worker
 // pool, and reusable workspaces make solver iterations allocation-free.
 //
+// A scattered support (PointCloud: n points in R^d with a weighted
+// squared-Euclidean cost, such as a task's probe of rollout states) has no
+// product structure; PointKernel applies its Gibbs kernel on the fly in
+// tiles, O(n) memory and O(n²d) time per application, with a tiled
+// log-sum-exp for the log domain, and PointBarycenter runs every barycenter
+// method on it through the same Workspace (see pointkernel.go for why that
+// kernel is plain Go).
+//
 // Units: a lattice's cost is measured in the raw coordinates; option structs
 // measure ε by default in units of the lattice's CostUnit (the squared
 // smallest spacing), so ε = 0.5 (the paper's value) means the same smoothing
 // on any lattice.
 //
 // The package deliberately knows nothing of rewards, MDPs or federated
-// learning, does not do free-support barycenters, unbalanced transport or
+// learning, does not do free-support barycenters (a scattered support is
+// fixed, not optimized), unbalanced transport or
 // GPU computation, and its exact LP solver is meant for a few hundred points,
 // not for large problems.
 package ot
