@@ -197,18 +197,7 @@ func TestBarycenterDeterministicAcrossWorkers(t *testing.T) {
 		}
 		return out
 	}
-	w := workers()
-	all := run()
-	nWorkers = 1
-	one := run()
-	nWorkers = w
-	for i := range all {
-		for j := range all[i] {
-			if all[i][j] != one[i][j] {
-				t.Fatalf("method %d entry %d: %v with %d workers, %v with 1", i, j, all[i][j], w, one[i][j])
-			}
-		}
-	}
+	sameWithOneWorker(t, run)
 }
 
 func TestWorkspaceRefusesForeignEps(t *testing.T) {
@@ -246,5 +235,23 @@ func TestMethodText(t *testing.T) {
 	var m Method
 	if err := m.UnmarshalText([]byte("sinkhorn")); err == nil {
 		t.Fatal("unknown method name accepted")
+	}
+}
+
+// sameWithOneWorker checks that run gives the same bits with every worker
+// and with one (per method, the barycenter and its marginal error).
+func sameWithOneWorker(t *testing.T, run func() [][]float64) {
+	t.Helper()
+	w := workers()
+	all := run()
+	nWorkers = 1
+	one := run()
+	nWorkers = w
+	for i := range all {
+		for j := range all[i] {
+			if all[i][j] != one[i][j] {
+				t.Fatalf("method %d entry %d: %v with %d workers, %v with 1", i, j, all[i][j], w, one[i][j])
+			}
+		}
 	}
 }

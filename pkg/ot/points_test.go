@@ -274,18 +274,7 @@ func TestPointBarycenterDeterministicAcrossWorkers(t *testing.T) {
 		}
 		return out
 	}
-	w := workers()
-	all := run()
-	nWorkers = 1
-	one := run()
-	nWorkers = w
-	for i := range all {
-		for j := range all[i] {
-			if all[i][j] != one[i][j] {
-				t.Fatalf("method %d entry %d: %v with %d workers, %v with 1", i, j, all[i][j], w, one[i][j])
-			}
-		}
-	}
+	sameWithOneWorker(t, run)
 }
 
 // TestPointBarycenterNoAllocs checks that kernel applications and a solve
