@@ -8,11 +8,12 @@ import (
 
 // The scattered-support kernel is written by hand because no Go library
 // applies a Gibbs kernel without storing it: gonum's dense products need the
-// n×n matrix (8n² bytes: 3.2 GB at n = 20 000), and the package's assembly
-// kernels (band_amd64.s, geomean_amd64.s) serve the lattice's separable
-// passes, not a fused cost-and-exp tile. Each entry costs d subtractions and
-// multiply-adds for the cost and one math.Exp (the standard library's,
-// itself assembly on amd64), so it is pure Go with no CPU-feature dispatch.
+// n×n matrix (8n² bytes: 3.2 GB at n = 20 000). Each entry costs d
+// subtractions and multiply-adds for the cost and one exp. On CPUs with
+// AVX2 and FMA the tiles run in pointexp_amd64.s (costs in registers, a
+// vector exp; AVX-512 where present; see pointexp.go for what they compute
+// and how closely they match); elsewhere, for LogApplyCost and when
+// plainPoints is set, scaleTile and logTile (pure Go, math.Exp) do.
 
 // Tile sizes of a PointKernel application: a work item is pointRowTile
 // consecutive rows; each row's sum runs over the columns in order, a tile of
@@ -43,6 +44,21 @@ type PointKernel struct {
 	job     pointPass
 	scratch []float64 // per worker: colTile + 2·pointRowTile
 	wg      sync.WaitGroup
+
+	// The vector path's tiles: vcol columns (a multiple of pointLanes), the
+	// tile at column j0 stored from xt[j0·d] as d rows of its column count
+	// rounded up to pointLanes (zero-padded); vpad holds the input in the
+	// same tiling (padded with 0, or −Inf in the log domain), vscratch per
+	// worker a tile's exponents and the rows' partial sums and maxima.
+	vcol     int
+	xt       []float64
+	vpad     []float64
+	vscratch []float64
+}
+
+// vecScratch is the length of one worker's part of vscratch.
+func (pk *PointKernel) vecScratch() int {
+	return pk.vcol + pointRowTile*(pointLanes+1)
 }
 
 // NewPointKernel returns the Gibbs kernel of pc at regularization eps in the
@@ -58,7 +74,30 @@ func NewPointKernel(pc *PointCloud, eps float64) (*PointKernel, error) {
 	pk := &PointKernel{pc: pc, eps: eps, colTile: ct}
 	pk.scratch = make([]float64, workers()*(ct+2*pointRowTile))
 	pk.job.pk = pk
+	if hasFMA {
+		pk.initVec()
+	}
 	return pk, nil
+}
+
+// initVec lays out the cloud's coordinates for the vector path.
+func (pk *PointKernel) initVec() {
+	n, d := pk.pc.n, pk.pc.d
+	pk.vcol = pointColTile(d) &^ (pointLanes - 1)
+	nt := (n + pk.vcol - 1) / pk.vcol
+	pk.xt = make([]float64, nt*pk.vcol*d)
+	pk.vpad = make([]float64, nt*pk.vcol)
+	pk.vscratch = make([]float64, workers()*pk.vecScratch())
+	for j0 := 0; j0 < n; j0 += pk.vcol {
+		m := min(pk.vcol, n-j0)
+		m16 := (m + pointLanes - 1) &^ (pointLanes - 1)
+		for k := range d {
+			row := pk.xt[j0*d+k*m16 : j0*d+(k+1)*m16]
+			for j := range m {
+				row[j] = pk.pc.x[(j0+j)*d+k]
+			}
+		}
+	}
 }
 
 // Cloud returns the kernel's point cloud.
@@ -104,6 +143,21 @@ func (pk *PointKernel) run(dst, v []float64, op int) []float64 {
 	}
 	j := &pk.job
 	j.dst, j.v, j.op = dst, v, op
+	j.vec = hasFMA && !plainPoints && op != opLogCost
+	if j.vec {
+		pad := 0.0
+		if op == opLog {
+			pad = math.Inf(-1)
+		}
+		for j0 := 0; j0 < n; j0 += pk.vcol {
+			m := min(pk.vcol, n-j0)
+			m16 := (m + pointLanes - 1) &^ (pointLanes - 1)
+			copy(pk.vpad[j0:j0+m], v[j0:j0+m])
+			for q := j0 + m; q < j0+m16; q++ {
+				pk.vpad[q] = pad
+			}
+		}
+	}
 	parallel((n+pointRowTile-1)/pointRowTile, 1, j, &pk.wg)
 	j.dst, j.v = nil, nil
 	return dst
@@ -115,6 +169,7 @@ type pointPass struct {
 	pk     *PointKernel
 	dst, v []float64
 	op     int
+	vec    bool // the assembly kernels (runVec)
 }
 
 // expUnderflow bounds the exponents worth evaluating: exp(t) for
@@ -122,6 +177,10 @@ type pointPass struct {
 const expUnderflow = -708.3964185322641 // log(minNormal)
 
 func (p *pointPass) runRange(c, lo, hi int) {
+	if p.vec {
+		p.runVec(c, lo, hi)
+		return
+	}
 	pk := p.pk
 	pc := pk.pc
 	n, d, ct := pc.n, pc.d, pk.colTile
@@ -220,4 +279,68 @@ func logTile(buf, xi, xs, vs, w []float64, ieps float64, cost bool, s, m float64
 		}
 	}
 	return s, m
+}
+
+// runVec is runRange on the vector path: the same tiles of rows, the
+// vector path's tiles of columns, each row's sum in pointLanes partial sums.
+func (p *pointPass) runVec(c, lo, hi int) {
+	pk := p.pk
+	pc := pk.pc
+	n, d, ct := pc.n, pc.d, pk.vcol
+	sz := pk.vecScratch()
+	sc := pk.vscratch[c*sz : (c+1)*sz]
+	buf, lanes, mx := sc[:ct], sc[ct:ct+pointRowTile*pointLanes], sc[ct+pointRowTile*pointLanes:]
+	nieps := -(1 / pk.eps)
+	w, tab := pc.w, &pexTab[0][0]
+	log, cost := p.op == opLog, p.op == opCost
+	mul, logE, logSum := pointMul4, pointLogE4, pointLogSum4
+	if pointZMM {
+		mul, logE, logSum = pointMul8, pointLogE8, pointLogSum8
+	}
+	for t := lo; t < hi; t++ {
+		r0, r1 := t*pointRowTile, min((t+1)*pointRowTile, n)
+		for q := range lanes {
+			lanes[q] = 0
+		}
+		for r := range mx {
+			mx[r] = math.Inf(-1)
+		}
+		for j0 := 0; j0 < n; j0 += ct {
+			m16 := (min(ct, n-j0) + pointLanes - 1) &^ (pointLanes - 1)
+			xt, vs := &pk.xt[j0*d], &pk.vpad[j0]
+			for i := r0; i < r1; i++ {
+				r := i - r0
+				ln := lanes[r*pointLanes : (r+1)*pointLanes]
+				xi := &pc.x[i*d]
+				if !log {
+					mul(&ln[0], xt, m16, d, xi, &w[0], vs, nieps, cost, tab)
+					continue
+				}
+				tm := logE(&buf[0], xt, m16, d, xi, &w[0], vs, nieps, tab)
+				if math.IsInf(tm, -1) {
+					continue
+				}
+				if tm > mx[r] {
+					f := math.Exp(mx[r] - tm) // 0 when mx[r] = −Inf
+					for q := range ln {
+						ln[q] *= f
+					}
+					mx[r] = tm
+				}
+				logSum(&ln[0], &buf[0], m16, mx[r], tab)
+			}
+		}
+		out := p.dst[r0:r1]
+		for r := range out {
+			s := sumLanes(lanes[r*pointLanes:])
+			switch {
+			case !log:
+				out[r] = s
+			case math.IsInf(mx[r], -1):
+				out[r] = mx[r]
+			default:
+				out[r] = mx[r] + math.Log(s)
+			}
+		}
+	}
 }
