@@ -6,9 +6,11 @@ import "math"
 // FMA; AVX-512F where present) computes a tile's costs in registers, 16
 // columns at a time, and their exponentials with a vector exp:
 //
-//	k = round(x·log₂e), r = x − k·ln2Hi − k·ln2Lo (two FMAs),
-//	exp(x) = 2^k · p(r), p the degree-13 Taylor polynomial (Horner, FMAs),
+//	k = x·log₂e rounded (one FMA adding 1.5·2^52), r = x − k·ln2Hi − k·ln2Lo,
+//	exp(x) = 2^k · p(r), p the degree-13 Taylor polynomial, |r| ≤ ln2/2,
 //
+// p as 1 + r·(1 + r·Q(r)) with Q in pieces (Estrin's scheme with Horner
+// inside) so that its dependency chain is short, every step an FMA, and
 // 2^k applied as an exponent addition. Its domain is x ≤ 0: exp(x) is set
 // to 0 for x below expUnderflow (−Inf included) and for any result below
 // the normal float64 range, and NaN gives 0. On [expUnderflow, 0] it is

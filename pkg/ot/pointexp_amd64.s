@@ -22,67 +22,81 @@
 #define C12 1152(R12)
 #define C13 1216(R12)
 
-// EXP4 sets p = exp(x) lane by lane (AVX2+FMA), 0 where x < expUnderflow,
-// where the result is below the normal range and where x is NaN; k, r and m
-// are scratch, x is kept. The operations are those of pointExpRef in
-// pointexp_test.go.
-#define EXP4(x, k, r, p, m) \
-	VMULPD LOG2E, x, k; \
-	VROUNDPD $0, k, k; \
-	VMOVAPD x, r; \
-	VFNMADD231PD LN2HI, k, r; \
-	VFNMADD231PD LN2LO, k, r; \
-	VMOVUPD C13, p; \
-	VFMADD213PD C12, r, p; \
-	VFMADD213PD C11, r, p; \
-	VFMADD213PD C10, r, p; \
-	VFMADD213PD C9, r, p; \
-	VFMADD213PD C8, r, p; \
-	VFMADD213PD C7, r, p; \
-	VFMADD213PD C6, r, p; \
-	VFMADD213PD C5, r, p; \
-	VFMADD213PD C4, r, p; \
-	VFMADD213PD C3, r, p; \
-	VFMADD213PD C2, r, p; \
-	VFMADD213PD ONE, r, p; \
-	VFMADD213PD ONE, r, p; \
-	VADDPD MAGIC, k, k; \
+// EXP4 sets m = exp(x) lane by lane (AVX2+FMA), 0 where x < expUnderflow,
+// where the result is below the normal range and where x is NaN; x is kept,
+// k, p, r, a, b and c are scratch. The operations are those of pointExpRef
+// in pointexp_test.go: x·log₂e rounded to an integer kd by adding 1.5·2^52
+// in one FMA, the reduced argument ρ = x − kd·ln2Hi − kd·ln2Lo in p, and
+// 2^kd·(1 + ρ·(1 + ρ·Q(ρ))), Q of degree 11 in pieces for a short
+// dependency chain: (c2 + c3ρ + (c4 + c5ρ)ρ²) + ρ⁴·(s1 + ρ⁴·s2), s1 and s2
+// by Horner.
+#define EXP4(x, k, p, r, a, b, c, m) \
+	VMOVUPD MAGIC, k; \
+	VFMADD231PD LOG2E, x, k; \
+	VSUBPD MAGIC, k, r; \
+	VMOVAPD x, p; \
+	VFNMADD231PD LN2HI, r, p; \
+	VFNMADD231PD LN2LO, r, p; \
+	VMULPD p, p, a; \
+	VMULPD a, a, b; \
+	VMOVUPD C3, r; \
+	VFMADD213PD C2, p, r; \
+	VMOVUPD C5, c; \
+	VFMADD213PD C4, p, c; \
+	VFMADD231PD c, a, r; \
+	VMOVUPD C9, c; \
+	VFMADD213PD C8, p, c; \
+	VFMADD213PD C7, p, c; \
+	VFMADD213PD C6, p, c; \
+	VMOVUPD C13, m; \
+	VFMADD213PD C12, p, m; \
+	VFMADD213PD C11, p, m; \
+	VFMADD213PD C10, p, m; \
+	VFMADD213PD c, b, m; \
+	VFMADD213PD r, b, m; \
+	VFMADD213PD ONE, p, m; \
+	VFMADD213PD ONE, p, m; \
 	VPSUBQ MAGIC, k, k; \
 	VPSLLQ $52, k, k; \
-	VPADDQ k, p, p; \
-	VCMPPD $0x1d, MINNORM, p, m; \
-	VANDPD m, p, p; \
-	VCMPPD $0x1d, UNDER, x, m; \
-	VANDPD m, p, p
+	VPADDQ k, m, m; \
+	VCMPPD $0x1d, MINNORM, m, a; \
+	VANDPD a, m, m; \
+	VCMPPD $0x1d, UNDER, x, a; \
+	VANDPD a, m, m
 
 // EXP8 is EXP4 with AVX-512F (mask K1 is scratch too): the same operations.
-#define EXP8(x, k, r, p) \
-	VMULPD LOG2E, x, k; \
-	VRNDSCALEPD $0, k, k; \
-	VMOVAPD x, r; \
-	VFNMADD231PD LN2HI, k, r; \
-	VFNMADD231PD LN2LO, k, r; \
-	VMOVUPD C13, p; \
-	VFMADD213PD C12, r, p; \
-	VFMADD213PD C11, r, p; \
-	VFMADD213PD C10, r, p; \
-	VFMADD213PD C9, r, p; \
-	VFMADD213PD C8, r, p; \
-	VFMADD213PD C7, r, p; \
-	VFMADD213PD C6, r, p; \
-	VFMADD213PD C5, r, p; \
-	VFMADD213PD C4, r, p; \
-	VFMADD213PD C3, r, p; \
-	VFMADD213PD C2, r, p; \
-	VFMADD213PD ONE, r, p; \
-	VFMADD213PD ONE, r, p; \
-	VADDPD MAGIC, k, k; \
+#define EXP8(x, k, p, r, a, b, c, m) \
+	VMOVUPD MAGIC, k; \
+	VFMADD231PD LOG2E, x, k; \
+	VSUBPD MAGIC, k, r; \
+	VMOVAPD x, p; \
+	VFNMADD231PD LN2HI, r, p; \
+	VFNMADD231PD LN2LO, r, p; \
+	VMULPD p, p, a; \
+	VMULPD a, a, b; \
+	VMOVUPD C3, r; \
+	VFMADD213PD C2, p, r; \
+	VMOVUPD C5, c; \
+	VFMADD213PD C4, p, c; \
+	VFMADD231PD c, a, r; \
+	VMOVUPD C9, c; \
+	VFMADD213PD C8, p, c; \
+	VFMADD213PD C7, p, c; \
+	VFMADD213PD C6, p, c; \
+	VMOVUPD C13, m; \
+	VFMADD213PD C12, p, m; \
+	VFMADD213PD C11, p, m; \
+	VFMADD213PD C10, p, m; \
+	VFMADD213PD c, b, m; \
+	VFMADD213PD r, b, m; \
+	VFMADD213PD ONE, p, m; \
+	VFMADD213PD ONE, p, m; \
 	VPSUBQ MAGIC, k, k; \
 	VPSLLQ $52, k, k; \
-	VPADDQ k, p, p; \
+	VPADDQ k, m, m; \
 	VCMPPD $0x1d, UNDER, x, K1; \
-	VCMPPD $0x1d, MINNORM, p, K1, K1; \
-	VMOVAPD.Z p, K1, p
+	VCMPPD $0x1d, MINNORM, m, K1, K1; \
+	VMOVAPD.Z m, K1, m
 
 // COSTS4 sets Y4…Y7 to the costs of the 16 columns at AX (coordinate rows
 // R8 bytes apart) from the point at R10 with weights R11, R9 coordinates:
@@ -160,8 +174,8 @@ TEXT ·pointExp4(SB), NOSPLIT, $0-32
 
 eloop:
 	VMOVUPD (SI), Y0
-	EXP4(Y0, Y1, Y2, Y3, Y4)
-	VMOVUPD Y3, (DI)
+	EXP4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	VMOVUPD Y7, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	DECQ    CX
@@ -197,49 +211,56 @@ mblock:
 	CMPQ BX, R8
 	JGE  mdone
 	COSTS4(mk)
-	VBROADCASTSD nieps+56(FP), Y8
 	TESTQ        R13, R13
 	JNZ          mcost
-	VMULPD       Y8, Y4, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VFMADD231PD  (DX)(BX*1), Y12, Y0
-	VMULPD       Y8, Y5, Y9
-	EXP4(Y9, Y10, Y11, Y14, Y13)
-	VFMADD231PD  32(DX)(BX*1), Y14, Y1
-	VMULPD       Y8, Y6, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VFMADD231PD  64(DX)(BX*1), Y12, Y2
-	VMULPD       Y8, Y7, Y9
-	EXP4(Y9, Y10, Y11, Y14, Y13)
-	VFMADD231PD  96(DX)(BX*1), Y14, Y3
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y4, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VFMADD231PD  (DX)(BX*1), Y15, Y0
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y5, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VFMADD231PD  32(DX)(BX*1), Y15, Y1
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y6, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VFMADD231PD  64(DX)(BX*1), Y15, Y2
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y7, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VFMADD231PD  96(DX)(BX*1), Y15, Y3
 	ADDQ         $128, BX
 	JMP          mblock
 
 mcost:
-	VMULPD      Y8, Y4, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VMULPD      Y4, Y12, Y12
-	VCMPPD      $0x1d, MINNORM, Y12, Y13
-	VANDPD      Y13, Y12, Y12
-	VFMADD231PD (DX)(BX*1), Y12, Y0
-	VMULPD      Y8, Y5, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VMULPD      Y5, Y12, Y12
-	VCMPPD      $0x1d, MINNORM, Y12, Y13
-	VANDPD      Y13, Y12, Y12
-	VFMADD231PD 32(DX)(BX*1), Y12, Y1
-	VMULPD      Y8, Y6, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VMULPD      Y6, Y12, Y12
-	VCMPPD      $0x1d, MINNORM, Y12, Y13
-	VANDPD      Y13, Y12, Y12
-	VFMADD231PD 64(DX)(BX*1), Y12, Y2
-	VMULPD      Y8, Y7, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
-	VMULPD      Y7, Y12, Y12
-	VCMPPD      $0x1d, MINNORM, Y12, Y13
-	VANDPD      Y13, Y12, Y12
-	VFMADD231PD 96(DX)(BX*1), Y12, Y3
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y4, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VMULPD       Y4, Y15, Y15
+	VCMPPD       $0x1d, MINNORM, Y15, Y10
+	VANDPD       Y10, Y15, Y15
+	VFMADD231PD  (DX)(BX*1), Y15, Y0
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y5, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VMULPD       Y5, Y15, Y15
+	VCMPPD       $0x1d, MINNORM, Y15, Y10
+	VANDPD       Y10, Y15, Y15
+	VFMADD231PD  32(DX)(BX*1), Y15, Y1
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y6, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VMULPD       Y6, Y15, Y15
+	VCMPPD       $0x1d, MINNORM, Y15, Y10
+	VANDPD       Y10, Y15, Y15
+	VFMADD231PD  64(DX)(BX*1), Y15, Y2
+	VBROADCASTSD nieps+56(FP), Y9
+	VMULPD       Y7, Y9, Y9
+	EXP4(Y9, Y8, Y10, Y11, Y12, Y13, Y14, Y15)
+	VMULPD       Y7, Y15, Y15
+	VCMPPD       $0x1d, MINNORM, Y15, Y10
+	VANDPD       Y10, Y15, Y15
+	VFMADD231PD  96(DX)(BX*1), Y15, Y3
 	ADDQ        $128, BX
 	JMP         mblock
 
@@ -272,31 +293,34 @@ zmblock:
 	CMPQ BX, R8
 	JGE  zmdone
 	COSTS8(zmk)
-	VBROADCASTSD nieps+56(FP), Z8
 	TESTQ        R13, R13
 	JNZ          zmcost
-	VMULPD       Z8, Z4, Z9
-	EXP8(Z9, Z10, Z11, Z12)
-	VFMADD231PD  (DX)(BX*1), Z12, Z0
-	VMULPD       Z8, Z5, Z9
-	EXP8(Z9, Z10, Z11, Z14)
-	VFMADD231PD  64(DX)(BX*1), Z14, Z1
+	VBROADCASTSD nieps+56(FP), Z9
+	VMULPD       Z4, Z9, Z9
+	EXP8(Z9, Z8, Z10, Z11, Z12, Z13, Z14, Z15)
+	VFMADD231PD  (DX)(BX*1), Z15, Z0
+	VBROADCASTSD nieps+56(FP), Z9
+	VMULPD       Z5, Z9, Z9
+	EXP8(Z9, Z8, Z10, Z11, Z12, Z13, Z14, Z15)
+	VFMADD231PD  64(DX)(BX*1), Z15, Z1
 	ADDQ         $128, BX
 	JMP          zmblock
 
 zmcost:
-	VMULPD      Z8, Z4, Z9
-	EXP8(Z9, Z10, Z11, Z12)
-	VMULPD      Z4, Z12, Z12
-	VCMPPD      $0x1d, MINNORM, Z12, K1
-	VMOVAPD.Z   Z12, K1, Z12
-	VFMADD231PD (DX)(BX*1), Z12, Z0
-	VMULPD      Z8, Z5, Z9
-	EXP8(Z9, Z10, Z11, Z12)
-	VMULPD      Z5, Z12, Z12
-	VCMPPD      $0x1d, MINNORM, Z12, K1
-	VMOVAPD.Z   Z12, K1, Z12
-	VFMADD231PD 64(DX)(BX*1), Z12, Z1
+	VBROADCASTSD nieps+56(FP), Z9
+	VMULPD       Z4, Z9, Z9
+	EXP8(Z9, Z8, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMULPD       Z4, Z15, Z15
+	VCMPPD       $0x1d, MINNORM, Z15, K1
+	VMOVAPD.Z    Z15, K1, Z15
+	VFMADD231PD  (DX)(BX*1), Z15, Z0
+	VBROADCASTSD nieps+56(FP), Z9
+	VMULPD       Z5, Z9, Z9
+	EXP8(Z9, Z8, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMULPD       Z5, Z15, Z15
+	VCMPPD       $0x1d, MINNORM, Z15, K1
+	VMOVAPD.Z    Z15, K1, Z15
+	VFMADD231PD  64(DX)(BX*1), Z15, Z1
 	ADDQ        $128, BX
 	JMP         zmblock
 
@@ -426,20 +450,20 @@ sblock:
 	JGE     sdone
 	VMOVUPD (SI)(BX*1), Y9
 	VSUBPD  Y8, Y9, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
+	EXP4(Y9, Y4, Y5, Y6, Y7, Y10, Y11, Y12)
 	VADDPD  Y12, Y0, Y0
-	VMOVUPD 32(SI)(BX*1), Y4
-	VSUBPD  Y8, Y4, Y4
-	EXP4(Y4, Y5, Y6, Y7, Y13)
-	VADDPD  Y7, Y1, Y1
+	VMOVUPD 32(SI)(BX*1), Y9
+	VSUBPD  Y8, Y9, Y9
+	EXP4(Y9, Y4, Y5, Y6, Y7, Y10, Y11, Y12)
+	VADDPD  Y12, Y1, Y1
 	VMOVUPD 64(SI)(BX*1), Y9
 	VSUBPD  Y8, Y9, Y9
-	EXP4(Y9, Y10, Y11, Y12, Y13)
+	EXP4(Y9, Y4, Y5, Y6, Y7, Y10, Y11, Y12)
 	VADDPD  Y12, Y2, Y2
-	VMOVUPD 96(SI)(BX*1), Y4
-	VSUBPD  Y8, Y4, Y4
-	EXP4(Y4, Y5, Y6, Y7, Y13)
-	VADDPD  Y7, Y3, Y3
+	VMOVUPD 96(SI)(BX*1), Y9
+	VSUBPD  Y8, Y9, Y9
+	EXP4(Y9, Y4, Y5, Y6, Y7, Y10, Y11, Y12)
+	VADDPD  Y12, Y3, Y3
 	ADDQ    $128, BX
 	JMP     sblock
 
@@ -469,12 +493,12 @@ zsblock:
 	JGE     zsdone
 	VMOVUPD (SI)(BX*1), Z9
 	VSUBPD  Z8, Z9, Z9
-	EXP8(Z9, Z10, Z11, Z12)
+	EXP8(Z9, Z4, Z5, Z6, Z7, Z10, Z11, Z12)
 	VADDPD  Z12, Z0, Z0
-	VMOVUPD 64(SI)(BX*1), Z4
-	VSUBPD  Z8, Z4, Z4
-	EXP8(Z4, Z5, Z6, Z7)
-	VADDPD  Z7, Z1, Z1
+	VMOVUPD 64(SI)(BX*1), Z13
+	VSUBPD  Z8, Z13, Z13
+	EXP8(Z13, Z14, Z15, Z16, Z17, Z18, Z19, Z20)
+	VADDPD  Z20, Z1, Z1
 	ADDQ    $128, BX
 	JMP     zsblock
 

@@ -13,21 +13,24 @@ import (
 // in pointexp_amd64.s): the same operations in the same order, math.FMA
 // where the assembly has a fused multiply-add.
 func pointExpRef(x float64) float64 {
-	kd := math.RoundToEven(float64(x * math.Log2E))
-	r := math.FMA(-kd, ln2Hi, x)
-	r = math.FMA(-kd, ln2Lo, r)
-	p := pexTab[pxC2+11][0]
-	for i := 10; i >= 0; i-- {
-		p = math.FMA(p, r, pexTab[pxC2+i][0])
-	}
-	p = math.FMA(p, r, 1)
-	p = math.FMA(p, r, 1)
-	k := math.Float64bits(kd+magic) - math.Float64bits(magic)
-	p = math.Float64frombits(math.Float64bits(p) + k<<52)
-	if !(p >= minNormal) || !(x >= expUnderflow) {
+	c := func(i int) float64 { return pexTab[pxC2+i-2][0] } // 1/i!
+	kb := math.FMA(x, math.Log2E, magic)
+	kd := kb - magic
+	p := math.FMA(-kd, ln2Hi, x)
+	p = math.FMA(-kd, ln2Lo, p)
+	p2 := float64(p * p)
+	p4 := float64(p2 * p2)
+	s0 := math.FMA(p2, math.FMA(p, c(5), c(4)), math.FMA(p, c(3), c(2)))
+	s1 := math.FMA(math.FMA(math.FMA(c(9), p, c(8)), p, c(7)), p, c(6))
+	s2 := math.FMA(math.FMA(math.FMA(c(13), p, c(12)), p, c(11)), p, c(10))
+	q := math.FMA(p4, math.FMA(p4, s2, s1), s0)
+	y := math.FMA(p, math.FMA(p, q, 1), 1)
+	k := math.Float64bits(kb) - math.Float64bits(magic)
+	y = math.Float64frombits(math.Float64bits(y) + k<<52)
+	if !(y >= minNormal) || !(x >= expUnderflow) {
 		return 0
 	}
-	return p
+	return y
 }
 
 // ulpDiff returns the distance in units in the last place between two

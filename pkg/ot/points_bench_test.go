@@ -75,3 +75,62 @@ func BenchmarkPointKernelApply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPointTile times one row against one column tile of a
+// PointKernel (1024 random points, ε = 1) on each path this CPU has, on one
+// goroutine: the scaling form (mul: costs, exp, multiply-add) and the log
+// domain's two passes (loge: costs and exponents; logsum: the exps), in ns
+// per kernel entry.
+func BenchmarkPointTile(b *testing.B) {
+	for _, d := range []int{4, 24} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		pc := randCloud(b, rng, 1024, d, 3)
+		pk, err := NewPointKernel(pc, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ct := pointColTile(d)
+		v := randVec(rng, ct, 0, 1)
+		report := func(b *testing.B, cols int) {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*cols), "ns/entry")
+		}
+		b.Run(fmt.Sprintf("D=%d/go/mul", d), func(b *testing.B) {
+			for b.Loop() {
+				scaleTile(pc.x[:d], pc.x[:ct*d], v, pc.w, 1, false)
+			}
+			report(b, ct)
+		})
+		if !hasFMA {
+			continue
+		}
+		lanes, buf, tab := make([]float64, pointLanes), make([]float64, pk.vcol), &pexTab[0][0]
+		paths := []string{"avx2"}
+		if hasAVX512 {
+			paths = append(paths, "avx512")
+		}
+		for _, path := range paths {
+			mul, logE, logSum := pointMul4, pointLogE4, pointLogSum4
+			if path == "avx512" {
+				mul, logE, logSum = pointMul8, pointLogE8, pointLogSum8
+			}
+			b.Run(fmt.Sprintf("D=%d/%s/mul", d, path), func(b *testing.B) {
+				for b.Loop() {
+					mul(&lanes[0], &pk.xt[0], pk.vcol, d, &pc.x[0], &pc.w[0], &v[0], -1, false, tab)
+				}
+				report(b, pk.vcol)
+			})
+			b.Run(fmt.Sprintf("D=%d/%s/loge", d, path), func(b *testing.B) {
+				for b.Loop() {
+					logE(&buf[0], &pk.xt[0], pk.vcol, d, &pc.x[0], &pc.w[0], &v[0], -1, tab)
+				}
+				report(b, pk.vcol)
+			})
+			b.Run(fmt.Sprintf("D=%d/%s/logsum", d, path), func(b *testing.B) {
+				for b.Loop() {
+					logSum(&lanes[0], &buf[0], pk.vcol, 1, tab) // exponents ≤ 1: arguments ≤ 0
+				}
+				report(b, pk.vcol)
+			})
+		}
+	}
+}
