@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fedirl/fedirl/pkg/tasks"
+	"github.com/fedirl/fedirl/pkg/federation"
 )
 
 // jsonError rewrites a JSON decoding error of data so that it says where
@@ -16,7 +16,7 @@ import (
 func jsonError(data []byte, err error) error {
 	if tok, line, col, ok := nonFiniteToken(data); ok {
 		at := ""
-		if path, _, ok := tasks.NonFiniteJSON(data); ok {
+		if path, _, ok := federation.NonFiniteJSON(data); ok {
 			at = " at " + path // e.g. probe.points[12][3]
 		}
 		return fmt.Errorf("line %d column %d: %s is not a JSON number%s (Python's json.dump writes NaN and infinities so by default); fedirl wants finite numbers: remove the non-finite value (json.dump(..., allow_nan=False) finds them): %w", line, col, tok, at, err)

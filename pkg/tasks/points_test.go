@@ -135,27 +135,6 @@ func TestPointProbeValidation(t *testing.T) {
 	}
 }
 
-// TestNonFiniteJSON: the path of the first NaN or infinity of a JSON text,
-// outside strings, with the token as written.
-func TestNonFiniteJSON(t *testing.T) {
-	for _, c := range []struct{ in, path, tok string }{
-		{`{"id": "NaN", "probe": {"points": [[0, 1], [2, NaN]], "phi": [[Infinity]]}}`, "probe.points[1][1]", "NaN"},
-		{`{"a": [1, -Infinity]}`, "a[1]", "-Infinity"},
-		{`NaN`, "$", "NaN"},
-		{`[[1, 2], [Infinity]]`, "$[1][0]", "Infinity"},
-	} {
-		path, tok, ok := NonFiniteJSON([]byte(c.in))
-		if !ok || path != c.path || tok != c.tok {
-			t.Errorf("%s: %q %q %v, want %q %q", c.in, path, tok, ok, c.path, c.tok)
-		}
-	}
-	for _, in := range []string{`{"a": "NaN"}`, `{"a": [1, 2]}`, `{"a": NaN`} {
-		if path, tok, ok := NonFiniteJSON([]byte(in)); ok {
-			t.Errorf("%s: found %q %q", in, path, tok)
-		}
-	}
-}
-
 // TestPointProbeRoundTrip: a points task's spec survives JSON encoding, the
 // store and GetTask with its points bit for bit (also -0, subnormals and
 // values with 17 significant digits), and its rebuilt probe has them.
