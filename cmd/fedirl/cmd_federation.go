@@ -380,6 +380,17 @@ your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
 --seed, and theta_dim is that of its grid features. Flags override the spec file.
 
+A "points" task (env_family "points") has a scattered probe instead of a
+lattice: "probe": {"points": [[s, a, s'], ...]} (or "points_npy", or
+"points_file": an .npy of shape (points, d) read relative to the spec file and
+stored inline), optional "cost_weights" (one > 0 per coordinate, default 1) and
+Φ at the points ("phi", "phi_npy", "phi_file" or an "rbf" with one axis per
+coordinate). At most fusion.MaxProbePoints = 131072 points of at most
+fusion.MaxProbeDim = 256 coordinates, every value finite (and the probe within
+256 KiB); a bad point is refused naming it, e.g. probe: points[12][3] = NaN.
+Clients submit rewards at the points (or θ on Φ); every reward-space fusion
+method runs on it.
+
 --fusion joint makes the task's rounds gradient/Hessian rounds of the joint
 likelihood (every client evaluates every round; --grad-tol and --max-rounds
 stop them, --weighting demos weighs each demonstration alike); such a task

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
+	"github.com/fedirl/fedirl/pkg/npy"
 	"github.com/fedirl/fedirl/pkg/privacy"
 )
 
@@ -274,6 +276,48 @@ func TestServerNeedsAdminToken(t *testing.T) {
 		err := cmd.Execute()
 		if err == nil || !strings.Contains(err.Error(), "--admin-token-file is required") {
 			t.Fatalf("server %v: %v, want a refusal asking for --admin-token-file", args, err)
+		}
+	}
+}
+
+// TestTaskCreatePointsSpec: a points task whose points and Φ are .npy files
+// next to the spec is created from --spec (the files inlined), and a points
+// file with an infinite coordinate or a ragged inline point is refused
+// before anything is stored, naming the field, the point and the coordinate.
+func TestTaskCreatePointsSpec(t *testing.T) {
+	dir := t.TempDir()
+	pts := []float64{0, 0, 1, 0, 0, 1, 1, 1}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("points.npy", npy.EncodeFloat64([]int{4, 2}, pts))
+	write("phi.npy", npy.EncodeFloat64([]int{4, 1}, []float64{1, 2, 3, 4}))
+	bad := append([]float64(nil), pts...)
+	bad[5] = math.Inf(-1)
+	write("bad.npy", npy.EncodeFloat64([]int{4, 2}, bad))
+	spec := func(name, probe string) string {
+		write(name, []byte(`{"id": "`+strings.TrimSuffix(name, ".json")+`", "env_family": "points", "theta_dim": 1, "fusion": {"method": "barycenter"}, "probe": `+probe+`}`))
+		return filepath.Join(dir, name)
+	}
+	store := filepath.Join(dir, "fed.db")
+	if err := execTaskCreate(t, "", "--store", store, "--spec", spec("pts.json", `{"points_file": "points.npy", "phi_file": "phi.npy"}`), "--clients", "a,b", "--tokens-out", filepath.Join(dir, "tok.json")); err != nil {
+		t.Fatal(err)
+	}
+	if sts, err := storeStatuses(store); err != nil || len(sts) != 1 {
+		t.Fatalf("store holds %d tasks (%v)", len(sts), err)
+	}
+	for _, c := range []struct{ probe, want string }{
+		{`{"points_file": "bad.npy", "phi_file": "phi.npy"}`, "probe: points_npy[2][1] = -Inf"},
+		{`{"points": [[0, 0], [1], [0, 1], [1, 1]], "phi_file": "phi.npy"}`, "probe: points[1]: 1 coordinates, want 2"},
+	} {
+		err := execTaskCreate(t, "", "--store", filepath.Join(dir, "bad.db"), "--spec", spec("bad.json", c.probe), "--clients", "a")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.probe, err, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "bad.db")); err == nil {
+			t.Errorf("%s: a refused task created the store", c.probe)
 		}
 	}
 }

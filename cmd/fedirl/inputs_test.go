@@ -53,7 +53,7 @@ func TestJSONMeasureErrors(t *testing.T) {
 		{big, "holds a JSON object, not an array of numbers"},
 		{`["a", 1]`, `non-number "a" at $[0]`},
 		{`[[1, {"x": [1, 2, 3]}], [1, 2]]`, "non-number (a JSON object) at $[0][1]"},
-		{`[NaN, 1]`, "line 1 column 2: NaN is not a JSON number (Python's json.dump writes NaN and infinities so by default)"},
+		{`[NaN, 1]`, "line 1 column 2: NaN is not a JSON number at $[0] (Python's json.dump writes NaN and infinities so by default)"},
 		{"[1,\n -Infinity]", "line 2 column 2: -Infinity is not a JSON number"},
 		{``, "the file is empty"},
 	} {
@@ -79,8 +79,14 @@ func TestNaNInJSONInputsNamed(t *testing.T) {
 	}
 	spec := filepath.Join(dir, "spec.json")
 	os.WriteFile(spec, []byte("{\"id\": \"t\",\n \"probe\": {\"phi\": [[NaN], [1.0]]}}"), 0o644)
-	if _, err := readTaskSpecFile(spec); err == nil || !strings.Contains(err.Error(), "line 2 column 21: NaN is not a JSON number") {
+	if _, err := readTaskSpecFile(spec); err == nil || !strings.Contains(err.Error(), "line 2 column 21: NaN is not a JSON number at probe.phi[0][0]") {
 		t.Errorf("spec with NaN: %v", err)
+	}
+	// A points task's probe as Python's json.dump writes a NaN coordinate:
+	// the point and the coordinate are named.
+	os.WriteFile(spec, []byte("{\"id\": \"t\", \"env_family\": \"points\",\n \"probe\": {\"points\": [[0, 1], [2, 3], [4, NaN]], \"phi\": [[1], [2], [3]]}}"), 0o644)
+	if _, err := readTaskSpecFile(spec); err == nil || !strings.Contains(err.Error(), "line 2 column 43: NaN is not a JSON number at probe.points[2][1]") {
+		t.Errorf("points spec with NaN: %v", err)
 	}
 	os.WriteFile(spec, []byte("{\"id\": \"t\",\n \"quorum\": \"two\"}"), 0o644)
 	if _, err := readTaskSpecFile(spec); err == nil || !strings.Contains(err.Error(), "line 2 column") {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/fedirl/fedirl/pkg/federation"
 )
 
 // jsonError rewrites a JSON decoding error of data so that it says where
@@ -13,7 +15,11 @@ import (
 // that: JSON has no such numbers and fedirl wants finite ones.
 func jsonError(data []byte, err error) error {
 	if tok, line, col, ok := nonFiniteToken(data); ok {
-		return fmt.Errorf("line %d column %d: %s is not a JSON number (Python's json.dump writes NaN and infinities so by default); fedirl wants finite numbers: remove the non-finite value (json.dump(..., allow_nan=False) finds them): %w", line, col, tok, err)
+		at := ""
+		if path, _, ok := federation.NonFiniteJSON(data); ok {
+			at = " at " + path // e.g. probe.points[12][3]
+		}
+		return fmt.Errorf("line %d column %d: %s is not a JSON number%s (Python's json.dump writes NaN and infinities so by default); fedirl wants finite numbers: remove the non-finite value (json.dump(..., allow_nan=False) finds them): %w", line, col, tok, at, err)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {

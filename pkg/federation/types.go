@@ -89,7 +89,8 @@ type Submission struct {
 	Theta    []float64 `json:"theta"`
 	// Reward, instead of Theta (exactly one of the two is set), is the
 	// client's reward on the task's probe support: one value per probe
-	// point, in the lattice's row-major order, from any reward model. Only
+	// point (in the lattice's row-major order, or a scattered probe's
+	// points' order), from any reward model. Only
 	// tasks whose fuser is a RewardFuser and whose fusion method takes
 	// rewards accept it.
 	Reward     []float64 `json:"reward,omitempty"`

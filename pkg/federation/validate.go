@@ -73,6 +73,9 @@ func (s *TaskSpec) Validate() error {
 	case len(s.Probe) > MaxProbeBytes:
 		return fmt.Errorf("task spec %s: probe is %d bytes, limit %d", s.ID, len(s.Probe), MaxProbeBytes)
 	case len(s.Probe) > 0 && !json.Valid(s.Probe):
+		if path, tok, ok := NonFiniteJSON(s.Probe); ok {
+			return fmt.Errorf("task spec %s: probe.%s = %s: JSON has no NaN or infinity (Python's json.dump writes them by default); want finite numbers", s.ID, path, tok)
+		}
 		return fmt.Errorf("task spec %s: probe is not valid JSON", s.ID)
 	case s.Quorum < 1 || s.Quorum > MaxClientsPerTask:
 		return fmt.Errorf("task spec %s: quorum %d: want 1..%d", s.ID, s.Quorum, MaxClientsPerTask)

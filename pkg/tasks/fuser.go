@@ -63,7 +63,7 @@ func (f *Fuser) Fuse(ctx context.Context, spec federation.TaskSpec, thetas [][]f
 }
 
 // RewardSupport implements federation.RewardFuser: the number of points of
-// the task's probe, when its fusion method takes rewards
+// the task's probe (its lattice's or its scattered points'), when its fusion method takes rewards
 // (fusion.AcceptsRewards); an error naming the method and the ones that do
 // otherwise.
 func (f *Fuser) RewardSupport(spec federation.TaskSpec) (int, error) {
@@ -79,7 +79,7 @@ func (f *Fuser) RewardSupport(spec federation.TaskSpec) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return probe.Lattice.Len(), nil
+	return probe.Len(), nil
 }
 
 // FuseRewards implements federation.RewardFuser with

@@ -450,9 +450,13 @@ type FeatureChecker interface {
 }
 
 // ResolveProbeFiles inlines the files a task spec's probe refers to (a
-// lattice probe's phi_file, relative to dir), so that the stored task is
-// self-contained; other families' probes are left as they are.
+// lattice probe's phi_file, a points probe's points_file and phi_file,
+// relative to dir), so that the stored task is self-contained; other
+// families' probes are left as they are.
 func ResolveProbeFiles(spec *federation.TaskSpec, dir string) error {
+	if spec.EnvFamily == PointsFamilyName {
+		return resolvePointFiles(spec, dir)
+	}
 	if spec.EnvFamily != LatticeFamilyName {
 		return nil
 	}
