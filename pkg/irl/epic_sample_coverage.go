@@ -50,6 +50,33 @@ func (c SampleCoverage) Draw(rng *rand.Rand, nBatch, nMean int) (SampleSet, erro
 	return x, nil
 }
 
+// NewSampleCoverage returns the coverage named name that draws states
+// from state (D_S), actions from action (D_A) and next states from step:
+// a batch transition is s ∼ D_S, a ∼ D_A, s′ = step(rng, s, a), and the
+// canonicalization samples are S′ ∼ D_S, A ∼ D_A. This is the shape of
+// every coverage of Coverage, for an environment with or without a model:
+// CoverageModel with D_S uniform over the state space and step the
+// simulator (reset to s, one step with a); CoverageDemonstrations with D_S
+// resampling the demonstrations' states where an action is taken;
+// CoverageUniform with step ignoring (s, a) and drawing s′ ∼ D_S. step is
+// called with vectors it must not modify; a simulator whose state cannot
+// be set has no step, and its coverage is its own rollouts' (a SampleCoverage
+// with its own Transition).
+func NewSampleCoverage(name Coverage, state, action func(rng *rand.Rand) []float64, step func(rng *rand.Rand, s, a []float64) []float64) (SampleCoverage, error) {
+	if _, err := ParseCoverage(string(name)); err != nil {
+		return SampleCoverage{}, err
+	}
+	if state == nil || action == nil || step == nil {
+		return SampleCoverage{}, fmt.Errorf("irl: sample coverage %q: a nil state, action or step function", name)
+	}
+	return SampleCoverage{Name: name, State: state, Action: action,
+		Transition: func(rng *rand.Rand) Transition {
+			s := state(rng)
+			a := action(rng)
+			return Transition{State: s, Action: a, Next: step(rng, s, a)}
+		}}, nil
+}
+
 // ModelSampleCoverage returns the sample version of the exact coverage of o
 // on m (see Coverage), with a state s encoded as the vector {s} and an
 // action a as {a}:
@@ -97,24 +124,15 @@ func ModelSampleCoverage(m *mdp.MDP, o EPICOptions) (SampleCoverage, error) {
 		}
 		return min(s, last)
 	}
-	S, A := m.NumStates, m.NumActions
-	c := SampleCoverage{Name: name,
-		State:  func(rng *rand.Rand) []float64 { return []float64{float64(state(rng))} },
-		Action: func(rng *rand.Rand) []float64 { return []float64{float64(rng.IntN(A))} },
-	}
+	A := m.NumActions
+	enc := func(i int) []float64 { return []float64{float64(i)} }
+	drawState := func(rng *rand.Rand) []float64 { return enc(state(rng)) }
+	drawAction := func(rng *rand.Rand) []float64 { return enc(rng.IntN(A)) }
+	step := func(rng *rand.Rand, s, a []float64) []float64 { return enc(m.SampleNext(rng, int(s[0]), int(a[0]))) }
 	if name == CoverageUniform {
-		c.Transition = func(rng *rand.Rand) Transition {
-			s, a := rng.IntN(S), rng.IntN(A)
-			return Transition{State: []float64{float64(s)}, Action: []float64{float64(a)}, Next: []float64{float64(rng.IntN(S))}}
-		}
-	} else {
-		c.Transition = func(rng *rand.Rand) Transition {
-			s := state(rng)
-			a := rng.IntN(A)
-			return Transition{State: []float64{float64(s)}, Action: []float64{float64(a)}, Next: []float64{float64(m.SampleNext(rng, s, a))}}
-		}
+		step = func(rng *rand.Rand, _, _ []float64) []float64 { return drawState(rng) } // d is uniform over all states
 	}
-	return c, nil
+	return NewSampleCoverage(name, drawState, drawAction, step)
 }
 
 // SampleRewardOf returns r as a SampleReward on the encoding of
