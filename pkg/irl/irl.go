@@ -1,8 +1,10 @@
 // Package irl implements maximum-entropy inverse reinforcement learning
 // (MaxEnt IRL) with a linear reward R_θ(s,a) = θᵀφ(s,a) on a tabular
 // mdp.MDP, as run locally by each client in the paper (§Client-side
-// Learning), together with the file formats of its inputs and the EPIC
-// distance between two rewards on an MDP (EPIC, EPICTransitions).
+// Learning), together with the file formats of its inputs, the EPIC
+// distance between two rewards on an MDP (EPIC, EPICTransitions), and its
+// sample-based estimate for rewards given as functions of real vectors
+// where no model exists (SampleEPIC, SampleCoverage).
 //
 // # Objective
 //

@@ -21,6 +21,7 @@ func TestDependencyRules(t *testing.T) {
 		{"federation", []string{"irl", "mdp", "ot", "envs", "fusion", "tasks", "features", "lattice", "experiments"}},
 		{"fusion", []string{"envs", "irl", "mdp", "federation", "tasks", "experiments"}},
 		{"ot", []string{"envs", "irl", "mdp", "fusion", "federation", "tasks", "features", "rl"}},
+		{"irl", []string{"envs", "fusion", "federation", "tasks", "discretize", "experiments", "rl"}}, // EPIC, exact or sampled, reads rewards as functions, never an environment
 		{"lattice", []string{""}},
 		{"privacy", []string{""}},  // the accountant imports nothing of the project
 		{"jointopt", []string{""}}, // the joint optimizer is bottom floor: federation and fusion share it
