@@ -19,8 +19,8 @@ import (
 // clip's episode (steps, return, frames) and the unit whose policy acts.
 //
 // Every clip of an environment shows the study's first seed and first
-// client (client_ids[0]; by default the appendix's client 0, the classic
-// tasks' unperturbed physics, LunarLander's with wind power 10) in the
+// client (client_ids[0]; by default the appendix's client 0, whose physics
+// `fedirl env list` gives: Pendulum's damping 0.2 and g = 9.81) in the
 // client's own simulator, with the evaluation runs of the environment's
 // first lattice, and starts from the same state (common random numbers);
 // policies act by their mode, and a policy trained with
