@@ -516,6 +516,7 @@ evaluation is clipped, noised and recorded in the ledger before it is sent.`,
 	cf.MarkHidden("pause-before-submit")
 	f.tls.register(cmd)
 	f.dp.register(cmd)
+	cmd.AddCommand(newClientEvalCmd())
 	return cmd
 }
 

@@ -6,7 +6,8 @@
   client    gRPC client (fetch task, submit theta, fetch the fused theta) and `fedirl irl` runner
   runs      loaders for every file a fedirl run folder writes
   api       the main verbs on NumPy arrays, through the fedirl binary built into the wheel: barycenter, epic,
-            irl, fuse and simulate (a whole federation of K clients in one process)
+            irl, fuse, simulate (a whole federation of K clients in one process) and joint_eval (a client's
+            value, gradient and Hessian in a joint task's round)
 
 Install: pip install ./python (builds the fedirl Go binary into the wheel: Go is needed at build time; numpy is required; grpcio and grpcio-tools only for client.Client; PyYAML only
 for config.yaml; pandas only for Table.to_pandas; gymnasium only if you adapt its environments).
@@ -15,12 +16,12 @@ from .lattice import Axis, Lattice, LatticeTask, check_client_features, rbf_matr
 from .model import (GymnasiumState, LatticeMDP, mdp_from_transitions, sample_mdp, write_demos_imitation,
                     write_demos_jsonl)
 from .runs import Figure, Pickled, Run, Table, load_file, load_run
-from .api import FedirlError, barycenter, binary, epic, fuse, irl, simulate
+from .api import FedirlError, barycenter, binary, epic, fuse, irl, joint_eval, simulate
 
 __all__ = ["Axis", "Lattice", "LatticeTask", "check_client_features", "rbf_matrix", "uniform_rbf",
            "GymnasiumState", "LatticeMDP", "mdp_from_transitions", "sample_mdp", "write_demos_imitation",
            "write_demos_jsonl", "Figure", "Pickled", "Run", "Table", "load_file", "load_run", "client",
-           "FedirlError", "barycenter", "binary", "epic", "fuse", "irl", "simulate"]
+           "FedirlError", "barycenter", "binary", "epic", "fuse", "irl", "joint_eval", "simulate"]
 
 
 def __getattr__(name):

@@ -191,6 +191,30 @@ def fuse(thetas, spec, method=None, demo_counts=None, log=False):
     return (out["theta"], out) if log else out["theta"]
 
 
+def joint_eval(spec, mdp, demos, theta, features=None, solver="newton"):
+    """A client's answer to one round of a joint task (fusion method joint) at the trial theta, computed by
+    `fedirl client eval`: the same learner, solver and code as the Go client (`fedirl client`), so the numbers
+    are the ones it would send. Returns a dict: "value" (its MaxEnt objective, log-likelihood minus the task's
+    (l2/2)||theta||^2), "grad" (d,), "hess" (d, d), and "demo_count"; with the task's update fedavg or
+    fedprox "update" (theta after the task's local Newton steps) and no "hess".
+
+    spec: the task spec (path or dict, as fuse(); get_task()["spec"] of the gRPC client); mdp and demos as for
+    irl(); theta: the round's trial theta.
+    """
+    th = np.asarray(theta, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(th)):
+        raise FedirlError("theta holds non-finite values")
+    with tempfile.TemporaryDirectory(prefix="fedirl-") as tmp:
+        out = _json_out(["client", "eval", "--spec", _spec_file(tmp, spec),
+                         "--mdp", _mdp_file(tmp, mdp, features=features), "--demos", _demos_file(tmp, demos),
+                         "--theta", _write_json(tmp, "theta.json", th.tolist()), "--solver", solver])
+    out = _arrays(out, ["theta", "grad", "update"])
+    if out.get("hess") is not None:
+        d = len(out["grad"])
+        out["hess"] = np.asarray(out["hess"], dtype=np.float64).reshape(d, d)
+    return out
+
+
 def simulate(spec, clients, solver="newton"):
     """Runs a whole federation in one process (`fedirl simulate`: the server's coordinator and K clients, each
     learning θ_i with MaxEnt IRL on its own MDP and demonstrations, fused every round by the task's method).

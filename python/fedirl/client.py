@@ -1,6 +1,7 @@
 """Talking to a fedirl server from Python: fetch a task, learn theta_i (with `fedirl irl`, or any way you
 like), submit it and fetch the fused theta; or submit the values of any reward model (a neural network,
-other features) on the task's probe points instead of theta (`probe_points`, `Client.submit_reward`).
+other features) on the task's probe points instead of theta (`probe_points`, `Client.submit_reward`); or
+answer a joint task's gradient/Hessian rounds (`Client.run_joint`).
 
 The gRPC stubs are generated at first use from federation.proto (the checkout's proto/, else the copy
 installed with the package) with grpc_tools into a temporary folder, removed once they are imported (nothing
@@ -150,7 +151,16 @@ class Client:
                 "rounds": s.rounds, "warm_start": s.warm_start,
                 "probe": json.loads(s.probe) if s.probe else None,
                 "irl": json.loads(s.irl) if s.irl else {}, "fusion": json.loads(s.fusion) if s.fusion else {}}
-        return {"spec": spec, "current_round": r.current_round, "done": r.done, "warm_start": list(r.warm_start)}
+        # joint: the task's rounds are gradient/Hessian rounds (fusion method joint; run_joint answers them),
+        # trial the theta its current round evaluates, joint_update whether they take local updates instead
+        # (update fedavg or fedprox). privacy: the task's required client-level DP, None when it has none.
+        privacy = None
+        if s.HasField("privacy"):
+            p = s.privacy
+            privacy = {"max_epsilon": p.max_epsilon, "max_delta": p.max_delta, "clip": p.clip,
+                       "client_clip": p.client_clip}
+        return {"spec": spec, "current_round": r.current_round, "done": r.done, "warm_start": list(r.warm_start),
+                "joint": r.joint, "trial": list(r.trial), "joint_update": r.joint_update, "privacy": privacy}
 
     def submit(self, task_id, theta, demo_count=0, iterations=0, grad_norm=0.0, round=None):
         """Submits theta_i for the task's current round (or the given one); returns (round, server message)."""
@@ -210,7 +220,93 @@ class Client:
                         "outlier_scores": list(f.outlier_scores),
                         # With reward submissions: the fused reward on the probe points (theta is its least
                         # squares fit on the task's Phi) and the clients that sent rewards.
-                        "reward": list(f.reward), "reward_clients": list(f.reward_clients)}
+                        "reward": list(f.reward), "reward_clients": list(f.reward_clients),
+                        # A joint task's round: the trial evaluated, the sum's value and gradient norm there,
+                        # the next round's trial (empty once done) and why the rounds ended.
+                        "joint": _joint_round(f.joint) if f.HasField("joint") else None}
+
+    def submit_eval(self, task_id, round, trial, value, grad, hess=None, update=None, demo_count=0):
+        """Submits this client's answer to a joint task's round: its objective's value and gradient (and, unless
+        the task takes local updates, Hessian, d x d) at the round's trial theta, or with update fedavg/fedprox
+        the theta its local steps reached as update; returns the server's message."""
+        trial = np.asarray(trial, dtype=np.float64).ravel()
+        d = len(trial)
+        grad = np.asarray(grad, dtype=np.float64).ravel()
+        hess = None if hess is None else np.asarray(hess, dtype=np.float64).ravel()
+        update = None if update is None else np.asarray(update, dtype=np.float64).ravel()
+        if len(grad) != d or (hess is not None and len(hess) != d * d) or (update is not None and len(update) != d):
+            raise FedirlError(f"a joint evaluation at a {d}-component theta wants a {d}-entry gradient, a {d}x{d} "
+                              f"Hessian or a {d}-component update")
+        parts = [trial, [float(value)], grad] + [x for x in (hess, update) if x is not None]
+        if not all(np.all(np.isfinite(x)) for x in parts):
+            raise FedirlError("the joint evaluation holds non-finite values")
+        ev = self.pb.Eval(value=float(value), grad=grad.tolist(), hess=[] if hess is None else hess.tolist())
+        res = self.stub.Submit(self.pb.SubmitRequest(task_id=task_id, round=int(round), client_id=self.client_id,
+                                                     theta=trial.tolist(), demo_count=int(demo_count), eval=ev,
+                                                     update=[] if update is None else update.tolist()),
+                               metadata=self.md, timeout=30)
+        return res.message
+
+    def run_joint(self, task_id, mdp, demos, features=None, solver="newton", timeout=600, log=None):
+        """Answers every round of a joint task (fusion method joint) until the server's iteration ends, as
+        `fedirl client` does: each round it evaluates its objective at the server's trial theta on its own MDP
+        and demonstrations (fedirl.joint_eval: `fedirl client eval`, the Go client's own code), submits it,
+        waits for the round to close and continues at the next trial. Returns {"final": the last fused result
+        (its theta the fused theta, its joint the reason and steps), "rounds": [{"round", "eval", "message",
+        "fused"}, ...]}.
+
+        mdp and demos as for fedirl.irl (paths, a JSON spec dict, a LatticeMDP with features=). A task that
+        requires differential privacy is refused: this client adds no noise (run `fedirl client` with its
+        --dp-* flags, which clips, noises and records each round's evaluation). timeout bounds the wait for
+        each round's fusion, in seconds; log, if given, is called with one line per round.
+        """
+        import grpc
+        from .api import joint_eval
+        task = self.get_task(task_id)
+        spec = task["spec"]
+        if not task["joint"]:
+            raise FedirlError(f"task {task_id} fuses each client's theta once (fusion {spec['fusion'].get('method')!r}), "
+                              f"it runs no joint rounds: learn theta (run_irl) and submit it")
+        if task["privacy"] is not None:
+            raise FedirlError(f"task {task_id} requires differential privacy ({task['privacy']}) and this Python client "
+                              f"adds no noise to its evaluations: answer its rounds with `fedirl client --dp-epsilon "
+                              f"... --dp-delta ...`, which clips, noises and records each one")
+        say = log or (lambda line: None)
+        rnd, trial, done = task["current_round"], task["trial"], task["done"]
+        rounds = []
+        while True:
+            entry = {"round": rnd, "eval": None, "message": None}
+            if not done:
+                if len(trial) != spec["theta_dim"]:
+                    raise FedirlError(f"task {task_id} round {rnd}: the server sent a trial theta of {len(trial)} "
+                                      f"components, the task has {spec['theta_dim']}")
+                ev = joint_eval(spec, mdp, demos, trial, features=features, solver=solver)
+                entry["eval"] = ev
+                try:
+                    entry["message"] = self.submit_eval(task_id, rnd, trial, ev["value"], ev["grad"], ev.get("hess"),
+                                                        ev.get("update"), ev["demo_count"])
+                    say(f"round {rnd}: submitted evaluation ({entry['message']})")
+                except grpc.RpcError as e:
+                    if e.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                        raise
+                    say(f"round {rnd}: evaluation not taken: {e.details()}")  # the round closed without it
+            fused = self.fetch_fused(task_id, rnd, timeout=timeout)
+            entry["fused"] = fused
+            rounds.append(entry)
+            j = fused["joint"]
+            if j is None:
+                raise FedirlError(f"task {task_id} round {rnd}: the server's result is no joint round")
+            if done or j["done"]:
+                say(f"round {rnd}: joint rounds ended ({j['reason']}) after {j['steps']} steps, "
+                    f"|grad F| {j['grad_norm']:.3g}")
+                return {"final": fused, "rounds": rounds}
+            say(f"round {rnd}: F {j['value']:.12g}, |grad F| {j['grad_norm']:.3g}")
+            rnd, trial = rnd + 1, j["next"]
+
+
+def _joint_round(j):
+    return {"trial": list(j.trial), "demo_counts": list(j.demo_counts), "value": j.value, "grad_norm": j.grad_norm,
+            "next": list(j.next), "done": j.done, "reason": j.reason, "rounds": j.rounds, "steps": j.steps}
 
 
 def probe_points(spec):
