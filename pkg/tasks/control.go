@@ -17,6 +17,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/lattice"
+	"github.com/fedirl/fedirl/pkg/sampleirl"
 )
 
 // Control is the family of the paper's continuous-control tasks
@@ -372,6 +373,36 @@ func (p ControlProbe) RewardFunc(theta []float64) (func(obs, action, next []floa
 		}
 		return p.RBF.Reward(theta, x)
 	}, nil
+}
+
+// FeatureMap returns the features of probe p as the sample-based learner
+// takes them (sampleirl.FeatureMap): φ(state(obs), a), and for features of
+// the observed step (features.RBFSpec.StepDependent) φ from (state(obs), a)
+// to state(next), so that θᵀ of them is RewardFunc(θ). The map is not safe
+// for concurrent use.
+func (p ControlProbe) FeatureMap() (sampleirl.FeatureMap, error) {
+	e, err := LookupControl(p.Env)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.RBF.Validate(); err != nil {
+		return nil, err
+	}
+	ns, na := len(p.Grid.State), len(p.Grid.Action)
+	if len(p.RBF.Axes) != ns+na {
+		return nil, fmt.Errorf("features: the RBF spec has %d axes, the grid %d", len(p.RBF.Axes), ns+na)
+	}
+	x, y := make([]float64, ns+na), make([]float64, ns)
+	spec := p.RBF
+	step := spec.StepDependent()
+	return sampleirl.FeatureFunc{D: spec.Dim(), F: func(dst, obs, action, next []float64, terminated bool) []float64 {
+		e.StateOf(x[:ns], obs)
+		copy(x[ns:], action)
+		if step {
+			return spec.EvalStep(dst, x, e.StateOf(y, next), terminated)
+		}
+		return spec.Eval(dst, x)
+	}}, nil
 }
 
 func angleAxis(name string, n int) discretize.AxisSpec {

@@ -387,3 +387,51 @@ func TestControlProbeSize(t *testing.T) {
 		}
 	}
 }
+
+// TestFeatureMapMatchesRewardFunc: the sample-based learner's features of a
+// probe give, dotted with θ, the reward adapter PPO evaluates, at every
+// cell's observation and action level of every environment's paper lattice.
+func TestFeatureMapMatchesRewardFunc(t *testing.T) {
+	for _, env := range ControlEnvNames() {
+		p := controlProbe(t, env, "paper")
+		g, _, err := p.Features()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		theta := make([]float64, p.RBF.Dim())
+		for j := range theta {
+			theta[j] = rng.NormFloat64()
+		}
+		r, err := p.RewardFunc(theta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm, err := p.FeatureMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fm.Dim() != len(theta) {
+			t.Fatalf("%s: FeatureMap has %d features, θ %d", env, fm.Dim(), len(theta))
+		}
+		x := make([]float64, g.StateDim())
+		act := make([]float64, g.ActionDim())
+		f := make([]float64, fm.Dim())
+		worst := 0.0
+		for s := range g.NumCells() {
+			obs := observation(env, g.States.Point(x, s))
+			for a := range g.NumActions() {
+				g.Action(act, a)
+				want := r(obs, act, obs, false)
+				got := floats.Dot(fm.Eval(f, obs, act, obs, false), theta)
+				worst = math.Max(worst, math.Abs(got-want)/math.Max(1, math.Abs(want)))
+			}
+		}
+		if worst > 1e-12 {
+			t.Errorf("%s: θᵀφ differs from RewardFunc by up to %g (relative)", env, worst)
+		}
+	}
+	if _, err := (ControlProbe{Env: "NoSuchEnv-v0"}).FeatureMap(); err == nil {
+		t.Error("an unknown environment gave a feature map")
+	}
+}

@@ -8,7 +8,8 @@ import (
 
 // TestDependencyRules guards the layering the package comments promise: the
 // federation knows no environment, learner or OT engine; fusion knows no
-// environment; lattice imports nothing of the project; ot nothing of RL.
+// environment; lattice imports nothing of the project; ot nothing of RL;
+// the sample-based learner nothing of the federation or the studies.
 func TestDependencyRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("go list skipped in -short mode")
@@ -22,6 +23,9 @@ func TestDependencyRules(t *testing.T) {
 		{"fusion", []string{"envs", "irl", "mdp", "federation", "tasks", "experiments"}},
 		{"ot", []string{"envs", "irl", "mdp", "fusion", "federation", "tasks", "features", "rl"}},
 		{"irl", []string{"envs", "fusion", "federation", "tasks", "discretize", "experiments", "rl"}}, // EPIC, exact or sampled, reads rewards as functions, never an environment
+		// The sample-based learner sits above irl and rl/ppo: it trains PPO in a
+		// client's simulator and knows no study, task, fusion or transport.
+		{"sampleirl", []string{"fusion", "federation", "tasks", "experiments", "discretize", "ot"}},
 		{"lattice", []string{""}},
 		{"privacy", []string{""}},  // the accountant imports nothing of the project
 		{"jointopt", []string{""}}, // the joint optimizer is bottom floor: federation and fusion share it
