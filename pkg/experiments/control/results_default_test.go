@@ -36,6 +36,9 @@ func TestResultsDefaultIsTheDefaultRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := st.WriteConfig(); err != nil { // as `reproduce control` does before it runs
+		t.Fatal(err)
+	}
 	if err := st.Run(context.Background(), Shard{}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,8 @@ func TestResultsDefaultIsTheDefaultRun(t *testing.T) {
 		}
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			continue
 		}
 		if bytes.Equal(got, want) {
 			continue
