@@ -42,6 +42,9 @@ func TestResultsDefaultIsTheDefaultRun(t *testing.T) {
 	if err := st.Run(context.Background(), Shard{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.WriteOutputs(); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range []string{"config.yaml", "summary.md", "summary.csv", "summary.json", "irl_diagnostics.csv"} {
 		want, err := os.ReadFile(filepath.Join("results", "default", name))
 		if err != nil {
