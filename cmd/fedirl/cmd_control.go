@@ -49,9 +49,9 @@ func countsText(m map[string]int) string {
 func newReproduceControlCmd() *cobra.Command {
 	var (
 		envList, lattice, configPath, out, shard, protocol, localIRL string
-		quick, full, plan                                  bool
-		seeds, jobs, planShards                            int
-		seed                                               uint64
+		quick, full, plan                                            bool
+		seeds, jobs, planShards                                      int
+		seed                                                         uint64
 	)
 	bins := map[string]*int{}
 	cmd := &cobra.Command{
