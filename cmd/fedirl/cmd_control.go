@@ -48,10 +48,10 @@ func countsText(m map[string]int) string {
 // newReproduceControlCmd builds "fedirl reproduce control" and its "merge".
 func newReproduceControlCmd() *cobra.Command {
 	var (
-		envList, lattice, configPath, out, shard, protocol string
-		quick, full, plan                                  bool
-		seeds, jobs, planShards                            int
-		seed                                               uint64
+		envList, lattice, configPath, out, shard, protocol, localIRL string
+		quick, full, plan                                            bool
+		seeds, jobs, planShards                                      int
+		seed                                                         uint64
 	)
 	bins := map[string]*int{}
 	cmd := &cobra.Command{
@@ -131,6 +131,13 @@ policy of each method's reward, listed in clips/clips.json.`,
 					envs = append(envs, e)
 				}
 				cfg.Envs = envs
+			}
+			if cmd.Flags().Changed("local-irl") {
+				for _, e := range cfg.Envs {
+					ec := cfg.Env[e]
+					ec.LocalIRL = localIRL // Validate names a bad value
+					cfg.Env[e] = ec
+				}
 			}
 			if cmd.Flags().Changed("lattice") {
 				ls := strings.Split(lattice, ",")
@@ -251,6 +258,7 @@ policy of each method's reward, listed in clips/clips.json.`,
 	f.StringVar(&envList, "env", "", "comma-separated environments (default: the preset's; known: "+strings.Join(tasks.ControlEnvNames(), ", ")+")")
 	f.StringVar(&lattice, "lattice", "", "lattice preset(s) for every environment: paper, fine (≈1e5 pairs), ultra (≈1e6), comma-separated")
 	f.StringVar(&configPath, "config", "", "YAML config (keys as in the run folder's config.yaml) over the preset")
+	f.StringVar(&localIRL, "local-irl", "", "local IRL of every selected environment: lattice or sample (env.<id>.local_irl; settings in env.<id>.sample_irl)")
 	f.StringVar(&out, "out", "", "run folder (default runs/control-<preset>[-paper])")
 	f.StringVar(&shard, "shard", "", "run only shard i/n of the (environment, seed) groups (e.g. $SLURM_ARRAY_TASK_ID/10), then merge")
 	f.BoolVar(&quick, "quick", false, "smoke test of the plumbing (≤ 60 s on 2 cores): 2+1 clients, 2 seeds, tiny budgets; its numbers mean nothing")

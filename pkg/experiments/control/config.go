@@ -37,6 +37,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
+	"github.com/fedirl/fedirl/pkg/sampleirl"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -133,6 +134,95 @@ type EnvConfig struct {
 	// [Low, High), the other coordinates as the environment's reset draws
 	// them; only the union of the clients' regions covers the task.
 	DemoStart *StartRegion `yaml:"demo_start,omitempty"`
+	// LocalIRL selects the clients' local IRL for this environment:
+	// "lattice" (MaxEnt on the client's lattice model, the default; unset
+	// is lattice) or "sample" (sampleirl.Learn: PPO on r_θ in the client's
+	// own simulator alternating with MaxEnt steps on μ_D − μ̂_π, configured
+	// by SampleIRL). Either learner's θ has the probe's feature dimension,
+	// so every fusion and the evaluation read it alike; the pooled and
+	// joint fits stay on the lattice model.
+	LocalIRL string `yaml:"local_irl,omitempty"`
+	// SampleIRL configures the sample-based learner (read only with
+	// local_irl: sample); nil or a zero key is its default.
+	SampleIRL *SampleIRLConfig `yaml:"sample_irl,omitempty"`
+}
+
+// Local IRL learners (EnvConfig.LocalIRL).
+const (
+	LocalIRLLattice = "lattice"
+	LocalIRLSample  = "sample"
+)
+
+// localIRL returns the environment's learner, lattice when unset.
+func (ec EnvConfig) localIRL() string {
+	if ec.LocalIRL == "" {
+		return LocalIRLLattice
+	}
+	return ec.LocalIRL
+}
+
+// SampleIRLConfig is env.<id>.sample_irl, the sample-based learner's
+// settings (package sampleirl); every zero value means the default in
+// brackets.
+type SampleIRLConfig struct {
+	// PolicySteps is the PPO environment steps per outer iteration
+	// [one rollout of the PPO preset: n_envs·n_steps].
+	PolicySteps int `yaml:"policy_steps,omitempty" json:"policy_steps,omitempty"`
+	// Episodes is the number of episodes of each estimate of μ̂_π and its standard error [64].
+	Episodes int `yaml:"episodes,omitempty" json:"episodes,omitempty"`
+	// MaxIter caps the outer iterations [50]; a weak client's is weak_clients.irl_iterations.
+	MaxIter int `yaml:"max_iter,omitempty" json:"max_iter,omitempty"`
+	// LearningRate is the reward step η [0.1].
+	LearningRate float64 `yaml:"learning_rate,omitempty" json:"learning_rate,omitempty"`
+	// Optimizer is "gd" or "adam" [gd].
+	Optimizer string `yaml:"optimizer,omitempty" json:"optimizer,omitempty"`
+	// Temperature is τ, PPO's entropy bonus with advantage normalisation
+	// off (sampleirl.SoftPPO) [irl.temperature].
+	Temperature float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	// Tolerance is z of the stopping rule ‖μ_D − μ̂_π‖ ≤ z·SE [2].
+	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
+	// L2 is λ of −(λ/2)‖θ‖² [0].
+	L2 float64 `yaml:"l2,omitempty" json:"l2,omitempty"`
+	// PPOPreset names the policy's PPO preset [the environment's
+	// evaluation_preset]; its linear schedules and reward normalisation
+	// are turned off (the learner's budget grows per iteration, and a
+	// rescaled reward changes the temperature).
+	PPOPreset string `yaml:"ppo_preset,omitempty" json:"ppo_preset,omitempty"`
+}
+
+// validate checks c, naming the key env.<env>.sample_irl.<key>.
+func (c *SampleIRLConfig) validate(env string) error {
+	if c == nil {
+		return nil
+	}
+	bad := func(k string, v any, want string) error {
+		return fmt.Errorf("env.%s.sample_irl.%s: %v, want %s", env, k, v, want)
+	}
+	finiteNonNeg := func(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
+	switch {
+	case c.PolicySteps < 0:
+		return bad("policy_steps", c.PolicySteps, "≥ 1 (0: one PPO rollout)")
+	case c.Episodes < 0 || c.Episodes == 1:
+		return bad("episodes", c.Episodes, "≥ 2 (a standard error needs two; 0: 64)")
+	case c.MaxIter < 0:
+		return bad("max_iter", c.MaxIter, "≥ 1 (0: 50)")
+	case !finiteNonNeg(c.LearningRate):
+		return bad("learning_rate", c.LearningRate, "> 0 (0: 0.1)")
+	case c.Optimizer != "" && c.Optimizer != sampleirl.OptimizerGD && c.Optimizer != sampleirl.OptimizerAdam:
+		return bad("optimizer", fmt.Sprintf("%q", c.Optimizer), sampleirl.OptimizerGD+" or "+sampleirl.OptimizerAdam)
+	case !finiteNonNeg(c.Temperature):
+		return bad("temperature", c.Temperature, "> 0 (0: irl.temperature)")
+	case !finiteNonNeg(c.Tolerance):
+		return bad("tolerance", c.Tolerance, "> 0 (0: 2)")
+	case !finiteNonNeg(c.L2):
+		return bad("l2", c.L2, "≥ 0")
+	}
+	if c.PPOPreset != "" {
+		if _, err := ppo.Preset(c.PPOPreset); err != nil {
+			return fmt.Errorf("env.%s.sample_irl.ppo_preset: %w", env, err)
+		}
+	}
+	return nil
 }
 
 // StartRegion is a range of one simulator state coordinate (by Gymnasium's
@@ -356,6 +446,13 @@ func (m *EnvConfigs) UnmarshalYAML(n *yaml.Node) error {
 		old := (*m)[id]
 		v := old
 		v.Bins = maps.Clone(v.Bins)
+		if v.SampleIRL != nil { // a partial sample_irl merges into a copy of the preset's
+			c := *v.SampleIRL
+			v.SampleIRL = &c
+		}
+		if err := checkSubKeys(block, id, "sample_irl", reflect.TypeOf(SampleIRLConfig{})); err != nil {
+			return err
+		}
 		v.FrameSkip, v.EvaluationFrameSkip = 0, 0
 		if err := block.Decode(&v); err != nil {
 			return fmt.Errorf("env.%s: %w", id, err)
@@ -377,6 +474,27 @@ func (m *EnvConfigs) UnmarshalYAML(n *yaml.Node) error {
 			}
 		}
 		(*m)[id] = v
+	}
+	return nil
+}
+
+// checkSubKeys refuses unknown keys in the mapping under key sub of an
+// env block (node.Decode does not, unlike the file's decoder).
+func checkSubKeys(block *yaml.Node, id, sub string, t reflect.Type) error {
+	known := yamlKeys(t)
+	for j := 0; j+1 < len(block.Content); j += 2 {
+		if block.Content[j].Value != sub {
+			continue
+		}
+		n := block.Content[j+1]
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: env.%s.%s: want a mapping of settings", n.Line, id, sub)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; !slices.Contains(known, k) {
+				return fmt.Errorf("line %d: env.%s.%s.%s: unknown key (known: %s)", n.Content[i].Line, id, sub, k, strings.Join(known, ", "))
+			}
+		}
 	}
 	return nil
 }
@@ -498,6 +616,14 @@ func (c Config) Validate() error {
 			if err := (privacy.Params{Epsilon: c.Privacy.Epsilon, Delta: c.Privacy.Delta, Clip: ec.DPClip}).Validate(); err != nil {
 				return fmt.Errorf("privacy (env.%s.dp_clip): %w", e, err)
 			}
+		}
+		switch ec.LocalIRL {
+		case "", LocalIRLLattice, LocalIRLSample:
+		default:
+			return fmt.Errorf("env.%s.local_irl: %q, want %q or %q", e, ec.LocalIRL, LocalIRLLattice, LocalIRLSample)
+		}
+		if err := ec.SampleIRL.validate(e); err != nil {
+			return err
 		}
 		for _, p := range []string{ec.ExpertPreset, ec.EvaluationPreset} {
 			if p != "" {

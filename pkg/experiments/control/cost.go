@@ -125,6 +125,15 @@ func (s *Study) unitCost(t task) (float64, error) {
 		}
 		return float64(ec.EvaluationSteps) * per, nil
 	case "irl":
+		if ec.localIRL() == LocalIRLSample {
+			// PPO steps at the evaluation runs' rate; the estimates' episodes
+			// are priced as one more policy_steps per iteration.
+			c, err := s.sampleConfig(t.env, 0, 0)
+			if err != nil {
+				return 0, err
+			}
+			return float64(2*c.PolicySteps*c.MaxIter) * perStep["eval"][t.env], nil
+		}
 		// A finite-horizon fit's sweeps scale with its horizon, which
 		// frame_skip k divides by k (LunarLander's rate is for k = 1).
 		return float64(pairs) * float64(ec.IRLIterations) * perPairIter[t.env] / float64(s.frameSkip(t.env)), nil

@@ -14,6 +14,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/features"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
+	"github.com/fedirl/fedirl/pkg/sampleirl"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
@@ -35,6 +36,16 @@ type irlSpec struct {
 	// (demoStepFeatures) rather than Φ's rows at their pairs; absent
 	// otherwise, leaving the other units' keys unchanged.
 	DemoFeatures string `json:"demo_features,omitempty"`
+	// Learner is "sample" for the sample-based learner (env.<id>.local_irl),
+	// whose unit then depends on Demos, Env, Client, Probe, FrameSkip and
+	// Sample only; absent for the lattice learner, leaving its keys unchanged.
+	Learner string `json:"learner,omitempty"`
+	// FrameSkip is env.<id>.frame_skip when > 1 (the sample learner's
+	// simulator holds every action for that many frames, as its
+	// demonstrations do).
+	FrameSkip int `json:"frame_skip,omitempty"`
+	// Sample is the sample-based learner's resolved configuration.
+	Sample *sampleirl.Config `json:"sample,omitempty"`
 }
 
 // IRLFile is the content of a local IRL unit: θ and its convergence diagnostics.
@@ -73,6 +84,18 @@ type IRLFile struct {
 	// bias of Theta) and AbsorbingGap its feature's μ_D − μ_π.
 	AbsorbingReward float64 `json:"absorbing_reward"`
 	AbsorbingGap    float64 `json:"absorbing_gap"`
+	// Learner is "sample" for a sample-based fit (absent for a lattice fit,
+	// whose file keeps its bytes); Sample holds that fit's diagnostics.
+	Learner string         `json:"learner,omitempty"`
+	Sample  *SampleFitInfo `json:"sample,omitempty"`
+}
+
+// learner returns f's learner, lattice when unset.
+func (f IRLFile) learner() string {
+	if f.Learner == "" {
+		return LocalIRLLattice
+	}
+	return f.Learner
 }
 
 func (s *Study) probe(env, lattice string) (tasks.ControlProbe, error) {
@@ -131,7 +154,18 @@ func (s *Study) timeLimitHorizon(env string) (int, error) {
 	return T, nil
 }
 
+// irlUnit returns the local IRL unit of client: the environment's learner
+// (env.<id>.local_irl), the lattice one by default.
 func (s *Study) irlUnit(env, lattice string, client int, seed uint64) (unit, irlSpec, error) {
+	if s.cfg.Env[env].localIRL() == LocalIRLSample {
+		return s.sampleIRLUnit(env, lattice, client, seed)
+	}
+	return s.latticeIRLUnit(env, lattice, client, seed)
+}
+
+// latticeIRLUnit returns client's lattice MaxEnt unit, which the pooled
+// and joint fits build their lattice problems from whatever local_irl says.
+func (s *Study) latticeIRLUnit(env, lattice string, client int, seed uint64) (unit, irlSpec, error) {
 	du, _, _, _, err := s.demosUnit(env, client, seed)
 	if err != nil {
 		return unit{}, irlSpec{}, err
@@ -233,6 +267,9 @@ func demoStepFeaturesOf(spec features.RBFSpec, d *Demos, ns int, gamma float64, 
 }
 
 func (s *Study) runIRL(ctx context.Context, u unit, sp irlSpec, lattice string, seed uint64, workers int) error {
+	if sp.Learner == LocalIRLSample {
+		return s.runSampleIRL(ctx, u, sp, lattice, seed, workers)
+	}
 	g, m, phi, demos, cfg, d, err := s.irlProblem(ctx, sp, lattice, seed, workers)
 	if err != nil {
 		return err

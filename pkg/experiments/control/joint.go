@@ -64,7 +64,7 @@ func (s *Study) jointClients(ctx context.Context, env, lattice string, seed uint
 	var first irl.Config
 	dim, bias := 0, -1
 	for i, c := range s.cfg.TrainingClients() {
-		_, isp, err := s.irlUnit(env, lattice, c, seed)
+		_, isp, err := s.latticeIRLUnit(env, lattice, c, seed)
 		if err != nil {
 			return nil, 0, 0, first, err
 		}

@@ -11,7 +11,8 @@ import (
 )
 
 // WriteOutputs assembles the outputs from the unit files alone:
-// config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv,
+// config.yaml, curves.csv, summary.{md,csv,json}, irl_diagnostics.csv
+// (sample_irl_diagnostics.csv beside it for sample-based fits),
 // figure3.png, figure5.png, resolution.png and, with clips enabled, clips/
 // (ClipsConfig). It fails, listing them, if evaluation units are missing.
 func (s *Study) WriteOutputs() (*Summary, error) {
@@ -54,8 +55,14 @@ func (s *Study) WriteOutputs() (*Summary, error) {
 	if err := report.WriteFile(filepath.Join(s.dir, "summary.csv"), sum.CSV()); err != nil {
 		return nil, err
 	}
-	if err := report.WriteFile(filepath.Join(s.dir, "irl_diagnostics.csv"), irlCSV(sum.IRL)); err != nil {
+	lat, smp := splitIRL(sum.IRL)
+	if err := report.WriteFile(filepath.Join(s.dir, "irl_diagnostics.csv"), irlCSV(lat)); err != nil {
 		return nil, err
+	}
+	if len(smp) > 0 {
+		if err := report.WriteFile(filepath.Join(s.dir, "sample_irl_diagnostics.csv"), sampleIRLCSV(smp)); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.figures(evals, sum); err != nil {
 		return nil, err

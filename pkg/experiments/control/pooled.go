@@ -58,7 +58,7 @@ func (s *Study) pooledUnit(env, lattice string, seed uint64) (unit, pooledSpec, 
 	sp := pooledSpec{Kind: "pooled", Version: unitVersion, Pooled: pooledVersion, Joint: s.cfg.Joint}
 	var isps []irlSpec
 	for _, c := range s.cfg.TrainingClients() {
-		u, isp, err := s.irlUnit(env, lattice, c, seed)
+		u, isp, err := s.latticeIRLUnit(env, lattice, c, seed)
 		if err != nil {
 			return unit{}, pooledSpec{}, nil, err
 		}

@@ -101,6 +101,9 @@ type Validation struct {
 	FeatureGap *float64 `json:"feature_gap"`
 	BiasGap    *float64 `json:"bias_gap"`
 	BiasGap0   *float64 `json:"bias_gap_0"`
+	// FeatureGapSE, set where the fits are sample-based, is the mean of
+	// their SE(μ̂_π)/‖μ_D‖, the sampling error FeatureGap is judged by.
+	FeatureGapSE *float64 `json:"feature_gap_se,omitempty"`
 	// FitsConverged of Fits local IRL runs reached ‖∇‖₂ ≤ irl.grad_tol.
 	FitsConverged int `json:"fits_converged"`
 	Fits          int `json:"fits"`
@@ -526,10 +529,13 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 			if pn := norm.perSeed(cellKey{env, l, MethodProjected, "train"}, s.seeds()); pn != nil {
 				v.ProjectedTrueNormalized = finitePtr(meanFinite(pn))
 			}
-			var gap, bias, bias0 []float64
+			var gap, bias, bias0, gapSE []float64
 			for _, f := range irls {
 				if f.Env == env && f.Lattice == l {
 					gap, bias, bias0 = append(gap, f.FeatureGap), append(bias, f.BiasGap), append(bias0, f.BiasGap0)
+					if f.Sample != nil {
+						gapSE = append(gapSE, f.Sample.FeatureGapSE)
+					}
 					v.FitsConverged++
 					if !f.Converged {
 						v.FitsConverged--
@@ -538,6 +544,9 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 				}
 			}
 			v.FeatureGap, v.BiasGap, v.BiasGap0 = finitePtr(meanFinite(gap)), finitePtr(meanFinite(bias)), finitePtr(meanFinite(bias0))
+			if len(gapSE) > 0 {
+				v.FeatureGapSE = finitePtr(meanFinite(gapSE))
+			}
 			switch {
 			case v.PlannerTrueNormalized == nil:
 				v.Reasons = append(v.Reasons, "(a) no true-reward planner: the simulator's state cannot be set")

@@ -53,8 +53,12 @@ func (s *Summary) Markdown() string {
 		if !v.Valid {
 			valid = "**no**: " + strings.Join(v.Reasons, "; ")
 		}
+		gap := fmtG(v.FeatureGap)
+		if v.FeatureGapSE != nil { // sample-based fits: the gap with its standard error
+			gap += " ± " + fmtG(v.FeatureGapSE) + " (sample)"
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s → %s | %d/%d | %s |\n", v.Env, v.Lattice, fmtPtr(v.PlannerTrueNormalized),
-			fmtPtr(v.ProjectedTrueNormalized), fmtPtr(v.ProjectionR2), fmtG(v.FeatureGap), fmtG(v.BiasGap0), fmtG(v.BiasGap), v.FitsConverged, v.Fits, valid)
+			fmtPtr(v.ProjectedTrueNormalized), fmtPtr(v.ProjectionR2), gap, fmtG(v.BiasGap0), fmtG(v.BiasGap), v.FitsConverged, v.Fits, valid)
 	}
 	s.writeVerdicts(&b)
 	b.WriteString("\n## PPO on each reward (mean ± std over seeds; per seed the mean over clients)\n\n")
@@ -102,11 +106,12 @@ func (s *Summary) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %v | %s | %s | %s | %s | %s |\n", e.Env, e.Seed, e.Client, e.HeldOut, fmtNum(e.EvalReturn), tr, fmtNum(e.AnchorReturn), fmtNum(e.RandomReturn), demo)
 	}
 	b.WriteString("\n## Local MaxEnt IRL convergence\n\n(log-likelihood in reward units: θᵀμ_D − E V_θ(s₀), see package irl)\n\n")
-	if n := unconverged(s.IRL); n > 0 {
-		fmt.Fprintf(&b, "**Warning: %d of %d local fits did not converge** (‖∇‖ > irl.grad_tol; irl_diagnostics.csv says why).\n\n", n, len(s.IRL))
+	lat, smp := splitIRL(s.IRL)
+	if n := unconverged(lat); n > 0 {
+		fmt.Fprintf(&b, "**Warning: %d of %d local fits did not converge** (‖∇‖ > irl.grad_tol; irl_diagnostics.csv says why).\n\n", n, len(lat))
 	}
 	b.WriteString("| env | lattice | seed | client | horizon | iterations | converged | ‖∇‖ at θ=0 | final ‖∇‖ | feature gap | bias gap θ=0 → final | log-lik θ=0 | final log-lik |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, f := range s.IRL {
+	for _, f := range lat {
 		h := "∞"
 		if f.Horizon > 0 {
 			h = fmt.Sprint(f.Horizon)
@@ -114,7 +119,50 @@ func (s *Summary) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %d | %v | %.3g | %.3g | %.3g | %.3g → %.3g | %.4g | %.4g |\n", f.Env, f.Lattice, f.Seed, f.Client, h,
 			f.Iterations, f.Converged, f.GradNorm0, f.GradNorm, f.FeatureGap, f.BiasGap0, f.BiasGap, f.LogLik0, f.LogLik)
 	}
+	if len(smp) > 0 {
+		b.WriteString("\n## Sample-based local IRL convergence (env.<id>.local_irl: sample)\n\n(converged: ‖μ_D − μ̂_π‖ ≤ z·SE of μ̂_π, z = sample_irl.tolerance; sample_irl_diagnostics.csv has every iteration)\n\n")
+		if n := unconverged(smp); n > 0 {
+			fmt.Fprintf(&b, "**Warning: %d of %d sample-based fits did not converge** (iteration cap reached).\n\n", n, len(smp))
+		}
+		b.WriteString("| env | lattice | seed | client | iterations | converged | ‖μ_D − μ̂_π‖ | SE | z | relative gap | PPO steps |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, f := range smp {
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %v | %.3g | %.3g | %g | %.3g | %d |\n", f.Env, f.Lattice, f.Seed, f.Client,
+				f.Iterations, f.Converged, f.Sample.Gap, f.Sample.GapSE, f.Sample.Tolerance, f.FeatureGap, f.Sample.EnvSteps)
+		}
+	}
 	return b.String()
+}
+
+// splitIRL separates the lattice fits from the sample-based ones (those
+// with their diagnostics), each in order.
+func splitIRL(fs []IRLFile) (lattice, sample []IRLFile) {
+	for _, f := range fs {
+		if f.learner() == LocalIRLSample && f.Sample != nil {
+			sample = append(sample, f)
+		} else {
+			lattice = append(lattice, f)
+		}
+	}
+	return lattice, sample
+}
+
+// sampleIRLCSV is sample_irl_diagnostics.csv: one line per iteration of
+// every sample-based fit.
+func sampleIRLCSV(fs []IRLFile) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.Write([]string{"env", "lattice", "seed", "client", "iterations", "converged", "gap", "gap_se", "tolerance", "demo_se", "feature_gap",
+		"env_steps", "eval_steps", "iteration", "iteration_gap", "iteration_gap_se", "stop_reason"})
+	for _, f := range fs {
+		for i := range f.Sample.GapHistory {
+			w.Write([]string{f.Env, f.Lattice, fmt.Sprint(f.Seed), fmt.Sprint(f.Client), fmt.Sprint(f.Iterations), fmt.Sprint(f.Converged),
+				num(f.Sample.Gap), num(f.Sample.GapSE), num(f.Sample.Tolerance), num(f.Sample.DemoSE), num(f.FeatureGap),
+				fmt.Sprint(f.Sample.EnvSteps), fmt.Sprint(f.Sample.EvalSteps), fmt.Sprint(i + 1), num(f.Sample.GapHistory[i]),
+				num(f.Sample.GapSEHistory[i]), f.StopReason})
+		}
+	}
+	w.Flush()
+	return buf.Bytes()
 }
 
 // CSV renders the summary as one long table with fixed columns: a "row"
