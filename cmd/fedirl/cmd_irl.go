@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/irl"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/progress"
@@ -176,7 +177,7 @@ func readTheta(path string) ([]float64, error) {
 		Theta []float64 `json:"theta"`
 	}
 	if err := json.Unmarshal(data, &obj); err != nil || obj.Theta == nil {
-		if _, _, _, nan := nonFiniteToken(data); nan && err != nil {
+		if _, _, nan := federation.FirstNonFinite(data); nan && err != nil {
 			return nil, fmt.Errorf("%s: %w", path, jsonError(data, err))
 		}
 		return nil, fmt.Errorf("%s: want a JSON array of numbers or an object with a \"theta\" array", path)

@@ -14,7 +14,8 @@ import (
 // Python's json.dump writes them by default (NaN, Infinity, -Infinity), says
 // that: JSON has no such numbers and fedirl wants finite ones.
 func jsonError(data []byte, err error) error {
-	if tok, line, col, ok := nonFiniteToken(data); ok {
+	if at, tok, ok := federation.FirstNonFinite(data); ok {
+		line, col := position(data, int64(at+1))
 		at := ""
 		if path, _, ok := federation.NonFiniteJSON(data); ok {
 			at = " at " + path // e.g. probe.points[12][3]
@@ -32,34 +33,6 @@ func jsonError(data []byte, err error) error {
 		return fmt.Errorf("line %d column %d: %w", line, col, err)
 	}
 	return err
-}
-
-// nonFiniteToken finds the first NaN, Infinity or -Infinity outside a JSON
-// string in data.
-func nonFiniteToken(data []byte) (tok string, line, col int, ok bool) {
-	inStr, esc := false, false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case inStr && c == '"':
-			inStr = false
-		case inStr:
-		case c == '"':
-			inStr = true
-		default:
-			for _, t := range []string{"NaN", "-Infinity", "Infinity"} {
-				if bytes.HasPrefix(data[i:], []byte(t)) {
-					line, col = position(data, int64(i+1))
-					return t, line, col, true
-				}
-			}
-		}
-	}
-	return "", 0, 0, false
 }
 
 // position turns a 1-based byte offset into a line and column.

@@ -21,40 +21,19 @@ func NonFiniteJSON(data []byte) (path, tok string, ok bool) {
 	}
 	var out bytes.Buffer
 	out.Grow(len(data) + len(mark) + 2)
-	inStr, esc := false, false
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && c == '\\':
-			esc = true
-		case inStr && c == '"':
-			inStr = false
-		case inStr:
-		case c == '"':
-			inStr = true
-		default:
-			matched := ""
-			for _, t := range []string{"NaN", "-Infinity", "Infinity"} {
-				if bytes.HasPrefix(data[i:], []byte(t)) {
-					matched = t
-					break
-				}
-			}
-			if matched != "" {
-				if tok == "" {
-					tok = matched
-					out.WriteString(`"` + mark + `"`)
-				} else {
-					out.WriteByte('0')
-				}
-				i += len(matched) - 1
-				continue
-			}
+	prev := 0
+	scanNonFinite(data, func(at int, t string) bool {
+		out.Write(data[prev:at])
+		if tok == "" {
+			tok = t
+			out.WriteString(`"` + mark + `"`)
+		} else {
+			out.WriteByte('0')
 		}
-		out.WriteByte(c)
-	}
+		prev = at + len(t)
+		return true
+	})
+	out.Write(data[prev:])
 	if tok == "" {
 		return "", "", false
 	}
@@ -69,6 +48,47 @@ func NonFiniteJSON(data []byte) (path, tok string, ok bool) {
 		path = "$" + path // the top-level value, or an index into it
 	}
 	return path, tok, ok
+}
+
+// FirstNonFinite returns the byte offset and the token of the first NaN,
+// Infinity or -Infinity outside a JSON string in data.
+func FirstNonFinite(data []byte) (at int, tok string, ok bool) {
+	scanNonFinite(data, func(i int, t string) bool {
+		at, tok, ok = i, t, true
+		return false
+	})
+	return at, tok, ok
+}
+
+// scanNonFinite calls visit with the offset and token of each NaN, Infinity
+// and -Infinity outside a JSON string in data, in order, until visit
+// returns false.
+func scanNonFinite(data []byte, visit func(at int, tok string) bool) {
+	inStr, esc := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case inStr && esc:
+			esc = false
+		case inStr && c == '\\':
+			esc = true
+		case inStr && c == '"':
+			inStr = false
+		case inStr:
+		case c == '"':
+			inStr = true
+		default:
+			for _, t := range []string{"NaN", "-Infinity", "Infinity"} {
+				if bytes.HasPrefix(data[i:], []byte(t)) {
+					if !visit(i, t) {
+						return
+					}
+					i += len(t) - 1
+					break
+				}
+			}
+		}
+	}
 }
 
 // findMark returns the path of the string mark in v.
