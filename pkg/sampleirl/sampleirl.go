@@ -17,12 +17,34 @@
 //     episodes are independent (each from its own reset seed, with the policy
 //     fixed while sampling), the standard error SE = sqrt(Σ_j Var̂_j / n) of
 //     μ̂_π (the root of the trace of its covariance, the scale of ‖μ̂_π − μ_π‖);
-//  3. stop, converged, when the gap ‖μ_D − μ̂_π‖₂ ≤ Config.Tolerance · SE: the
-//     policy's feature expectations cannot be told from the demonstrations'
-//     with this many episodes;
-//  4. otherwise a reward step on MaxEnt's gradient g = μ_D − μ̂_π − λθ,
-//     gradient ascent θ ← θ + η g or Adam, as package irl defines them.
+//  3. stop, converged, when the gap ‖μ_D − μ̂_π‖₂ ≤ Config.Tolerance · SE,
+//     SE = s_π·sqrt(1/n_π + 1/n_D) the standard error of the difference of
+//     the two means if the demonstrations were episodes of the policy (s_π²
+//     = Σ_j Var̂_j the policy's per-episode variance, pooled for both sides
+//     under that hypothesis; n_π its episodes, n_D the demonstrations), on
+//     the iteration's estimate and again on a confirming estimate from
+//     Config.ConfirmEpisodes fresh episodes: the demonstrations cannot tell
+//     the policy from their demonstrator;
+//  4. otherwise a reward step on MaxEnt's gradient g = μ_D − μ̂_π − λθ
+//     (with the confirming estimate's μ̂_π when there is one), gradient
+//     ascent θ ← θ + η g or Adam, as package irl defines them.
 //
+// # Why a two-sample rule with a confirming estimate
+//
+// A rule on the policy's sampling error alone, ‖μ_D − μ̂_π‖ ≤ z·s_π/√n_π,
+// has the power of n_π, whatever the data: with few episodes per estimate a
+// far θ passes (with 4 episodes on the test grid, all 8 seeds stopped within
+// 3 iterations, 2 of them on θ₀ = 0, 27–38 fresh SEs from the
+// demonstrations), and with many it asks for a precision PPO's imperfect
+// soft policy cannot reach, so it passes only on a lucky draw. The
+// demonstrations fix the precision that matters: a policy they cannot tell
+// from their demonstrator is as good as the data can show, and the
+// confirming estimate, drawn only where the rule passes (so it costs
+// little), has at least as many episodes as there are demonstrations
+// [max(Episodes, n_D)], so that its own noise does not dominate the test.
+// With few demonstrations the rule is lenient, as the data is: Result.DemoEpisodes
+// and GapSE say how lenient.
+
 // # The policy's temperature
 //
 // MaxEnt IRL models the demonstrator as soft-optimal, π(a|s) ∝ exp(Q(s,a)/τ),
@@ -153,6 +175,10 @@ type Config struct {
 	PolicySteps int `json:"policy_steps"`
 	// Episodes is the number of episodes sampled per iteration to estimate μ_π [64].
 	Episodes int `json:"episodes"`
+	// ConfirmEpisodes is the number of fresh episodes of the confirming
+	// estimate drawn where the stopping rule passes; ≥ Episodes, and equal
+	// to it for no confirmation [max(Episodes, number of demonstrations)].
+	ConfirmEpisodes int `json:"confirm_episodes"`
 	// MaxEpisodeSteps cuts a sampled episode after this many steps [0: the
 	// environment must end every episode itself, within 10⁶ steps].
 	MaxEpisodeSteps int `json:"max_episode_steps"`
@@ -186,7 +212,8 @@ const (
 	defaultTolerance = 2
 	defaultLR        = 0.1
 	hardEpisodeCap   = 1_000_000
-	streamEvalBase   = 0x5a4d_0000 // + iteration: the evaluation episodes' PCG stream
+	streamEvalBase   = 0x5a4d_0000      // + iteration: the evaluation episodes' PCG stream
+	streamConfirm    = 0x4346_0000_0000 // + iteration: the confirming estimates' stream
 )
 
 // Resolve returns c with its zero fields replaced by the defaults, or an
@@ -239,6 +266,8 @@ func (c Config) Resolve() (Config, error) {
 		return c, fmt.Errorf("%w: policy_steps = %d, want ≥ 1", ErrInput, c.PolicySteps)
 	case c.Episodes < 2:
 		return c, fmt.Errorf("%w: episodes = %d, want ≥ 2 (a standard error needs two)", ErrInput, c.Episodes)
+	case c.ConfirmEpisodes != 0 && c.ConfirmEpisodes < c.Episodes:
+		return c, fmt.Errorf("%w: confirm_episodes = %d, want ≥ episodes (%d); equal turns the confirmation off", ErrInput, c.ConfirmEpisodes, c.Episodes)
 	case c.MaxEpisodeSteps < 0:
 		return c, fmt.Errorf("%w: max_episode_steps = %d, want ≥ 0", ErrInput, c.MaxEpisodeSteps)
 	case c.MaxIter < 1:
@@ -274,8 +303,12 @@ type Iteration struct {
 	PolicyFeatures []float64 `json:"policy_features"`
 	// Gap is ‖μ_D − μ̂_π‖₂.
 	Gap float64 `json:"gap"`
-	// GapSE is the standard error of μ̂_π, sqrt(Σ_j Var̂_j/n).
+	// GapSE is the rule's standard error of the difference, s_π·sqrt(1/n_π + 1/n_D).
 	GapSE float64 `json:"gap_se"`
+	// ConfirmGap and ConfirmSE are the confirming estimate's gap and the
+	// rule's SE, drawn when Gap ≤ z·GapSE (ConfirmEpisodes > Episodes); both 0 otherwise.
+	ConfirmGap float64 `json:"confirm_gap,omitempty"`
+	ConfirmSE  float64 `json:"confirm_se,omitempty"`
 	// EnvSteps counts PPO training steps so far.
 	EnvSteps int `json:"env_steps"`
 	// MeanLearnedReturn and MeanTrueReturn are PPO's running means of the
@@ -294,11 +327,15 @@ type Result struct {
 	Converged bool `json:"converged"`
 	// StopReason says why Learn stopped.
 	StopReason string `json:"stop_reason"`
-	// Gap and GapSE are the final ‖μ_D − μ̂_π‖₂ and its standard error.
+	// Gap and GapSE are the final ‖μ_D − μ̂_π‖₂ and the rule's standard
+	// error of it, s_π·sqrt(1/n_π + 1/n_D).
 	Gap   float64 `json:"gap"`
 	GapSE float64 `json:"gap_se"`
+	// DemoEpisodes is n_D, ConfirmEpisodes the resolved confirming estimate's size.
+	DemoEpisodes    int `json:"demo_episodes"`
+	ConfirmEpisodes int `json:"confirm_episodes"`
 	// DemoSE is the standard error of μ_D over the demonstrations
-	// (informational: the rule conditions on the demonstrations).
+	// (informational: the rule pools the policy's variance for both sides).
 	DemoSE float64 `json:"demo_se"`
 	// DemoFeatures is μ_D; PolicyFeatures the final μ̂_π.
 	DemoFeatures   []float64 `json:"demo_features"`
@@ -473,7 +510,16 @@ func Learn(ctx context.Context, makeEnv ppo.EnvMaker, phi FeatureMap, demos []Tr
 	if err != nil {
 		return Result{}, fmt.Errorf("sampleirl: %w", err)
 	}
-	res := Result{DemoFeatures: muD, DemoSE: demoSE, Policy: tr.Policy()}
+	nD := float64(len(demos))
+	if cfg.ConfirmEpisodes == 0 {
+		cfg.ConfirmEpisodes = max(cfg.Episodes, len(demos))
+	}
+	res := Result{DemoFeatures: muD, DemoSE: demoSE, DemoEpisodes: len(demos), ConfirmEpisodes: cfg.ConfirmEpisodes, Policy: tr.Policy()}
+	// twoSample turns the policy's standard error of its mean over n episodes
+	// into the rule's: s_π·sqrt(1/n + 1/n_D).
+	twoSample := func(se float64, n int) float64 {
+		return se * math.Sqrt(float64(n)) * math.Sqrt(1/float64(n)+1/nD)
+	}
 	ev := newEvaluator(phi, evalEnv, cfg)
 	opt := newOptimizer(cfg, d)
 	grad := make([]float64, d)
@@ -484,18 +530,28 @@ func Learn(ctx context.Context, makeEnv ppo.EnvMaker, phi FeatureMap, demos []Tr
 		if rewardErr != nil {
 			return res, rewardErr
 		}
-		muPi, se, err := ev.sample(tr.Policy(), k)
+		muPi, se, err := ev.sample(tr.Policy(), k, cfg.Episodes, streamEvalBase)
 		if err != nil {
 			return res, fmt.Errorf("sampleirl: iteration %d: %w", k, err)
 		}
-		gap := 0.0
-		for j := range grad {
-			g := muD[j] - muPi[j]
-			gap += g * g
-			grad[j] = g - cfg.L2*theta[j]
+		se = twoSample(se, cfg.Episodes)
+		gap := distance(muD, muPi)
+		it := Iteration{Index: k, Theta: slices.Clone(theta), PolicyFeatures: muPi, Gap: gap, GapSE: se}
+		pass := gap <= cfg.Tolerance*se
+		if pass && cfg.ConfirmEpisodes > cfg.Episodes {
+			muPi, se, err = ev.sample(tr.Policy(), k, cfg.ConfirmEpisodes, streamConfirm)
+			if err != nil {
+				return res, fmt.Errorf("sampleirl: iteration %d, confirming estimate: %w", k, err)
+			}
+			se = twoSample(se, cfg.ConfirmEpisodes)
+			gap = distance(muD, muPi)
+			it.ConfirmGap, it.ConfirmSE = gap, se
+			pass = gap <= cfg.Tolerance*se
 		}
-		gap = math.Sqrt(gap)
-		it := Iteration{Index: k, Theta: slices.Clone(theta), PolicyFeatures: muPi, Gap: gap, GapSE: se, EnvSteps: tr.Steps()}
+		for j := range grad {
+			grad[j] = muD[j] - muPi[j] - cfg.L2*theta[j]
+		}
+		it.EnvSteps = tr.Steps()
 		if c := tr.Curve(); len(c) > 0 {
 			it.MeanLearnedReturn, it.MeanTrueReturn = c[len(c)-1].MeanLearnedReturn, c[len(c)-1].MeanTrueReturn
 		}
@@ -510,9 +566,12 @@ func Learn(ctx context.Context, makeEnv ppo.EnvMaker, phi FeatureMap, demos []Tr
 				return res, err
 			}
 		}
-		if gap <= cfg.Tolerance*se {
+		if pass {
 			res.Converged = true
 			res.StopReason = fmt.Sprintf("feature gap %.4g ≤ %g × its standard error %.4g", gap, cfg.Tolerance, se)
+			if it.ConfirmSE > 0 {
+				res.StopReason += fmt.Sprintf(" on %d confirming episodes (and %.4g ≤ %g × %.4g on the iteration's %d)", cfg.ConfirmEpisodes, it.Gap, cfg.Tolerance, it.GapSE, cfg.Episodes)
+			}
 			return res, nil
 		}
 		if k == cfg.MaxIter {
@@ -545,16 +604,16 @@ func newEvaluator(phi FeatureMap, env envs.Env, cfg Config) *evaluator {
 		f: make([]float64, d), obs: make([]float64, env.ObservationSpace().Dim()), sums: make([]float64, d)}
 }
 
-// sample runs cfg.Episodes episodes of pol (sampled actions) and returns
-// μ̂_π and its standard error.
-func (e *evaluator) sample(pol *ppo.Policy, iter int) ([]float64, float64, error) {
-	rng := rand.New(rand.NewPCG(e.cfg.Seed, streamEvalBase+uint64(iter)))
+// sample runs n episodes of pol (sampled actions) from the PCG stream
+// base+iter and returns μ̂_π and its standard error.
+func (e *evaluator) sample(pol *ppo.Policy, iter, n int, base uint64) ([]float64, float64, error) {
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, base+uint64(iter)))
 	acc := newMoments(len(e.f))
 	limit := e.cfg.MaxEpisodeSteps
 	if limit == 0 {
 		limit = hardEpisodeCap
 	}
-	for ep := 0; ep < e.cfg.Episodes; ep++ {
+	for ep := 0; ep < n; ep++ {
 		copy(e.obs, e.env.Reset(rng.Uint64()))
 		clear(e.sums)
 		g := 1.0
@@ -584,6 +643,16 @@ func (e *evaluator) sample(pol *ppo.Policy, iter int) ([]float64, float64, error
 		acc.add(e.sums)
 	}
 	return acc.mean(), acc.se(), nil
+}
+
+// distance returns ‖a − b‖₂.
+func distance(a, b []float64) float64 {
+	s := 0.0
+	for j := range a {
+		d := a[j] - b[j]
+		s += d * d
+	}
+	return math.Sqrt(s)
 }
 
 // optimizer is the reward step: gradient ascent or Adam.

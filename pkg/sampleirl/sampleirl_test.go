@@ -201,7 +201,7 @@ func freshGap(t *testing.T, p *problem, pol *ppo.Policy, muD []float64, n int) (
 	}
 	cfg.Episodes = n
 	env, _ := p.maker()(0)
-	mu, se, err := newEvaluator(p.features(), env, cfg).sample(pol, 1_000_000)
+	mu, se, err := newEvaluator(p.features(), env, cfg).sample(pol, 1_000_000, n, streamEvalBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,9 +213,10 @@ func freshGap(t *testing.T, p *problem, pol *ppo.Policy, muD []float64, n int) (
 // must match μ_D on 1024 fresh episodes within 2× the reported SE (plus
 // 2× the fresh estimate's own), θ must point
 // along θ*, and planning with θ must be as good as planning with the lattice
-// MaxEnt learner's θ on the same demonstrations. Measured over seeds 1–10:
-// all converged in 12–20 iterations (25–41k PPO steps), gap/SE 0.66–1.96,
-// cos(θ, θ*) 0.968–0.997, normalized value 0.999–1.000 against the
+// MaxEnt learner's θ on the same demonstrations. Measured over seeds 1–10
+// (the two-sample rule with its confirming estimate of 500 episodes): all
+// converged in 16–25 iterations (33–51k PPO steps), gap/SE 0.97–1.97,
+// cos(θ, θ*) 0.982–0.998, normalized value 0.999–1.000 against the
 // lattice's 0.999 (cos 1.000).
 func TestLearnRecoversKnownReward(t *testing.T) {
 	p := newProblem(t, 500)
@@ -456,5 +457,49 @@ func TestBadInput(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestConfirmationGuardsThePower: with 4 episodes per estimate the SE is so
+// large that θ far from θ* passes the rule (measured, seeds 1–8 of this
+// problem: without confirmation all 8 fits stopped within 3 iterations, 2
+// of them on θ₀ = 0, with ‖θ‖ ≤ 0.3 against ‖θ*‖ = 1.45; with it none did).
+// A fit "stops far" when a fresh 1024-episode estimate of its policy's gap
+// exceeds 2z of the rule's standard errors at that size. Without the
+// confirmation some fit must stop far (the flaw is there); with the default
+// confirmation none may.
+func TestConfirmationGuardsThePower(t *testing.T) {
+	p := newProblem(t, 500)
+	muD, _, err := DemoFeatures(p.features(), gamma, p.demos, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const fresh = 1024
+	falseStops := 0
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, confirm := range []int{4, 0} {
+			cfg := testConfig(seed)
+			cfg.Episodes, cfg.ConfirmEpisodes, cfg.MaxIter = 4, confirm, 3
+			res, err := Learn(context.Background(), p.maker(), p.features(), p.demos, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Converged {
+				continue
+			}
+			gap, se := freshGap(t, p, res.Policy, muD, fresh)
+			ruleSE := se * math.Sqrt(fresh) * math.Sqrt(1.0/fresh+1.0/float64(len(p.demos)))
+			far := gap > 2*defaultTolerance*ruleSE
+			t.Logf("seed %d confirm_episodes %d: converged at iteration %d, θ %.3f, fresh gap %.3f = %.1f of the rule's SEs", seed, confirm, res.Iterations, res.Theta, gap, gap/ruleSE)
+			switch {
+			case confirm == 4 && far:
+				falseStops++
+			case confirm == 0 && far:
+				t.Errorf("seed %d: converged with the confirmation at a policy %.1f SEs from the demonstrations (%s)", seed, gap/ruleSE, res.StopReason)
+			}
+		}
+	}
+	if falseStops == 0 {
+		t.Error("no fit without the confirmation stopped far from the demonstrations: the test problem no longer shows the flaw")
 	}
 }

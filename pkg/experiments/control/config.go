@@ -170,6 +170,10 @@ type SampleIRLConfig struct {
 	PolicySteps int `yaml:"policy_steps,omitempty" json:"policy_steps,omitempty"`
 	// Episodes is the number of episodes of each estimate of μ̂_π and its standard error [64].
 	Episodes int `yaml:"episodes,omitempty" json:"episodes,omitempty"`
+	// ConfirmEpisodes is the size of the confirming estimate drawn where
+	// the stopping rule passes, ≥ episodes [max(episodes, the client's
+	// demonstrations)].
+	ConfirmEpisodes int `yaml:"confirm_episodes,omitempty" json:"confirm_episodes,omitempty"`
 	// MaxIter caps the outer iterations [50]; a weak client's is weak_clients.irl_iterations.
 	MaxIter int `yaml:"max_iter,omitempty" json:"max_iter,omitempty"`
 	// LearningRate is the reward step η [0.1].
@@ -179,7 +183,8 @@ type SampleIRLConfig struct {
 	// Temperature is τ, PPO's entropy bonus with advantage normalisation
 	// off (sampleirl.SoftPPO) [irl.temperature].
 	Temperature float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
-	// Tolerance is z of the stopping rule ‖μ_D − μ̂_π‖ ≤ z·SE [2].
+	// Tolerance is z of the stopping rule ‖μ_D − μ̂_π‖ ≤ z·SE [2], SE the
+	// two-sample standard error s_π·sqrt(1/n_π + 1/n_D).
 	Tolerance float64 `yaml:"tolerance,omitempty" json:"tolerance,omitempty"`
 	// L2 is λ of −(λ/2)‖θ‖² [0].
 	L2 float64 `yaml:"l2,omitempty" json:"l2,omitempty"`
@@ -204,6 +209,8 @@ func (c *SampleIRLConfig) validate(env string) error {
 		return bad("policy_steps", c.PolicySteps, "≥ 1 (0: one PPO rollout)")
 	case c.Episodes < 0 || c.Episodes == 1:
 		return bad("episodes", c.Episodes, "≥ 2 (a standard error needs two; 0: 64)")
+	case c.ConfirmEpisodes < 0 || (c.ConfirmEpisodes > 0 && c.ConfirmEpisodes < max(c.Episodes, 2)):
+		return bad("confirm_episodes", c.ConfirmEpisodes, "≥ episodes (0: max(episodes, the demonstrations))")
 	case c.MaxIter < 0:
 		return bad("max_iter", c.MaxIter, "≥ 1 (0: 50)")
 	case !finiteNonNeg(c.LearningRate):

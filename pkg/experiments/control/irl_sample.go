@@ -65,7 +65,7 @@ func (s *Study) sampleConfig(env string, client int, seed uint64) (sampleirl.Con
 		tau = s.cfg.IRL.Temperature
 	}
 	c := sampleirl.Config{PPO: sampleirl.SoftPPO(pc, tau), Seed: seedOf(seed, "sample-irl", client),
-		PolicySteps: sc.PolicySteps, Episodes: sc.Episodes, MaxIter: sc.MaxIter, Tolerance: sc.Tolerance,
+		PolicySteps: sc.PolicySteps, Episodes: sc.Episodes, ConfirmEpisodes: sc.ConfirmEpisodes, MaxIter: sc.MaxIter, Tolerance: sc.Tolerance,
 		Optimizer: sc.Optimizer, LearningRate: sc.LearningRate, L2: sc.L2}
 	if s.cfg.weak(client) {
 		c.MaxIter = s.cfg.WeakClients.IRLIterations
