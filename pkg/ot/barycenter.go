@@ -245,10 +245,9 @@ func DenseBarycenter(cost []float64, n int, measures [][]float64, weights []floa
 // live on the points of pc (each of length pc.Len()), the cost is pc's
 // weighted squared-Euclidean cost, and the Gibbs kernel is applied on the
 // fly in tiles (PointKernel: O(n) memory, O(n²d) time per application).
-// With AbsoluteEps false, Eps is in units of pc.CostUnit(), the smallest
-// positive cost between two points (as DenseBarycenter; on a lattice's
-// points it is the lattice's CostUnit, so the same options give the same
-// barycenter). Every Method runs; for small ε use Stabilized or LogDomain,
+// With AbsoluteEps false, Eps is in units of pc.CostUnit(), the median
+// nearest-neighbour cost (on the points of a lattice with uniform axes the
+// lattice's CostUnit, so the same options give the same barycenter). Every Method runs; for small ε use Stabilized or LogDomain,
 // whose kernel is a tiled log-sum-exp.
 func PointBarycenter(pc *PointCloud, measures [][]float64, weights []float64, opt BarycenterOptions) (BarycenterResult, error) {
 	if pc == nil {

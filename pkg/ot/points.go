@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -151,24 +152,38 @@ func (pc *PointCloud) CostMatrix() []float64 {
 	return c
 }
 
-// CostUnit returns the smallest positive cost between two points (1 if all
-// points coincide), the unit in which options measure ε by default, as
-// DenseBarycenter does for its cost matrix; on the points of a lattice it is
-// the lattice's CostUnit. The first call costs O(n²d) time (as one kernel
-// application, on all cores) and O(n) memory; the value is kept.
+// CostUnit returns the unit in which options measure ε by default: the
+// median over the points of each one's nearest-neighbour cost (its smallest
+// positive cost to another point; points with none are left out; 1 if all
+// points coincide). On the points of a lattice whose points all have the
+// same nearest-neighbour cost (uniform axes, whatever their weights) it is
+// the lattice's CostUnit, its smallest positive cost, so the same options
+// give the same barycenter. The smallest positive cost itself would be
+// fragile on scattered points: two near-duplicates (a rollout revisiting a
+// state) would shrink ε by orders of magnitude and with it the kernel's
+// reach; the median moves only when half the points move
+// (TestCostUnitRobustToNearDuplicates). The first call costs O(n²d) time
+// (as one kernel application, on all cores) and O(n) memory; the value is
+// kept.
 func (pc *PointCloud) CostUnit() float64 {
 	pc.unitOnce.Do(func() {
 		u := unitPass{pc: pc, rowMin: make([]float64, pc.n)}
 		var wg sync.WaitGroup
 		parallel(pc.n, 16, &u, &wg)
-		m := math.Inf(1)
+		nn := u.rowMin[:0]
 		for _, v := range u.rowMin {
-			m = math.Min(m, v)
+			if !math.IsInf(v, 1) {
+				nn = append(nn, v)
+			}
 		}
-		if math.IsInf(m, 1) {
-			m = 1
+		pc.unit = 1
+		if len(nn) > 0 {
+			slices.Sort(nn)
+			pc.unit = nn[len(nn)/2]
+			if len(nn)%2 == 0 {
+				pc.unit = (nn[len(nn)/2-1] + nn[len(nn)/2]) / 2
+			}
 		}
-		pc.unit = m
 	})
 	return pc.unit
 }

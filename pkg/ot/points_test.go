@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,7 +176,11 @@ func TestPointBarycenterMatchesLattice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cu, lu := pc.CostUnit(), tc.l.CostUnit(); !approx.Close(cu, lu, 0, 1e-14) {
+		// The cloud's unit (median nearest-neighbour cost) is the lattice's
+		// where every point has the same nearest-neighbour cost (uniform
+		// axes); with the explicit axis ε is passed in absolute terms.
+		cu, lu := pc.CostUnit(), tc.l.CostUnit()
+		if !strings.HasPrefix(tc.name, "explicit") && !approx.Close(cu, lu, 0, 1e-14) {
 			t.Fatalf("%s: cloud cost unit %v, lattice %v", tc.name, cu, lu)
 		}
 		mus := bumps(rng, tc.l, 3, 1e-3)
@@ -184,7 +189,9 @@ func TestPointBarycenterMatchesLattice(t *testing.T) {
 		if tc.m == Paper {
 			opt.Tol, opt.MaxIter = -1, 50
 		}
-		got, err := PointBarycenter(pc, mus, w, opt)
+		popt := opt
+		popt.Eps, popt.AbsoluteEps = opt.withDefaults().Eps*lu, true
+		got, err := PointBarycenter(pc, mus, w, popt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,4 +373,73 @@ func TestPointCloudRefusesBadInput(t *testing.T) {
 	if _, err := PointBarycenter(nil, [][]float64{{1}}, nil, BarycenterOptions{}); !errors.Is(err, ErrPoints) {
 		t.Errorf("nil cloud: error %v", err)
 	}
+}
+
+// TestCostUnitRobustToNearDuplicates: the unit is the median of the points'
+// nearest-neighbour costs, checked against a brute-force O(n²) computation
+// on random points; adding a near-duplicate of one point (1e-9 away) moves it
+// at most two ranks of the old nearest-neighbour costs (the duplicate and
+// its twin both get a tiny one; measured ×0.989),
+// where the smallest positive cost falls to 1e-18; an explicit
+// lattice axis gives the median, not the lattice's smallest cost.
+func TestCostUnitRobustToNearDuplicates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 70))
+	const n, d = 301, 3
+	pts := make([][]float64, n)
+	for i := range pts {
+		pts[i] = []float64{rng.Float64(), rng.Float64(), 2 * rng.Float64()}
+	}
+	w := []float64{1, 2, 0.5}
+	var sorted []float64
+	brute := func(pts [][]float64) (median, smallest float64) {
+		var nn []float64
+		smallest = math.Inf(1)
+		for i, x := range pts {
+			m := math.Inf(1)
+			for j, y := range pts {
+				c := 0.0
+				for k := range x {
+					c += w[k] * (x[k] - y[k]) * (x[k] - y[k])
+				}
+				if i != j && c > 0 {
+					m = math.Min(m, c)
+				}
+			}
+			nn = append(nn, m)
+			smallest = math.Min(smallest, m)
+		}
+		slices.Sort(nn)
+		sorted = nn
+		if len(nn)%2 == 1 {
+			return nn[len(nn)/2], smallest
+		}
+		return (nn[len(nn)/2-1] + nn[len(nn)/2]) / 2, smallest
+	}
+	pc, err := NewPointCloud(pts, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := brute(pts)
+	approx.Equal(t, "cost unit", pc.CostUnit(), want, 0, 1e-14)
+	old, k := sorted, n/2
+	dup := append(slices.Clone(pts), []float64{pts[5][0] + 1e-9, pts[5][1], pts[5][2]})
+	pd, err := NewPointCloud(dup, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDup, smallest := brute(dup)
+	approx.Equal(t, "cost unit with a near-duplicate", pd.CostUnit(), wantDup, 0, 1e-14)
+	if u := pd.CostUnit(); u < old[k-2] || u > old[k+1] || smallest > 1e-17 {
+		t.Errorf("a near-duplicate moved the unit from %v to %v, beyond two ranks [%v, %v] (smallest positive cost %g)", pc.CostUnit(), u, old[k-2], old[k+1], smallest)
+	}
+	explicit := Lattice{Axes: []Axis{{Coords: []float64{0, 0.3, 1, 1.2, 2.5}, Weight: 2}, UniformAxis(4, 1)}}
+	lc, err := NewLatticeCloud(explicit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per point: axis 0 gives 2·0.3², 2·0.3², 2·0.2², 2·0.2², min(2·1.3², 1);
+	// four rows of each, so the median over the 20 points is 2·0.09 = 0.18,
+	// where the lattice's smallest cost is 2·0.04 = 0.08.
+	approx.Equal(t, "explicit lattice cloud unit", lc.CostUnit(), 0.18, 0, 1e-14)
+	approx.Equal(t, "explicit lattice unit", explicit.CostUnit(), 0.08, 0, 1e-14)
 }

@@ -249,8 +249,8 @@ func runRound(t *testing.T, coord *federation.Coordinator, spec federation.TaskS
 func TestPointsTaskFusesAsFusion(t *testing.T) {
 	const n, dim, d = 30, 4, 3
 	pts, phiRows := randomPoints(3, n, dim, d)
-	// Coordinates in {0, 1, 2}: the smallest positive cost, the unit of the
-	// default ε, is then a weight, not the gap of the closest random pair,
+	// Coordinates in {0, 1, 2}: the median nearest-neighbour cost, the unit
+	// of the default ε, is then a weight, not the gap of a random pair,
 	// and the largest cost a few dozen units (as on the 5×5 grid).
 	for _, x := range pts {
 		for k := range x {
