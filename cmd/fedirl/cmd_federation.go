@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"maps"
 	"math"
 	"net"
 	"os"
@@ -29,7 +28,6 @@ import (
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/jointopt"
-	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/privacy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -80,16 +78,6 @@ type taskOptions struct {
 	centralEps, centralDelta, centralClip                                float64
 	centralBound                                                         string
 	limits                                                               federation.Limits
-}
-
-// clientOptions holds the flags of "fedirl client".
-type clientOptions struct {
-	server, task, id, tokenFile, mdp, demos, out string
-	solver                                       string
-	tls                                          tlsClientFlags
-	timeout, pauseBeforeSubmit                   time.Duration
-	quiet, submitReward                          bool
-	dp                                           dpFlags
 }
 
 type tlsClientFlags struct {
@@ -450,78 +438,8 @@ after E local Newton steps from the round's θ instead, averaged by the server.`
 	return cmd
 }
 
-// newClientCmd builds "fedirl client".
-func newClientCmd() *cobra.Command {
-	f := &clientOptions{}
-	cmd := &cobra.Command{
-		Use:   "client",
-		Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
-		Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
-(--mdp, an irl JSON spec or an .npz of sparse transitions) and private
-demonstrations (--demos: JSONL, or an .npz of padded arrays or imitation's
-trajectory fields); for a "lattice" task its features must be the task's Φ
-(checked before learning; the first mismatch is named). It submits only
-θ_i with its demonstration count, iterations and final gradient norm, and waits for
-the fused θ; with a multi-round task it warm-starts each round from the previous
-fused θ. Transient failures are retried with back-off; submissions are idempotent.
-The final result (and per-round provenance) is written as JSON to --out; each
-round's "local" says whether the fit converged ("converged", "grad_norm",
-"stop_reason"), and a fit that did not is a warning on stderr, --quiet or not.
-
-With --dp-epsilon, --dp-delta and --dp-ledger, θ_i is clipped to norm C and
-N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,
-σ calibrated so that all the task's rounds together are (ε, δ)-DP (see
-"fedirl privacy sigma"); the submission declares the mechanism and carries no
-demonstration count, iteration count or gradient norm. C is the task's (its
-privacy requirement sets it); --dp-clip gives one only for a task that lets
-clients choose, and a --dp-clip other than the task's C is refused. Each
-round's noised θ is recorded in the --dp-ledger file before it is sent and
-re-sent unchanged if the client is restarted, so a round is released once;
-"fedirl privacy ledger" shows what the client has spent, and --dp-budget
-refuses a task that would exceed a total. A task that requires privacy is
-refused before learning when these flags are missing or too weak.
-
-With --submit-reward the client brings its own reward model: the features of
---mdp are its own (any number of columns, not the task's Φ), and it submits
-its learned reward Φ_c θ_c on the task's probe points (the lattice's
-state–action pairs) instead of θ; the task's fusion method must take rewards
-(mean, normalized-mean, barycenter, debiased, reward-median,
-reward-trimmed-mean, wasserstein-median), and the fused result carries the fused reward on the
-probe points beside its least-squares θ on the task's Φ. The privacy flags
-clip and noise the reward vector as they do θ.
-
-A joint task (created with --fusion joint) learns nothing locally: each round
-the server sends a trial θ, the client returns its MaxEnt objective's value,
-gradient and Hessian there (d + d² numbers, on --mdp and --demos), and the
-server takes a Newton step on the clients' weighted sum until the task's
-gradient tolerance or round cap; --out holds every round and the final θ
-(final.theta, final.joint.reason). With the privacy flags each round's
-evaluation is clipped, noised and recorded in the ledger before it is sent.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runClient(cmd, f) },
-	}
-	cf := cmd.Flags()
-	cf.StringVar(&f.server, "server", "127.0.0.1:7443", "server address (host:port)")
-	cf.StringVar(&f.task, "task", "", "task id (required)")
-	cf.StringVar(&f.id, "id", "", "this client's id (required)")
-	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required)")
-	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations: JSONL or .npz (required)")
-	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
-	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point"`)
-	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
-	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
-	cf.BoolVar(&f.submitReward, "submit-reward", false, "learn on this client's own features and submit its reward on the task's probe points instead of θ (lattice tasks)")
-	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
-	cf.MarkHidden("pause-before-submit")
-	f.tls.register(cmd)
-	f.dp.register(cmd)
-	cmd.AddCommand(newClientEvalCmd())
-	return cmd
-}
-
 func init() {
-	rootCmd.AddCommand(newServerCmd(), newClientCmd())
+	rootCmd.AddCommand(newServerCmd())
 }
 
 func runServer(cmd *cobra.Command, f *serverOptions) error {
@@ -1042,98 +960,4 @@ func readAdminToken(file string) (string, error) {
 		return "", fmt.Errorf("--admin-token-file %s is empty", file)
 	}
 	return tok, nil
-}
-
-// readToken returns the client's token from a file holding either the bare
-// token or the {"client": "token"} JSON of task create, or from $FEDIRL_TOKEN.
-func readToken(file, client string) (string, error) {
-	if file == "" {
-		if t := os.Getenv("FEDIRL_TOKEN"); t != "" {
-			return t, nil
-		}
-		return "", errors.New("need --token-file or $FEDIRL_TOKEN")
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("--token-file %s is empty: it should hold this client's token (or the tokens JSON that fedirl server task create --tokens-out wrote)", file)
-	}
-	if strings.HasPrefix(s, "{") {
-		var m map[string]string
-		if err := json.Unmarshal(b, &m); err != nil {
-			return "", fmt.Errorf("--token-file %s: %w", file, err)
-		}
-		t, ok := m[client]
-		if !ok {
-			return "", fmt.Errorf("--token-file %s: no token for client %q (it holds %s): create a task that admits this client (fedirl server task create --clients ...)", file, client, strings.Join(slices.Sorted(maps.Keys(m)), ", "))
-		}
-		return t, nil
-	}
-	return s, nil
-}
-
-func runClient(cmd *cobra.Command, f *clientOptions) error {
-	if f.timeout <= 0 {
-		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10m)", f.timeout)
-	}
-	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
-		if v == "" {
-			return fmt.Errorf("%s is required", name)
-		}
-	}
-	dp, err := f.dp.clientPrivacy(cmd)
-	if err != nil {
-		return err
-	}
-	token, err := readToken(f.tokenFile, f.id)
-	if err != nil {
-		return err
-	}
-	if f.solver != "newton" && f.solver != "fixed-point" {
-		return fmt.Errorf("--solver %q: want newton or fixed-point", f.solver)
-	}
-	learner, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
-	if err != nil {
-		return err
-	}
-	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
-	learner.SubmitReward = f.submitReward
-	journal := newClientJournal(cmd.ErrOrStderr(), f.out, f.task, f.id)
-	conn, err := f.tls.dial(f.server, token)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-	defer cancel()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	logger := log.New(os.Stderr, "fedirl client "+f.id+": ", log.LstdFlags|log.Lmicroseconds)
-	cfg := federation.ClientConfig{TaskID: f.task, ClientID: f.id, Logf: logger.Printf}
-	if f.quiet {
-		cfg.Logf = nil
-	}
-	cfg.Privacy = dp // nil without --dp-*; noise from crypto/rand
-	if f.pauseBeforeSubmit > 0 {
-		cfg.BeforeSubmit = func(ctx context.Context, round int) error {
-			logger.Printf("round %d: pausing %v before submitting", round, f.pauseBeforeSubmit)
-			select {
-			case <-time.After(f.pauseBeforeSubmit):
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	rep, err := federation.RunClient(ctx, journal.federation(conn), journal.learner(learner), cfg)
-	if err != nil {
-		if journal.out != "" && len(journal.cur.Rounds) > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "fedirl client: %s holds what this run learnt and the receipts it got; rerun the same command to wait for the fusion again\n", journal.out)
-		}
-		return connHint(err)
-	}
-	return writeClientReport(cmd.ErrOrStderr(), journal, rep)
 }

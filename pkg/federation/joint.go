@@ -93,6 +93,17 @@ type JointUpdater interface {
 	LocalUpdate(ctx context.Context, spec TaskSpec, theta []float64) ([]float64, jointopt.Eval, int, error)
 }
 
+// JointRefuser is a Learner that answers no joint task and says why, e.g. a
+// sample-based learner, whose gradient would be a Monte Carlo estimate and
+// which has no Hessian. For a joint task RunClient returns RefuseJoint's
+// error (wrapped with the task id) before evaluating or sending anything,
+// in place of the generic refusal of a learner that is no JointLearner.
+type JointRefuser interface {
+	Learner
+	// RefuseJoint returns why the learner cannot answer spec's rounds.
+	RefuseJoint(spec TaskSpec) error
+}
+
 // jointUpdates reports whether fuser runs spec's rounds with local updates.
 func jointUpdates(fuser Fuser, spec *TaskSpec) bool {
 	jf, ok := fuser.(JointFuser)

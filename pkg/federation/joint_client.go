@@ -20,6 +20,11 @@ import (
 // its privacy ledger is re-sent byte for byte.
 func runJoint(ctx context.Context, fed Federation, learner Learner, cfg ClientConfig, info TaskInfo,
 	mech *privacy.Mechanism, noise privacy.Source, rng *rand.Rand, rep ClientReport) (ClientReport, error) {
+	if r, ok := learner.(JointRefuser); ok {
+		if err := r.RefuseJoint(info.Spec); err != nil {
+			return rep, fmt.Errorf("task %s: %w", cfg.TaskID, err)
+		}
+	}
 	jl, ok := learner.(JointLearner)
 	if !ok {
 		return rep, fmt.Errorf("task %s runs gradient/Hessian rounds (joint) and this client's learner evaluates no objective (no JointLearner)", cfg.TaskID)

@@ -364,3 +364,39 @@ func TestJointTaskRefusedAboveMessageLimit(t *testing.T) {
 		t.Errorf("an encoded submission of dimension %d has %d bytes, JointMessageBytes %d", d, n, JointMessageBytes(d))
 	}
 }
+
+// refusingLearner answers one-shot tasks and refuses joint ones with its reason.
+type refusingLearner struct{}
+
+func (refusingLearner) Learn(context.Context, TaskSpec, []float64) (LocalResult, error) {
+	return LocalResult{Theta: []float64{1, 2}}, nil
+}
+
+func (refusingLearner) RefuseJoint(spec TaskSpec) error {
+	return fmt.Errorf("my gradients of task %s would be estimates", spec.ID)
+}
+
+// TestJointRefuserSaysWhy: a JointRefuser's reason, with the task id, is
+// the client's error for a joint task, and nothing is submitted; a
+// learner that is neither JointLearner nor JointRefuser gets the generic
+// refusal.
+func TestJointRefuserSaysWhy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		learner Learner
+		want    string
+	}{
+		{refusingLearner{}, "client a: task j: my gradients of task j would be estimates"},
+		{struct{ Learner }{refusingLearner{}}, "task j runs gradient/Hessian rounds (joint) and this client's learner evaluates no objective"},
+	} {
+		fuser := &jointFake{}
+		_, _, err := RunInProcess(ctx, jointSpec("j", 2, 5), []LocalClient{{ID: "a", Learner: tc.learner}}, InProcessConfig{Fuser: fuser})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%T: error %v, want one containing %q", tc.learner, err, tc.want)
+		}
+		if n := fuser.steps.Load(); n != 0 {
+			t.Errorf("%T: %d combining steps ran", tc.learner, n)
+		}
+	}
+}
