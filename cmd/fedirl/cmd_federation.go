@@ -573,11 +573,21 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	srv := federation.NewGRPCServer(coord, gcfg)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		s := <-sig
-		logger.Printf("%v: shutting down (calls in flight get %v)", s, f.shutdownGrace)
+		var why any = "cancelled"
+		select {
+		case s := <-sig:
+			why = s
+		case <-ctx.Done(): // the command's context (tests, an embedding program)
+		}
+		logger.Printf("%v: shutting down (calls in flight get %v)", why, f.shutdownGrace)
 		start := time.Now()
 		coord.Close()
 		if federation.Shutdown(srv, f.shutdownGrace) {
