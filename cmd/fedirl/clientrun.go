@@ -51,13 +51,29 @@ type clientJournal struct {
 	cur    federation.ClientReport
 	next   int // the round the next Learn call belongs to
 	stderr io.Writer
+	// fit names the local fit's stopping quantity and the settings that
+	// give it more room, for the warning of an unconverged fit (the
+	// lattice learner's by default).
+	fit fitWords
 }
+
+// fitWords names a learner's stopping quantity (GradNorm of its
+// LocalResult) and the settings that let its fit converge.
+type fitWords struct {
+	gap, hint string
+}
+
+// Each learner's words for an unconverged fit.
+var (
+	maxEntFit = fitWords{"‖∇‖", unconvergedHint}
+	sampleFit = fitWords{"‖μ_D − μ̂_π‖", "To let it converge, raise max_iter in --sample-config (and policy_steps, so that each iteration's policy is nearer the soft-optimal one)"}
+)
 
 // newClientJournal reads the report an earlier run of the same client and
 // task left in out, if any. A file that is not such a report is left alone
 // until the end (it is replaced only by this run's report).
 func newClientJournal(stderr io.Writer, out, task, client string) *clientJournal {
-	j := &clientJournal{out: out, stderr: stderr, cur: federation.ClientReport{TaskID: task, ClientID: client}}
+	j := &clientJournal{out: out, stderr: stderr, cur: federation.ClientReport{TaskID: task, ClientID: client}, fit: maxEntFit}
 	if out == "" || out == "-" {
 		j.out = ""
 		return j
@@ -132,16 +148,28 @@ func (j *clientJournal) merged(rep federation.ClientReport) federation.ClientRep
 
 // learner wraps l so that each local result is saved as soon as it exists;
 // a learner that answers joint tasks (federation.JointLearner, and
-// JointUpdater) keeps answering them through the wrapper.
+// JointUpdater) keeps answering them through the wrapper, and one that
+// refuses them with a reason (federation.JointRefuser) keeps its reason.
 func (j *clientJournal) learner(l federation.Learner) federation.Learner {
 	switch l := l.(type) {
 	case federation.JointUpdater:
 		return journalUpdater{journalLearner{l, j}, l}
 	case federation.JointLearner:
 		return journalJoint{journalLearner{l, j}, l}
+	case federation.JointRefuser:
+		return journalRefuser{journalLearner{l, j}, l}
 	}
 	return journalLearner{l, j}
 }
+
+// journalRefuser is a journalLearner of a federation.JointRefuser.
+type journalRefuser struct {
+	journalLearner
+	jr federation.JointRefuser
+}
+
+// RefuseJoint implements federation.JointRefuser.
+func (l journalRefuser) RefuseJoint(spec federation.TaskSpec) error { return l.jr.RefuseJoint(spec) }
 
 // journalJoint is a journalLearner of a federation.JointLearner.
 type journalJoint struct {
@@ -244,8 +272,8 @@ func writeClientReport(stderr io.Writer, j *clientJournal, rep federation.Client
 			if reason == "" {
 				reason = "no reason given"
 			}
-			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (‖∇‖ = %.3g after %d iterations: %s); its result was submitted. %s\n",
-				rep.TaskID, r.Round, r.Local.GradNorm, r.Local.Iterations, reason, unconvergedHint)
+			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: the local fit did not converge (%s = %.3g after %d iterations: %s); its result was submitted. %s\n",
+				rep.TaskID, r.Round, j.fit.gap, r.Local.GradNorm, r.Local.Iterations, reason, j.fit.hint)
 		}
 		if r.Fused.Warning != "" {
 			fmt.Fprintf(stderr, "fedirl client: warning: task %s round %d: %s\n", rep.TaskID, r.Round, r.Fused.Warning)

@@ -24,11 +24,12 @@ import (
 // clientOptions holds the flags of "fedirl client".
 type clientOptions struct {
 	server, task, id, tokenFile, mdp, demos, out string
-	solver                                       string
+	solver, learner                              string
 	tls                                          tlsClientFlags
 	timeout, pauseBeforeSubmit                   time.Duration
 	quiet, submitReward                          bool
 	dp                                           dpFlags
+	sample                                       sampleClientFlags
 }
 
 // newClientCmd builds "fedirl client".
@@ -37,17 +38,39 @@ func newClientCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Join a federation: learn θ_i locally by MaxEnt IRL, submit it, fetch the fused θ",
-		Long: `fedirl client fetches a task from a server, runs MaxEnt IRL on its own MDP
-(--mdp, an irl JSON spec or an .npz of sparse transitions) and private
-demonstrations (--demos: JSONL, or an .npz of padded arrays or imitation's
-trajectory fields); for a "lattice" task its features must be the task's Φ
-(checked before learning; the first mismatch is named). It submits only
-θ_i with its demonstration count, iterations and final gradient norm, and waits for
-the fused θ; with a multi-round task it warm-starts each round from the previous
+		Long: `fedirl client fetches a task from a server, learns θ_i on its private
+demonstrations with one of two local learners, submits only θ_i with its
+demonstration count, iterations and final gradient norm, and waits for the
+fused θ; with a multi-round task it warm-starts each round from the previous
 fused θ. Transient failures are retried with back-off; submissions are idempotent.
 The final result (and per-round provenance) is written as JSON to --out; each
 round's "local" says whether the fit converged ("converged", "grad_norm",
 "stop_reason"), and a fit that did not is a warning on stderr, --quiet or not.
+
+--learner maxent (the default) runs MaxEnt IRL on the client's own lattice MDP
+(--mdp, an irl JSON spec or an .npz of sparse transitions) and demonstrations
+on it (--demos: JSONL of lattice indices, or an .npz of padded arrays or
+imitation's trajectory fields); for a "lattice" task its features must be the
+task's Φ (checked before learning; the first mismatch is named).
+
+--learner sample is for a client with a simulator but no lattice model: it
+runs sample-based MaxEnt IRL in its own simulator (--env, a Gymnasium id of
+"fedirl env list", with the client's physics from --client and --param as in
+"fedirl env rollout"): soft PPO on the reward θᵀφ alternating with reward
+steps on μ_D − μ̂_π until the feature gap is within its standard error, on
+the task's features evaluated at every simulator step. --demos is then JSON
+Lines of episodes in the simulator's own spaces ({"obs": [[…], …], "actions":
+[[…], …], "terminated": false}, as "fedirl env episodes --demos-out" writes),
+--sample-config a YAML or JSON file of the learner's settings (policy_steps,
+episodes, max_iter, learning_rate, ppo_preset, a ppo block, temperature, l2;
+every key left out has its default) and --seed seeds PPO and the sampled
+episodes (same seed, same θ). It takes "control" tasks on the same simulator
+and "points" tasks whose probe has an rbf feature map; θ_i is on the task's
+features, so it fuses with lattice clients' θ. It answers no joint task
+(--fusion joint): its gradient is a Monte Carlo estimate and it has no
+Hessian, so such a task is refused with the reason before anything is sent.
+It prints one progress line per outer iteration. The flags of one learner are
+refused with the other.
 
 With --dp-epsilon, --dp-delta and --dp-ledger, θ_i is clipped to norm C and
 N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,
@@ -72,7 +95,7 @@ probe points beside its least-squares θ on the task's Φ. The privacy flags
 clip and noise the reward vector as they do θ.
 
 A joint task (created with --fusion joint) learns nothing locally: each round
-the server sends a trial θ, the client returns its MaxEnt objective's value,
+the server sends a trial θ, the client (--learner maxent) returns its MaxEnt objective's value,
 gradient and Hessian there (d + d² numbers, on --mdp and --demos), and the
 server takes a Newton step on the clients' weighted sum until the task's
 gradient tolerance or round cap; --out holds every round and the final θ
@@ -86,13 +109,15 @@ evaluation is clipped, noised and recorded in the ledger before it is sent.`,
 	cf.StringVar(&f.task, "task", "", "task id (required)")
 	cf.StringVar(&f.id, "id", "", "this client's id (required)")
 	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required)")
-	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations: JSONL or .npz (required)")
+	cf.StringVar(&f.learner, "learner", learnerMaxEnt, `the local learner: "maxent" (MaxEnt IRL on --mdp) or "sample" (sample-based MaxEnt IRL in the simulator --env)`)
+	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required with --learner maxent)")
+	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations (required): JSONL or .npz on --mdp's lattice (--learner maxent), JSONL episodes in --env's spaces (--learner sample)")
 	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
-	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point"`)
+	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point" (--learner maxent)`)
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
 	cf.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
-	cf.BoolVar(&f.submitReward, "submit-reward", false, "learn on this client's own features and submit its reward on the task's probe points instead of θ (lattice tasks)")
+	cf.BoolVar(&f.submitReward, "submit-reward", false, "learn on this client's own features and submit its reward on the task's probe points instead of θ (lattice tasks; --learner maxent)")
+	f.sample.register(cmd)
 	cf.DurationVar(&f.pauseBeforeSubmit, "pause-before-submit", 0, "testing: sleep between learning and submitting")
 	cf.MarkHidden("pause-before-submit")
 	f.tls.register(cmd)
@@ -140,9 +165,18 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if f.timeout <= 0 {
 		return fmt.Errorf("--timeout %v: want a positive duration (e.g. 10m)", f.timeout)
 	}
-	for name, v := range map[string]string{"--task": f.task, "--id": f.id, "--mdp": f.mdp, "--demos": f.demos} {
-		if v == "" {
-			return fmt.Errorf("%s is required", name)
+	if err := checkLearnerFlags(cmd, f.learner); err != nil {
+		return err
+	}
+	required := map[string]string{"--task": f.task, "--id": f.id, "--demos": f.demos}
+	if f.learner == learnerMaxEnt {
+		required["--mdp"] = f.mdp
+	} else {
+		required["--env"] = f.sample.env
+	}
+	for _, name := range slices.Sorted(maps.Keys(required)) {
+		if required[name] == "" {
+			return fmt.Errorf("%s is required (with --learner %s)", name, f.learner)
 		}
 	}
 	dp, err := f.dp.clientPrivacy(cmd)
@@ -153,16 +187,31 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if err != nil {
 		return err
 	}
-	if f.solver != "newton" && f.solver != "fixed-point" {
-		return fmt.Errorf("--solver %q: want newton or fixed-point", f.solver)
-	}
-	learner, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
-	if err != nil {
-		return err
-	}
-	learner.Solver = mdp.Options{Newton: f.solver == "newton"}
-	learner.SubmitReward = f.submitReward
+	logger := log.New(cmd.ErrOrStderr(), "fedirl client "+f.id+": ", log.LstdFlags|log.Lmicroseconds)
 	journal := newClientJournal(cmd.ErrOrStderr(), f.out, f.task, f.id)
+	var learner federation.Learner
+	switch f.learner {
+	case learnerMaxEnt:
+		if f.solver != "newton" && f.solver != "fixed-point" {
+			return fmt.Errorf("--solver %q: want newton or fixed-point", f.solver)
+		}
+		ml, err := tasks.LoadMaxEntLearner(f.mdp, f.demos)
+		if err != nil {
+			return err
+		}
+		ml.Solver = mdp.Options{Newton: f.solver == "newton"}
+		ml.SubmitReward = f.submitReward
+		learner = ml
+	case learnerSample:
+		sl, err := f.sample.learner(f.demos)
+		if err != nil {
+			return err
+		}
+		if !f.quiet {
+			sl.Logf = logger.Printf
+		}
+		learner, journal.fit = sl, sampleFit
+	}
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
 		return err
@@ -172,7 +221,6 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := log.New(os.Stderr, "fedirl client "+f.id+": ", log.LstdFlags|log.Lmicroseconds)
 	cfg := federation.ClientConfig{TaskID: f.task, ClientID: f.id, Logf: logger.Printf}
 	if f.quiet {
 		cfg.Logf = nil

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
+	"github.com/fedirl/fedirl/pkg/sampleirl"
 )
 
 // episodeLine is one line of "fedirl env episodes".
@@ -37,11 +40,11 @@ type episodesSummary struct {
 // newEnvEpisodesCmd builds "fedirl env episodes".
 func newEnvEpisodesCmd() *cobra.Command {
 	var (
-		name, policy string
-		params       []string
-		client       int
-		episodes     int
-		seed         uint64
+		name, policy, demosOut string
+		params                 []string
+		client                 int
+		episodes               int
+		seed                   uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "episodes",
@@ -52,28 +55,44 @@ JSON line per episode (episode, return, length, terminated, truncated) and a
 closing summary line (mean ± std return, mean length, how many terminated or
 were truncated). Episode k resets with seed --seed + k.
 
+With --demos-out FILE the episodes are also written as demonstrations for
+"fedirl client --learner sample": JSON Lines, one episode per line, in the
+environment's own spaces ({"obs": [o₀, …, o_T], "actions": [a₀, …, a_{T−1}],
+"terminated": …}; a Discrete action as [index]), written when every episode
+has run (the file appears whole or not at all).
+
 ` + policyDoc,
 		Example: `  fedirl env episodes --env LunarLanderContinuous-v3 --policy heuristic --episodes 100
   fedirl env episodes --env LunarLanderContinuous-v3 --client 5 --policy random --episodes 2000 --seed 1
-  fedirl env episodes --env CartPole-v1 --policy runs/cartpole/policy.json --episodes 20`,
+  fedirl env episodes --env CartPole-v1 --policy runs/cartpole/policy.json --episodes 20
+  fedirl env episodes --env Pendulum-v1 --client 3 --policy runs/pendulum/policy.json --episodes 20 --demos-out demos.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if episodes < 1 {
 				return fmt.Errorf("--episodes %d: want ≥ 1", episodes)
 			}
+			if demosOut == "-" {
+				return fmt.Errorf("--demos-out -: stdout carries the episode lines; give a file")
+			}
 			e, choose, reset, err := envWithPolicy(name, client, params, policy, seed)
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(os.Stdout)
+			enc := json.NewEncoder(cmd.OutOrStdout())
 			var rets []float64
+			var demos []sampleirl.Trajectory
 			sum := episodesSummary{Summary: true, Env: name, Policy: policy, Episodes: episodes}
 			for k := range episodes {
 				obs := e.Reset(seed + uint64(k))
 				reset()
 				line := episodeLine{Episode: k}
+				tr := sampleirl.Trajectory{Obs: [][]float64{slices.Clone(obs)}}
 				for {
-					o, r, term, trunc := e.Step(choose(obs))
+					a := choose(obs)
+					o, r, term, trunc := e.Step(a)
+					if demosOut != "" {
+						tr.Obs, tr.Actions = append(tr.Obs, slices.Clone(o)), append(tr.Actions, slices.Clone(a))
+					}
 					obs = o
 					line.Return += r
 					line.Length++
@@ -81,6 +100,10 @@ were truncated). Episode k resets with seed --seed + k.
 						line.Terminated, line.Truncated = term, trunc
 						break
 					}
+				}
+				if demosOut != "" {
+					tr.Terminated = line.Terminated
+					demos = append(demos, tr)
 				}
 				if err := enc.Encode(line); err != nil {
 					return err
@@ -95,6 +118,15 @@ were truncated). Episode k resets with seed --seed + k.
 				}
 			}
 			sum.Return = report.Summarize(rets)
+			if demosOut != "" {
+				var b bytes.Buffer
+				if err := sampleirl.WriteTrajectories(&b, demos); err != nil {
+					return fmt.Errorf("--demos-out %s: %w", demosOut, err)
+				}
+				if err := report.WriteFile(demosOut, b.Bytes()); err != nil {
+					return fmt.Errorf("--demos-out: %w", err)
+				}
+			}
 			return enc.Encode(sum)
 		},
 	}
@@ -105,6 +137,7 @@ were truncated). Episode k resets with seed --seed + k.
 	f.IntVar(&client, "client", -1, fmt.Sprintf("the paper's client i, counted from 0 (0..%d; -1: the default environment)", envs.MaxClient))
 	countVar(f, &episodes, "episodes", 10, "episodes", "number of episodes")
 	f.Uint64Var(&seed, "seed", 0, "first episode's reset seed (and the random policy's stream)")
+	f.StringVar(&demosOut, "demos-out", "", "also write the episodes to this file as demonstrations (JSON Lines in the environment's spaces, for fedirl client --learner sample)")
 	return cmd
 }
 

@@ -65,7 +65,7 @@ type taskOptions struct {
 	clientsFile, sigmaMode, irlOptimizer                                 string
 	trimFraction, demoCap, gradTol, mu                                   float64
 	byzantine, maxDemos, maxRounds, localSteps                           int
-	update                                                               string
+	update, controlEnv, lattice                                          string
 	server, adminFile                                                    string
 	tls                                                                  tlsClientFlags
 	gridSize, quorum, minClients, rounds, irlIters                       int
@@ -366,7 +366,11 @@ The task comes from --spec (a JSON task spec; for a "lattice" task a phi_file
 is read relative to the spec file and stored inline, see the README's "Federate
 your own problem"), or is built from flags: with
 --gridworld-size N the probe is the grid-world family's probe environment for
---seed, and theta_dim is that of its grid features. Flags override the spec file.
+--seed, and theta_dim is that of its grid features; with --env ENV (and
+--lattice) it is a "control" task on ENV's lattice with the paper's RBF
+features (theta_dim 65), the probe the control study fuses on, which lattice
+clients and "fedirl client --learner sample" clients in their own simulators
+join. Flags override the spec file.
 
 A "points" task (env_family "points") has a scattered probe instead of a
 lattice: "probe": {"points": [[s, a, s'], ...]} (or "points_npy", or
@@ -399,6 +403,8 @@ after E local Newton steps from the round's θ instead, averaged by the server.`
 	tf.StringVar(&f.clientsFile, "clients-file", "", "file with the admitted client ids, one per line (- for stdin; blank lines ignored), for lists too long for --clients")
 	tf.StringVar(&f.tokensOut, "tokens-out", "-", "where to write the client tokens JSON (- for stdout)")
 	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
+	tf.StringVar(&f.controlEnv, "env", "", "build a control task on this environment's lattice (--lattice) and the paper's RBF features, as the control study does: "+strings.Join(tasks.ControlEnvNames(), ", "))
+	tf.StringVar(&f.lattice, "lattice", "paper", "with --env: the lattice preset, "+strings.Join(tasks.LatticePresets, ", "))
 	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
 	tf.StringVar(&f.fusionMethod, "fusion", "", "fusion method, one of "+strings.Join(fusion.Methods(), ", ")+
 		" (default mean; \""+fusion.MethodBarycentric+"\" is accepted for \""+fusion.MethodBarycenter+"\")")
@@ -567,11 +573,21 @@ func runServer(cmd *cobra.Command, f *serverOptions) error {
 	srv := federation.NewGRPCServer(coord, gcfg)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		s := <-sig
-		logger.Printf("%v: shutting down (calls in flight get %v)", s, f.shutdownGrace)
+		var why any = "cancelled"
+		select {
+		case s := <-sig:
+			why = s
+		case <-ctx.Done(): // the command's context (tests, an embedding program)
+		}
+		logger.Printf("%v: shutting down (calls in flight get %v)", why, f.shutdownGrace)
 		start := time.Now()
 		coord.Close()
 		if federation.Shutdown(srv, f.shutdownGrace) {
@@ -740,6 +756,18 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 			return fmt.Errorf("--gridworld-size: %w", err)
 		}
 		spec.EnvFamily = "gridworld"
+	}
+	switch fl := cmd.Flags(); {
+	case fl.Changed("env") && fl.Changed("gridworld-size"):
+		return errors.New("--env (a control task) and --gridworld-size (a grid-world task) are exclusive: give one")
+	case fl.Changed("env"):
+		var err error
+		if spec.Probe, spec.ThetaDim, err = tasks.ControlTaskProbe(f.controlEnv, f.lattice, f.limits); err != nil {
+			return fmt.Errorf("--env %s: %w", f.controlEnv, err)
+		}
+		spec.EnvFamily = tasks.Control{}.Name()
+	case fl.Changed("lattice"):
+		return errors.New("--lattice is the lattice of a control task: give --env with it")
 	}
 	if err := refuseExplicitZero(cmd, map[string]string{
 		"irl-iterations":    "want ≥ 1 gradient step (leave the flag out for irl's default, 100)",

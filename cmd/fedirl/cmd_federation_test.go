@@ -13,6 +13,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/npy"
 	"github.com/fedirl/fedirl/pkg/privacy"
+	"github.com/fedirl/fedirl/pkg/tasks"
 )
 
 // execTaskCreate runs "fedirl server task create" with args on a fresh
@@ -319,5 +320,52 @@ func TestTaskCreatePointsSpec(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "bad.db")); err == nil {
 			t.Errorf("%s: a refused task created the store", c.probe)
 		}
+	}
+}
+
+// TestTaskCreateControlEnv: --env makes a control task whose stored probe
+// and theta_dim are tasks.ControlTaskProbe's for the environment and
+// --lattice; --env with --gridworld-size, --lattice without --env and an
+// environment without a control lattice are refused before anything is
+// stored.
+func TestTaskCreateControlEnv(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "fed.db")
+	if err := execTaskCreate(t, "", "--store", store, "--id", "cart", "--env", "CartPole-v1", "--lattice", "fine", "--clients", "a", "--tokens-out", filepath.Join(dir, "t.json")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := federation.OpenStoreWith(store, federation.StoreOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := st.Task("cart")
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, dim, err := tasks.ControlTaskProbe("CartPole-v1", "fine", federation.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.EnvFamily != "control" || spec.ThetaDim != dim || string(spec.Probe) != string(probe) {
+		t.Errorf("stored %s task, theta_dim %d, probe %.80s…; want control, %d, %.80s…", spec.EnvFamily, spec.ThetaDim, spec.Probe, dim, probe)
+	}
+	bad := filepath.Join(dir, "bad.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--env", "Pendulum-v1", "--gridworld-size", "5"}, "--env (a control task) and --gridworld-size (a grid-world task) are exclusive"},
+		{[]string{"--lattice", "fine"}, "--lattice is the lattice of a control task: give --env with it"},
+		{[]string{"--env", "BipedalWalker-v3"}, `--env BipedalWalker-v3: unknown environment: "BipedalWalker-v3" has no control-study discretisation`},
+		{[]string{"--env", "Pendulum-v1", "--lattice", "coarse"}, `--env Pendulum-v1: lattice preset "coarse": unknown`},
+	} {
+		err := execTaskCreate(t, "", append([]string{"--store", bad, "--id", "x", "--clients", "a"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a refused task created the store (%v)", err)
 	}
 }

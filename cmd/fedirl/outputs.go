@@ -33,6 +33,7 @@ var outputFlags = map[string]map[string]outputKind{
 	"fedirl simulate":            {"out": outputFile},
 	"fedirl client":              {"out": outputFile, "dp-ledger": outputFile},
 	"fedirl client eval":         {"out": outputFile},
+	"fedirl env episodes":        {"demos-out": outputFile},
 	"fedirl env render":          {"out": outputFile},
 	"fedirl env rollout":         {"out": outputFile},
 	"fedirl gridworld export":    {"out": outputFolder},

@@ -26,7 +26,8 @@ import (
 // task's Φ; every reward-space fusion method runs on it unchanged
 // (fusion.Probe.Points: the weighted squared-Euclidean cost between points).
 // It has no lattice learner: a client's own model of the problem is its
-// business.
+// business; a client with a simulator learns θ with SampleLearner when the
+// probe's features are an rbf map, which it evaluates at its own steps.
 type PointsFamily struct{}
 
 func init() { Register(PointsFamily{}) }
@@ -52,6 +53,16 @@ const PointsFamilyName = "points"
 //
 // CostWeights, when given, has one positive weight per coordinate
 // (C(x, y) = Σ_k w_k (x_k − y_k)²; default all 1).
+//
+// A point's coordinates are a step of the task's simulator in its own
+// spaces: the observation s, then the action a (a Discrete action as its
+// index), then, for rewards of the transition, the next observation s′ —
+// n_s + n_a or 2·n_s + n_a coordinates. Fusion reads them only as points;
+// a client that evaluates the rbf map in its simulator (SampleLearner,
+// PointFeatureMap) reads them in this order. Φ given as data (phi,
+// phi_npy, phi_file) exists only at the points, so such a task takes
+// rewards at the points or θ from clients that have Φ there, not from a
+// sample-based learner.
 type PointProbe struct {
 	// Names labels the coordinates (documentation; one per coordinate when given).
 	Names []string `json:"names,omitempty"`

@@ -10,6 +10,15 @@
 // demonstrations. Fuser is the server's federation.Fuser for every registered
 // family, and Learner decoding reads the task's irl section.
 //
+// Two client learners implement federation.Learner (learner.go, sample.go):
+// MaxEntLearner, MaxEnt IRL on the client's own lattice MDP (every family
+// with a lattice; it also answers joint rounds), and SampleLearner, for a
+// client with a simulator but no lattice model: sampleirl.Learn in the
+// client's own simulator on the task's features as a map evaluable at any
+// step (a control task's RBF features, a points task's rbf map), which
+// answers no joint round. Both submit θ on the task's features, so their θ
+// fuse together.
+//
 // The packages below this one (federation, fusion, ot, lattice) know no
 // environment; this package is where environments, IRL and fusion meet. It
 // runs no study (pkg/experiments) and parses no flags (cmd/fedirl).
