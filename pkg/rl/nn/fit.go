@@ -11,6 +11,10 @@ type FitConfig struct {
 	LearningRate float64 `json:"learning_rate,omitempty"`
 	// MaxSteps caps the full-batch Adam steps [5000].
 	MaxSteps int `json:"max_steps,omitempty"`
+	// Patience is the number of steps without a new best error after which
+	// the learning rate is halved and the fit restarts from the best
+	// parameters met [250]; after ten halvings the fit stops.
+	Patience int `json:"patience,omitempty"`
 	// Tol stops the fit once the root mean squared error is at most Tol
 	// times the targets' standard deviation (or Tol itself for constant
 	// targets) [1e-3].
@@ -32,8 +36,11 @@ type FitResult struct {
 // Fit fits m's single output to the targets y at the n input rows X (n ×
 // In, row-major) by regression: full-batch Adam (torch's bias correction,
 // ε = 1e-8) on the mean squared error (1/n) Σ_i (m(x_i) − y_i)², from m's
-// current parameters, which it overwrites with the best ones it met. It
-// stops when RMSE ≤ Tol·std(y) (Converged) or after MaxSteps steps. Every
+// current parameters, which it overwrites with the best ones it met. A
+// constant step size leaves Adam circling the minimum at a distance set by
+// the step, so after Patience steps without a new best error the step is
+// halved and the fit goes on from the best parameters. It stops when
+// RMSE ≤ Tol·std(y) (Converged), after MaxSteps steps or after ten halvings. Every
 // step is the same sequence of floating-point operations given the inputs,
 // so a fit is reproducible. Errors name the bad argument: a network with
 // more than one output, X or y of the wrong length, a non-finite input or
@@ -48,6 +55,9 @@ func Fit(m *MLP, X []float64, n int, y []float64, cfg FitConfig) (FitResult, err
 	if cfg.Tol == 0 {
 		cfg.Tol = 1e-3
 	}
+	if cfg.Patience == 0 {
+		cfg.Patience = 250
+	}
 	switch {
 	case m.Out() != 1:
 		return FitResult{}, fmt.Errorf("nn: Fit: the network has %d outputs, want 1", m.Out())
@@ -59,6 +69,8 @@ func Fit(m *MLP, X []float64, n int, y []float64, cfg FitConfig) (FitResult, err
 		return FitResult{}, fmt.Errorf("nn: Fit: learning_rate = %v, want > 0", cfg.LearningRate)
 	case cfg.MaxSteps < 0:
 		return FitResult{}, fmt.Errorf("nn: Fit: max_steps = %d, want ≥ 0", cfg.MaxSteps)
+	case cfg.Patience < 1:
+		return FitResult{}, fmt.Errorf("nn: Fit: patience = %d, want ≥ 1", cfg.Patience)
 	case !(cfg.Tol > 0) || math.IsInf(cfg.Tol, 0):
 		return FitResult{}, fmt.Errorf("nn: Fit: tol = %v, want > 0", cfg.Tol)
 	}
@@ -90,6 +102,7 @@ func Fit(m *MLP, X []float64, n int, y []float64, cfg FitConfig) (FitResult, err
 	best := append([]float64(nil), m.Params...)
 	res := FitResult{TargetStd: std, RMSE: math.Inf(1)}
 	opt := NewAdam(len(m.Params), cfg.LearningRate, 1e-8)
+	since, halvings := 0, 0 // the step of the last new best (or halving), and the halvings so far
 	for step := 0; ; step++ {
 		out := m.Forward(ws, X, n)
 		mse := 0.0
@@ -105,6 +118,7 @@ func Fit(m *MLP, X []float64, n int, y []float64, cfg FitConfig) (FitResult, err
 		if rmse < res.RMSE {
 			res.RMSE, res.Steps = rmse, step
 			copy(best, m.Params)
+			since = step
 		}
 		if rmse <= goal {
 			res.Converged = true
@@ -112,6 +126,16 @@ func Fit(m *MLP, X []float64, n int, y []float64, cfg FitConfig) (FitResult, err
 		}
 		if step == cfg.MaxSteps {
 			break
+		}
+		if step-since >= cfg.Patience {
+			if halvings == 10 {
+				break
+			}
+			halvings++
+			opt.LR /= 2
+			since = step
+			copy(m.Params, best)
+			continue
 		}
 		clear(grad)
 		m.Backward(ws, dOut, grad, nil)
