@@ -79,9 +79,16 @@
 // the PPO policy (ppo.Checkpoint). Resuming a run from one is not yet
 // implemented: an exact resume needs the PPO trainer's full state (Adam
 // moments, random streams, environment copies), which ppo does not export.
+// LearnMLP avoids the need by starting each iteration's PPO trainer afresh
+// from the last policy (ppo.Options.Init), so its checkpoints resume exactly.
+//
+// LearnMLP (airl.go) is the neural-reward learner: a RewardNet (mlp.go) on
+// the step's (s, a) or any input map, learned with AIRL's discriminator
+// objective, with the same stopping rule's structure on the
+// discriminator's log-odds and checkpoints it resumes from exactly.
 //
 // The package deliberately knows no particular environment, no lattice and
-// no fusion; neural (MLP/AIRL) rewards are not implemented.
+// no fusion.
 package sampleirl
 
 import (

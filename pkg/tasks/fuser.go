@@ -79,6 +79,9 @@ func (f *Fuser) RewardSupport(spec federation.TaskSpec) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if probe.Phi == nil {
+		return 0, fmt.Errorf("family %s fuses model weights and has no probe points to take a reward at", spec.EnvFamily)
+	}
 	return probe.Len(), nil
 }
 

@@ -169,6 +169,26 @@ func probeWithin(spec federation.TaskSpec, lim federation.Limits, build func(Fam
 		lim.CheckIterations(federation.IRLIterations, "irl.max_iter", icfg.MaxIter)); err != nil {
 		return fusion.Probe{}, fusion.Options{}, err
 	}
+	if wf, ok := f.(WeightFamily); ok {
+		// θ is a model's parameter vector: no Φ to build or to fuse rewards on.
+		n, err := wf.WeightDim(spec.Probe)
+		if err != nil {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("probe: %w", err)
+		}
+		if m, err := fusion.Lookup(opt.Method); err != nil {
+			return fusion.Probe{}, fusion.Options{}, err
+		} else if m.Space() != fusion.ThetaSpace {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("fusion.method %q fuses rewards on a probe's features; family %s's θ are network weights with no feature map (use a θ-space method: mean is FedAvg)", opt.MethodName(), spec.EnvFamily)
+		}
+		if n != spec.ThetaDim {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("theta_dim %d: family %s's network has %d weights", spec.ThetaDim, spec.EnvFamily, n)
+		}
+		p, err := build(f)
+		if err != nil {
+			return fusion.Probe{}, fusion.Options{}, fmt.Errorf("probe: %w", err)
+		}
+		return p, opt, nil
+	}
 	if s, ok := f.(ProbeSizer); ok {
 		points, feats, err := s.ProbeSize(spec.Probe)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package nn holds the small fully connected networks that rl/ppo trains: a
 // multilayer perceptron with batched forward and backward passes over
-// contiguous row-major float64 slices, orthogonal initialisation, Adam and
-// gradient-norm clipping.
+// contiguous row-major float64 slices, orthogonal initialisation, Adam,
+// gradient-norm clipping, and Fit: regression of a network on values at
+// given inputs (how a fused reward is distilled into a network).
 //
 // It is hand-written rather than built on an autodiff library because PPO's
 // networks are tiny (two hidden layers of 64 units) and the update loop runs

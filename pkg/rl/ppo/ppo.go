@@ -81,6 +81,13 @@ type Options struct {
 	Workers int
 	// OnUpdate, when not nil, is called after each rollout and update with the new curve point.
 	OnUpdate func(CurvePoint)
+	// Init, when not nil, is the policy training starts from: the trainer
+	// copies its networks, log standard deviations and observation
+	// statistics (Init itself is not modified) in place of a fresh
+	// initialisation; it must have the shape Config gives the environment's
+	// spaces. Adam's moments, the return statistics and the environments
+	// start afresh, so a run continued this way differs from one Learn call.
+	Init *Policy
 	// Precision is the networks' floating-point type during training,
 	// "float32" or "float64" ["": float32, or float64 with Config.UseSDE;
 	// see Precision]. Results are deterministic for either; the two differ
@@ -222,6 +229,11 @@ func NewTrainer(cfg Config, makeEnv EnvMaker, opts Options) (*Trainer, error) {
 	pol, err := newPolicy(obsSp, actSp, cfg, rand.New(rand.NewPCG(opts.Seed, streamInit)))
 	if err != nil {
 		return nil, err
+	}
+	if opts.Init != nil {
+		if err := pol.startFrom(opts.Init); err != nil {
+			return nil, err
+		}
 	}
 	t.pol = pol
 	t.shuffle = rand.New(rand.NewPCG(opts.Seed, streamShuffle))
