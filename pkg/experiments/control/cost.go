@@ -45,11 +45,12 @@ var perStep = map[string]map[string]float64{
 // machine, BenchmarkPointKernelApply).
 const perKernelEntry = 25e-9
 
-// perRewardEval is seconds per evaluation of a learned reward in the
-// sample-based EPIC of a point probe's fidelity unit (features and θᵀφ;
-// measured in the walker smoke study, README-control "Beyond the
-// lattice").
-const perRewardEval = 0.2e-6
+// perRewardEval is seconds per evaluation of a reward in the sample-based
+// EPIC of a point probe's fidelity unit (features and θᵀφ): a walker unit
+// of the default sizes (4096 × 1024) on a 120-point probe, 4 rewards,
+// took 1.36 s (2026-12-03, load 5) for at most 3.6·10⁷ evaluations as
+// pointsUnitCost counts them.
+const perRewardEval = 40e-9
 
 // perHeldFrame is seconds per extra simulator frame of an evaluation run
 // that holds each action (env.<id>.evaluation_frame_skip): LunarLander's
@@ -105,7 +106,8 @@ const fixedCost = 0.05
 type UnitCost struct {
 	Env, Kind, Lattice string
 	Units              int
-	// PerUnit is the modelled seconds of one unit on one core.
+	// PerUnit is the modelled seconds of one unit on one core, the mean
+	// over the row's units (a point probe's fusions differ by method).
 	PerUnit float64
 }
 
@@ -212,9 +214,14 @@ func (s *Study) pointsUnitCost(t task) (float64, error) {
 		}
 		return fixedCost, nil
 	case "fidelity":
+		// SampleEPIC evaluates each reward once per batch transition and N_M
+		// times per distinct state among the batch's s and s′: at most
+		// 2·max_points on the probe's two coverages, 2·batch on the
+		// demonstrations'.
 		fc := ec.Probe.fidelityConfig(0)
-		evals := float64((1+2*fc.MeanSamples)*fc.Batch) * float64(len(s.fidelityMethods(0))+1) * 3
-		return evals * perRewardEval, nil
+		B, N := float64(fc.Batch), float64(fc.MeanSamples)
+		perReward := 2*(B+N*min(2*B, 2*n)) + (B + N*2*B)
+		return perReward * float64(len(s.fidelityMethods(0))+1) * perRewardEval, nil
 	case "ladder":
 		return fixedCost, nil
 	}
@@ -239,9 +246,10 @@ func (s *Study) PlanCosts(shards int) (*Plan, error) {
 			}
 			k := key{t.env, t.u.kind, t.lattice}
 			if rows[k] == nil {
-				rows[k] = &UnitCost{Env: t.env, Kind: t.u.kind, Lattice: t.lattice, PerUnit: c}
+				rows[k] = &UnitCost{Env: t.env, Kind: t.u.kind, Lattice: t.lattice}
 			}
 			rows[k].Units++
+			rows[k].PerUnit += (c - rows[k].PerUnit) / float64(rows[k].Units)
 			p.Total += c
 		}
 	}
