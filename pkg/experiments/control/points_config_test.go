@@ -68,6 +68,7 @@ func TestPointProbeConfigErrors(t *testing.T) {
 		{"env: {Pendulum-v1: {features: walker}}", "env.Pendulum-v1.features"},
 		{"lattices: {Pendulum-v1: [paper]}", "env.Pendulum-v1.probe: set, but lattices.Pendulum-v1"},
 		{"methods: [local, pooled, true]\njoint: {pooled: true}", "methods: \"pooled\""},
+		{"methods: [local, joint, true]", "methods: \"joint\" fits the tabular lattice model"},
 		{"env: {Pendulum-v1: {demo_start: {state: theta, low: -1, high: 1}}}", "env.Pendulum-v1.demo_start"},
 	} {
 		path := filepath.Join(t.TempDir(), "c.yaml")

@@ -14,6 +14,7 @@ import (
 	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
+	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/npy"
 	"github.com/fedirl/fedirl/pkg/tasks"
 )
@@ -174,7 +175,7 @@ func (c Config) validatePoints(e string, ec EnvConfig) error {
 	}
 	for _, m := range c.Methods {
 		switch m {
-		case MethodPooled, MethodPersonalized, "joint":
+		case MethodPooled, MethodPersonalized, fusion.MethodJoint:
 			return fmt.Errorf("methods: %q fits the tabular lattice model, which lattices.%s: %s has not; remove it or the point probe", m, e, LatticePoints)
 		}
 	}
