@@ -122,7 +122,9 @@ policy of each method's reward, listed in clips/clips.json.`,
 				var envs []string
 				for _, e := range strings.Split(envList, ",") {
 					e = strings.TrimSpace(e)
-					if _, err := tasks.LookupControl(e); err != nil {
+					// An environment without a lattice discretisation is studied
+					// on its point probe alone (config lattices.<id>: [points]).
+					if _, err := tasks.LookupControl(e); err != nil && !slices.Equal(cfg.Lattices[e], []string{control.LatticePoints}) {
 						return fmt.Errorf("--env: %w", err)
 					}
 					if _, ok := cfg.Env[e]; !ok {
@@ -160,7 +162,7 @@ policy of each method's reward, listed in clips/clips.json.`,
 				used := false
 				for _, e := range cfg.Envs {
 					ce, _ := tasks.LookupControl(e)
-					if slices.Contains(ce.AxisNames(), axis) {
+					if ce != nil && slices.Contains(ce.AxisNames(), axis) {
 						ec := cfg.Env[e]
 						ec.Bins = mapsClone(ec.Bins)
 						ec.Bins[axis] = *n

@@ -26,6 +26,8 @@ func TestDependencyRules(t *testing.T) {
 		// The sample-based learner sits above irl and rl/ppo: it trains PPO in a
 		// client's simulator and knows no study, task, fusion or transport.
 		{"sampleirl", []string{"fusion", "federation", "tasks", "experiments", "discretize", "ot"}},
+		// Feature maps, lattice or step ones, know no environment, task or learner.
+		{"features", []string{"envs", "fusion", "federation", "tasks", "experiments", "rl", "irl", "sampleirl", "discretize"}},
 		{"lattice", []string{""}},
 		{"privacy", []string{""}},  // the accountant imports nothing of the project
 		{"jointopt", []string{""}}, // the joint optimizer is bottom floor: federation and fusion share it

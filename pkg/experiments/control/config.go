@@ -95,7 +95,12 @@ type EnvConfig struct {
 	// step) or "held_step" (held_end's columns taken from the observed step
 	// s → s′: averaged over each pair's replayed steps by the client's
 	// model, from the step taken by a policy optimizer's reward), the last
-	// five where the environment has one (tasks.ControlEnv).
+	// five where the environment has one (tasks.ControlEnv). On the point
+	// probe (lattices.<id>: points) the same sets are evaluated at the
+	// state the observation holds, and two more exist
+	// (tasks.LookupPointFeatures): "walker" (BipedalWalker's, whose span
+	// holds its reward) and "additive" (Gaussians per coordinate, any Box
+	// environment).
 	Features string `yaml:"features"`
 	// Absorbing, when set, overrides irl.absorbing for this environment:
 	// false for a feature set without a bias column, into which the
@@ -145,6 +150,12 @@ type EnvConfig struct {
 	// SampleIRL configures the sample-based learner (read only with
 	// local_irl: sample); nil or a zero key is its default.
 	SampleIRL *SampleIRLConfig `yaml:"sample_irl,omitempty"`
+	// Probe is the environment's point probe (probe_points.go): a set of
+	// steps of a public reference policy's rollouts in the nominal
+	// simulator, on which the entry "points" of lattices.<id> studies the
+	// environment without a lattice. Set exactly when lattices.<id> lists
+	// points; nil otherwise.
+	Probe *ProbeConfig `yaml:"probe,omitempty"`
 }
 
 // Local IRL learners (EnvConfig.LocalIRL).
@@ -457,7 +468,14 @@ func (m *EnvConfigs) UnmarshalYAML(n *yaml.Node) error {
 			c := *v.SampleIRL
 			v.SampleIRL = &c
 		}
+		if v.Probe != nil { // a partial probe block merges into a copy of the preset's
+			c := *v.Probe
+			v.Probe = &c
+		}
 		if err := checkSubKeys(block, id, "sample_irl", reflect.TypeOf(SampleIRLConfig{})); err != nil {
+			return err
+		}
+		if err := checkSubKeys(block, id, "probe", reflect.TypeOf(ProbeConfig{})); err != nil {
 			return err
 		}
 		v.FrameSkip, v.EvaluationFrameSkip = 0, 0
@@ -579,13 +597,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("envs: empty")
 	}
 	for _, e := range c.Envs {
+		ec, ok := c.Env[e]
+		points := slices.Contains(c.Lattices[e], LatticePoints)
 		ce, err := tasks.LookupControl(e)
-		if err != nil {
+		if err != nil && !(points && len(c.Lattices[e]) == 1 && ok) {
 			return fmt.Errorf("envs: %w", err)
 		}
-		ec, ok := c.Env[e]
 		if !ok {
 			return fmt.Errorf("env.%s: missing (total_expert_steps, irl_iterations, evaluation_steps)", e)
+		}
+		if points {
+			if err := c.validatePoints(e, ec); err != nil {
+				return err
+			}
+		} else if ec.Probe != nil {
+			return fmt.Errorf("env.%s.probe: set, but lattices.%s (%s) does not list %q, which studies it: add it or remove the probe", e, e, strings.Join(c.Lattices[e], ", "), LatticePoints)
 		}
 		switch {
 		case ec.TotalExpertSteps < 1:
@@ -595,23 +621,29 @@ func (c Config) Validate() error {
 		case ec.EvaluationSteps < 1:
 			return fmt.Errorf("env.%s.evaluation_steps: %d, want ≥ 1", e, ec.EvaluationSteps)
 		}
+		// lattice: the environment has a lattice entry, whose model, features
+		// and learner the checks below are about.
+		lattice := ce != nil && slices.ContainsFunc(c.Lattices[e], func(l string) bool { return l != LatticePoints })
 		switch {
 		case ec.FrameSkip < 0:
 			return fmt.Errorf("env.%s.frame_skip: %d, want ≥ 1 (1: every frame)", e, ec.FrameSkip)
+		case !lattice:
 		case ec.FrameSkip > 1 && !ce.Counted:
 			return fmt.Errorf("env.%s.frame_skip: %d: holding actions is supported where the lattice model is built from rollouts (LunarLander); %s's model is sampled one simulator step per lattice step", e, ec.FrameSkip, e)
 		case ec.EvaluationFrameSkip != 0 && ec.EvaluationFrameSkip != 1 && ec.EvaluationFrameSkip != ec.FrameSkip:
 			return fmt.Errorf("env.%s.evaluation_frame_skip: %d, want 1 (every frame) or frame_skip %d (the lattice's rate)", e, ec.EvaluationFrameSkip, max(ec.FrameSkip, 1))
 		}
-		spec, err := ce.Features(ec.Features, ec.FrameSkip)
-		if err != nil {
-			return fmt.Errorf("env.%s.features: %w", e, err)
-		}
-		if ec.absorbing(c.IRL) && !spec.Bias {
-			return fmt.Errorf("env.%s.features %q has no bias column to fold the absorbing state's value into: set env.%s.absorbing: false (the set's own columns value the episode's end) or choose a set with a bias", e, ec.Features, e)
-		}
-		if spec.StepDependent() && (c.ModelRollouts.Clones < 1 || !ce.Counted) {
-			return fmt.Errorf("env.%s.features %q: features of the observed step need a replay model (model_rollouts.clones ≥ 1)", e, ec.Features)
+		if lattice {
+			spec, err := ce.Features(ec.Features, ec.FrameSkip)
+			if err != nil {
+				return fmt.Errorf("env.%s.features: %w", e, err)
+			}
+			if ec.absorbing(c.IRL) && !spec.Bias {
+				return fmt.Errorf("env.%s.features %q has no bias column to fold the absorbing state's value into: set env.%s.absorbing: false (the set's own columns value the episode's end) or choose a set with a bias", e, ec.Features, e)
+			}
+			if spec.StepDependent() && (c.ModelRollouts.Clones < 1 || !ce.Counted) {
+				return fmt.Errorf("env.%s.features %q: features of the observed step need a replay model (model_rollouts.clones ≥ 1)", e, ec.Features)
+			}
 		}
 		switch {
 		case c.Privacy.Epsilon == 0 && ec.DPClip != 0:
@@ -655,6 +687,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("lattices.%s: no lattice preset", e)
 		}
 		for _, l := range c.Lattices[e] {
+			if l == LatticePoints {
+				continue
+			}
 			g, err := ce.Grid(l, ec.Bins)
 			if err != nil {
 				return fmt.Errorf("lattices.%s: %w", e, err)

@@ -32,10 +32,25 @@ import (
 // the estimate is as good as the calibration (README-control, "Cost").
 
 // perStep is seconds per PPO step, study evaluation overhead included.
+// BipedalWalker-v3: ppo.CPUSecondsPerStep (RL Zoo's preset, 6,769 steps
+// per CPU-second; BenchmarkTrain_BipedalWalker_Zoo), for experts and
+// evaluations alike.
 var perStep = map[string]map[string]float64{
-	"expert": {"Pendulum-v1": 10e-6, "CartPole-v1": 18.2e-6, "Acrobot-v1": 5.3e-6, "LunarLanderContinuous-v3": 23e-6},
-	"eval":   {"Pendulum-v1": 11e-6, "CartPole-v1": 19.7e-6, "Acrobot-v1": 6.8e-6, "LunarLanderContinuous-v3": 20e-6},
+	"expert": {"Pendulum-v1": 10e-6, "CartPole-v1": 18.2e-6, "Acrobot-v1": 5.3e-6, "LunarLanderContinuous-v3": 23e-6, "BipedalWalker-v3": 1 / 6769.0},
+	"eval":   {"Pendulum-v1": 11e-6, "CartPole-v1": 19.7e-6, "Acrobot-v1": 6.8e-6, "LunarLanderContinuous-v3": 20e-6, "BipedalWalker-v3": 1 / 6769.0},
 }
+
+// perKernelEntry is seconds per entry of a point probe's exact Gibbs
+// kernel per application (ot.PointKernel, O(n²·dim); 14–35 ns on this
+// machine, BenchmarkPointKernelApply).
+const perKernelEntry = 25e-9
+
+// perRewardEval is seconds per evaluation of a reward in the sample-based
+// EPIC of a point probe's fidelity unit (features and θᵀφ): a walker unit
+// of the default sizes (4096 × 1024) on a 120-point probe, 4 rewards,
+// took 1.36 s (2026-12-03, load 5) for at most 3.6·10⁷ evaluations as
+// pointsUnitCost counts them.
+const perRewardEval = 40e-9
 
 // perHeldFrame is seconds per extra simulator frame of an evaluation run
 // that holds each action (env.<id>.evaluation_frame_skip): LunarLander's
@@ -91,7 +106,8 @@ const fixedCost = 0.05
 type UnitCost struct {
 	Env, Kind, Lattice string
 	Units              int
-	// PerUnit is the modelled seconds of one unit on one core.
+	// PerUnit is the modelled seconds of one unit on one core, the mean
+	// over the row's units (a point probe's fusions differ by method).
 	PerUnit float64
 }
 
@@ -106,8 +122,10 @@ type Plan struct {
 
 // unitCost returns the modelled seconds of task t.
 func (s *Study) unitCost(t task) (float64, error) {
-	ec := s.cfg.Env[t.env]
 	pairs := 0
+	if t.lattice == LatticePoints {
+		return s.pointsUnitCost(t)
+	}
 	if t.lattice != "" && t.lattice != "-" {
 		p, err := s.probe(t.env, t.lattice)
 		if err != nil {
@@ -115,6 +133,12 @@ func (s *Study) unitCost(t task) (float64, error) {
 		}
 		pairs = p.Grid.NumPairs()
 	}
+	return s.unitCostByKind(t, pairs)
+}
+
+// unitCostByKind prices task t of a lattice with pairs state–action pairs.
+func (s *Study) unitCostByKind(t task, pairs int) (float64, error) {
+	ec := s.cfg.Env[t.env]
 	switch t.u.kind {
 	case "expert":
 		return float64(ec.TotalExpertSteps) * perStep["expert"][t.env], nil
@@ -152,6 +176,58 @@ func (s *Study) unitCost(t task) (float64, error) {
 	return fixedCost, nil
 }
 
+// pointsUnitCost prices a unit of a point probe's entry: the reference
+// rollouts at the evaluation's rate per step (every episode priced at the
+// time limit), the sample-based fits as on a lattice entry, a barycentric
+// fusion by its kernel applications (two per client, Sinkhorn iteration
+// and outer step; twice for the debiased one) on max_points points, the
+// sample-based EPIC by its reward evaluations ((1 + 2·N_M)·batch per
+// method, the true reward's included, and coverage), the rest as
+// constants.
+func (s *Study) pointsUnitCost(t task) (float64, error) {
+	ec := s.cfg.Env[t.env]
+	n := float64(ec.Probe.MaxPoints)
+	switch t.u.kind {
+	case "probe":
+		e, err := heldEnv(t.env, nominalClient, s.frameSkip(t.env), 0)
+		if err != nil {
+			return 0, err
+		}
+		T := 1000
+		if lim, ok := e.(interface{ MaxEpisodeSteps() int }); ok && lim.MaxEpisodeSteps() > 0 {
+			T = lim.MaxEpisodeSteps()
+		}
+		return float64(ec.Probe.Episodes*T) * perStep["eval"][t.env], nil
+	case "irl":
+		c, err := s.sampleConfig(t.env, 0, 0)
+		if err != nil {
+			return 0, err
+		}
+		return float64(2*c.PolicySteps*c.MaxIter) * perStep["eval"][t.env], nil
+	case "fusion":
+		apps := 2 * float64(len(s.cfg.TrainingClients())*s.cfg.Barycenter.SinkhornIterations*s.cfg.Barycenter.BarycenterIterations)
+		switch {
+		case strings.Contains(t.u.name, "-"+MethodDebiased+"-"):
+			return 2 * apps * n * n * perKernelEntry, nil
+		case strings.Contains(t.u.name, "-"+MethodBarycenter+"-"):
+			return apps * n * n * perKernelEntry, nil
+		}
+		return fixedCost, nil
+	case "fidelity":
+		// SampleEPIC evaluates each reward once per batch transition and N_M
+		// times per distinct state among the batch's s and s′: at most
+		// 2·max_points on the probe's two coverages, 2·batch on the
+		// demonstrations'.
+		fc := ec.Probe.fidelityConfig(0)
+		B, N := float64(fc.Batch), float64(fc.MeanSamples)
+		perReward := 2*(B+N*min(2*B, 2*n)) + (B + N*2*B)
+		return perReward * float64(len(s.fidelityMethods(0))+1) * perRewardEval, nil
+	case "ladder":
+		return fixedCost, nil
+	}
+	return s.unitCostByKind(t, 0)
+}
+
 // PlanCosts prices every unit of the study (all shards) and the split into
 // shards ways (shards ≤ 1: none).
 func (s *Study) PlanCosts(shards int) (*Plan, error) {
@@ -170,9 +246,10 @@ func (s *Study) PlanCosts(shards int) (*Plan, error) {
 			}
 			k := key{t.env, t.u.kind, t.lattice}
 			if rows[k] == nil {
-				rows[k] = &UnitCost{Env: t.env, Kind: t.u.kind, Lattice: t.lattice, PerUnit: c}
+				rows[k] = &UnitCost{Env: t.env, Kind: t.u.kind, Lattice: t.lattice}
 			}
 			rows[k].Units++
+			rows[k].PerUnit += (c - rows[k].PerUnit) / float64(rows[k].Units)
 			p.Total += c
 		}
 	}

@@ -81,17 +81,20 @@ func (s *Study) runDemos(ctx context.Context, u unit, sp demosSpec, eu unit, es 
 	if err != nil {
 		return err
 	}
-	ce, err := tasks.LookupControl(es.Env)
-	if err != nil {
-		return err
-	}
 	// The lattice's state: the simulator's full state where it can be read
-	// (classic), else the state coordinates of the observation.
-	stateOf := func(obs []float64) []float64 {
-		if st, ok := env.(interface{ State([]float64) []float64 }); ok && !ce.Counted {
-			return st.State(nil)
+	// (classic), else the state coordinates of the observation; an
+	// environment studied only on its point probe (no lattice
+	// discretisation) records the observation itself.
+	stateOf := slices.Clone[[]float64]
+	if ce, err := tasks.LookupControl(es.Env); err == nil {
+		stateOf = func(obs []float64) []float64 {
+			if st, ok := env.(interface{ State([]float64) []float64 }); ok && !ce.Counted {
+				return st.State(nil)
+			}
+			return ce.StateOf(make([]float64, len(ce.Grids["paper"].State)), obs)
 		}
-		return ce.StateOf(make([]float64, len(ce.Grids["paper"].State)), obs)
+	} else if !slices.Equal(s.cfg.Lattices[es.Env], []string{LatticePoints}) {
+		return err
 	}
 	var rng *rand.Rand
 	if !sp.Deterministic {

@@ -70,6 +70,10 @@ func (s *Study) rewardUnit(j evalJob) (unit, error) {
 		u, _, err := s.irlUnit(j.Env, j.Lattice, j.Client, j.Seed)
 		return u, err
 	case MethodProjected:
+		if j.Lattice == LatticePoints {
+			u, _, err := s.pointsLadderUnit(j.Env, j.Client, j.Seed)
+			return u, err
+		}
 		u, _, err := s.ladderUnit(j.Env, j.Lattice, j.Client, j.Seed)
 		return u, err
 	case MethodPooled, MethodPersonalized:
@@ -118,13 +122,24 @@ func (s *Study) runEval(ctx context.Context, u unit, sp evalSpec, j evalJob) err
 		if err != nil {
 			return err
 		}
-		p, err := s.probe(j.Env, j.Lattice)
-		if err != nil {
-			return err
-		}
-		r, err := p.RewardFunc(theta)
-		if err != nil {
-			return err
+		var r func(obs, action, next []float64, terminated bool) float64
+		if j.Lattice == LatticePoints {
+			pf, err := s.pointFeatures(j.Env)
+			if err != nil {
+				return err
+			}
+			r, err = pf.RewardFunc(theta)
+			if err != nil {
+				return err
+			}
+		} else {
+			p, err := s.probe(j.Env, j.Lattice)
+			if err != nil {
+				return err
+			}
+			if r, err = p.RewardFunc(theta); err != nil {
+				return err
+			}
 		}
 		opts.Reward = r
 	}

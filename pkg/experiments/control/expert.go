@@ -51,7 +51,11 @@ func (s *Study) expertUnit(env string, client int, seed uint64) (unit, expertSpe
 		return unit{}, expertSpec{}, err
 	}
 	sp := expertSpec{"expert", unitVersion, env, client, seed, c, ec.TotalExpertSteps}
-	return unit{"expert", fmt.Sprintf("%s-c%d-s%d", env, client, seed), key(sp), ".json"}, sp, nil
+	name := fmt.Sprintf("%s-c%d-s%d", env, client, seed)
+	if client == nominalClient { // a point probe's reference expert, on the nominal simulator
+		name = fmt.Sprintf("%s-nominal-s%d", env, seed)
+	}
+	return unit{"expert", name, key(sp), ".json"}, sp, nil
 }
 
 func clientMaker(env string, client int, seed uint64) ppo.EnvMaker {

@@ -72,6 +72,13 @@ type FidelityFile struct {
 	// DemoSteps the number of actions they take.
 	DemoStates int `json:"demo_states"`
 	DemoSteps  int `json:"demo_steps"`
+	// Estimate is "sample" for a point probe's unit, whose EPIC is the
+	// sample-based estimate (SampleFidelity, on the coverages of
+	// pointCoverages) with its jackknife standard error in StdErr and its
+	// sample sizes in Sample; absent for the exact EPIC on a lattice model.
+	Estimate string                  `json:"estimate,omitempty"`
+	StdErr   map[string]CoverageEPIC `json:"epic_stderr,omitempty"`
+	Sample   *SampleFidelityConfig   `json:"sample,omitempty"`
 }
 
 // CoverageEPIC maps a coverage name (irl.CoverageModel, irl.CoverageUniform,

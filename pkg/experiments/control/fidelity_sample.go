@@ -55,8 +55,9 @@ type SampleCoverageEPIC map[irl.Coverage]*SampleEPICEstimate
 // Every method is scored on the same draws of a coverage (common random
 // numbers), drawn from a PCG seeded with seedOf(seed, "sample-fidelity", i)
 // for the i-th coverage, so the same seed gives the same numbers. The
-// control study does not call it yet: its fidelity units keep the exact
-// EPIC on the lattice model, against which this estimate is tested.
+// study calls it for a point probe's fidelity units (runPointsFidelity, on
+// pointCoverages); a lattice's keep the exact EPIC on the lattice model,
+// against which this estimate is tested.
 func SampleFidelity(covs []irl.SampleCoverage, rewards map[string]irl.SampleReward, rTrue irl.SampleReward, seed uint64, c SampleFidelityConfig) (map[string]SampleCoverageEPIC, error) {
 	c = c.withDefaults()
 	methods := make([]string, 0, len(rewards))

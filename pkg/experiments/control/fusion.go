@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 
+	"github.com/fedirl/fedirl/pkg/envs/registry"
 	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
@@ -31,6 +32,11 @@ type fusionSpec struct {
 	// Attack, when set, is the poisoning of the last attack.clients
 	// clients' θ (absent for an honest fusion, whose key it leaves as it was).
 	Attack *AttackConfig `json:"attack,omitempty"`
+	// Points (the probe unit's key) and Features make the fusion's
+	// support the point probe (lattice "points") instead of Probe's
+	// lattice; absent for a lattice, whose keys they leave unchanged.
+	Points   string               `json:"points,omitempty"`
+	Features *tasks.PointFeatures `json:"features,omitempty"`
 }
 
 // FusionFile is the content of a fusion unit.
@@ -86,11 +92,24 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 		locals = append(locals, u)
 		keys = append(keys, u.key)
 	}
-	p, err := s.probe(env, lattice)
-	if err != nil {
-		return unit{}, fusionSpec{}, nil, err
+	sp := fusionSpec{Kind: "fusion", Version: unitVersion, Local: keys, Fusion: s.fusionOptions(method), Attack: s.cfg.Attack}
+	if lattice == LatticePoints {
+		pu, _, _, _, err := s.probeUnit(env, seed)
+		if err != nil {
+			return unit{}, fusionSpec{}, nil, err
+		}
+		pf, err := s.pointFeatures(env)
+		if err != nil {
+			return unit{}, fusionSpec{}, nil, err
+		}
+		sp.Points, sp.Features = pu.key, &pf
+	} else {
+		p, err := s.probe(env, lattice)
+		if err != nil {
+			return unit{}, fusionSpec{}, nil, err
+		}
+		sp.Probe = p
 	}
-	sp := fusionSpec{"fusion", unitVersion, keys, p, s.fusionOptions(method), nil, nil, s.cfg.Attack}
 	if s.cfg.Privacy.Epsilon != 0 {
 		sp.Privacy = &privacy.Params{Epsilon: s.cfg.Privacy.Epsilon, Delta: s.cfg.Privacy.Delta, Clip: s.cfg.Env[env].DPClip,
 			Rounds: 1, Conversion: privacy.ConversionAnalytic}
@@ -103,6 +122,33 @@ func (s *Study) fusionUnit(env, lattice, method string, seed uint64) (unit, fusi
 		}
 	}
 	return unit{"fusion", fmt.Sprintf("%s-%s-%s-s%d", env, lattice, method, seed), key(sp), ".json"}, sp, locals, nil
+}
+
+// fusionTask returns the federation task of fusion unit u: a control task
+// on Probe's lattice, or a points task on the point probe (its (s, a)
+// with their cost weights and Φ at the points, tasks.PointProbe).
+func (s *Study) fusionTask(u unit, sp fusionSpec, env string, seed uint64, clients int) (federation.TaskSpec, error) {
+	spec := federation.TaskSpec{ID: u.name, Quorum: clients, MinClients: clients, Rounds: 1}
+	var err error
+	if sp.Features == nil {
+		spec.EnvFamily, spec.ThetaDim = tasks.Control{}.Name(), sp.Probe.RBF.Dim()
+		spec.Probe, err = json.Marshal(sp.Probe)
+		return spec, err
+	}
+	p, pu, err := s.readProbe(env, seed)
+	if err != nil {
+		return spec, err
+	}
+	if pu.key != sp.Points {
+		return spec, fmt.Errorf("fusion %s: probe unit key %s, the fusion was planned with %s", u.name, pu.key, sp.Points)
+	}
+	sim, err := registry.Make(env, nominalClient, nil, 0)
+	if err != nil {
+		return spec, err
+	}
+	spec.EnvFamily, spec.ThetaDim = tasks.PointsFamilyName, sp.Features.Dim()
+	spec.Probe, err = p.taskProbe(*sp.Features, pointNames(sim))
+	return spec, err
 }
 
 // fixedLearner submits a θ learned earlier (a local IRL unit) with that
@@ -134,12 +180,10 @@ func (s *Study) runFusion(ctx context.Context, u unit, sp fusionSpec, locals []u
 			return fmt.Errorf("fusion %s: %w", u.name, err)
 		}
 	}
-	probe, err := json.Marshal(sp.Probe)
+	spec, err := s.fusionTask(u, sp, env, seed, len(clients))
 	if err != nil {
 		return err
 	}
-	spec := federation.TaskSpec{ID: u.name, EnvFamily: tasks.Control{}.Name(), Probe: probe, ThetaDim: sp.Probe.RBF.Dim(),
-		Quorum: len(clients), MinClients: len(clients), Rounds: 1}
 	if spec.Fusion, err = tasks.EncodeFusion(sp.Fusion); err != nil {
 		return err
 	}

@@ -46,6 +46,10 @@ type irlSpec struct {
 	FrameSkip int `json:"frame_skip,omitempty"`
 	// Sample is the sample-based learner's resolved configuration.
 	Sample *sampleirl.Config `json:"sample,omitempty"`
+	// Features is the point probe's feature map (lattice "points"), in
+	// place of Probe: a sample-based fit on it depends on the features,
+	// not on the probe's points.
+	Features *tasks.PointFeatures `json:"features,omitempty"`
 }
 
 // IRLFile is the content of a local IRL unit: θ and its convergence diagnostics.

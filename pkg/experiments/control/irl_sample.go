@@ -84,16 +84,21 @@ func (s *Study) sampleIRLUnit(env, lattice string, client int, seed uint64) (uni
 	if err != nil {
 		return unit{}, irlSpec{}, err
 	}
-	p, err := s.probe(env, lattice)
-	if err != nil {
-		return unit{}, irlSpec{}, err
-	}
 	c, err := s.sampleConfig(env, client, seed)
 	if err != nil {
 		return unit{}, irlSpec{}, err
 	}
-	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client, Probe: p,
+	sp := irlSpec{Kind: "irl", Version: unitVersion, Demos: du.key, Env: env, Client: client,
 		Learner: LocalIRLSample, Sample: &c}
+	if lattice == LatticePoints {
+		pf, err := s.pointFeatures(env)
+		if err != nil {
+			return unit{}, irlSpec{}, err
+		}
+		sp.Features = &pf
+	} else if sp.Probe, err = s.probe(env, lattice); err != nil {
+		return unit{}, irlSpec{}, err
+	}
 	if k := s.frameSkip(env); k > 1 {
 		sp.FrameSkip = k
 	}
@@ -122,7 +127,12 @@ func (s *Study) runSampleIRL(ctx context.Context, u unit, sp irlSpec, lattice st
 	if err != nil {
 		return err
 	}
-	phi, err := sp.Probe.FeatureMap()
+	var phi sampleirl.FeatureMap
+	if sp.Features != nil {
+		phi, err = sp.Features.FeatureMap()
+	} else {
+		phi, err = sp.Probe.FeatureMap()
+	}
 	if err != nil {
 		return fmt.Errorf("%s %s features: %w", sp.Env, lattice, err)
 	}
@@ -142,7 +152,11 @@ func (s *Study) runSampleIRL(ctx context.Context, u unit, sp irlSpec, lattice st
 		info.GapHistory = append(info.GapHistory, it.Gap)
 		info.GapSEHistory = append(info.GapSEHistory, it.GapSE)
 	}
-	f := IRLFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: seed, Pairs: sp.Probe.Grid.NumPairs(), Theta: res.Theta,
+	pairs := 0 // a point probe's fit has no pairs
+	if sp.Features == nil {
+		pairs = sp.Probe.Grid.NumPairs()
+	}
+	f := IRLFile{Env: sp.Env, Lattice: lattice, Client: sp.Client, Seed: seed, Pairs: pairs, Theta: res.Theta,
 		Iterations: res.Iterations, DemoSteps: len(d.Acts), Converged: res.Converged, StopReason: res.StopReason,
 		Learner: LocalIRLSample, Sample: info}
 	if n := floats.Norm(res.DemoFeatures, 2); n > 0 {

@@ -82,6 +82,11 @@ type LadderFile struct {
 	// not every non-terminal pair (a model built from rollouts: the pairs
 	// of the cells its clones observed).
 	ProjectionPairs int `json:"projection_pairs,omitempty"`
+	// Probe is "points" for a point probe's unit: rung (a) does not apply
+	// (Available false: no lattice model to plan on) and rung (b)'s
+	// projection is over the probe's ProjectionPairs points of the
+	// client's true reward there (runPointsLadder).
+	Probe string `json:"probe,omitempty"`
 }
 
 // modelConfig returns the lattice-model settings of one client of env: its

@@ -135,6 +135,19 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 			phases[p] = append(phases[p], t)
 		}
 	}
+	// the point probe of env and seed, with its reference expert.
+	addProbe := func(env string, seed uint64) error {
+		pu, psp, ref, esp, err := s.probeUnit(env, seed)
+		if err != nil {
+			return err
+		}
+		if ref != nil {
+			eu := *ref
+			add(0, task{eu, func(ctx context.Context, _ int) error { return s.runExpert(ctx, eu, esp) }, env, ""})
+		}
+		add(1, task{pu, func(ctx context.Context, _ int) error { return s.runProbe(ctx, pu, psp, ref) }, env, LatticePoints})
+		return nil
+	}
 	// every client's expert and random baseline (the ends of the normalized
 	// return) and, per lattice, its ladder unit.
 	addBaselines := func(env, lattice string, client int, seed uint64) error {
@@ -146,6 +159,17 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 		bu, bsp := s.baselineUnit(env, client, seed)
 		add(0, task{bu, func(ctx context.Context, _ int) error { return s.runBaseline(ctx, bu, bsp) }, env, ""})
 		if lattice == "-" {
+			return nil
+		}
+		if lattice == LatticePoints {
+			if err := addProbe(env, seed); err != nil {
+				return err
+			}
+			lu, lsp, err := s.pointsLadderUnit(env, client, seed)
+			if err != nil {
+				return err
+			}
+			add(2, task{lu, func(context.Context, int) error { return s.runPointsLadder(lu, lsp) }, env, lattice})
 			return nil
 		}
 		lu, lsp, err := s.ladderUnit(env, lattice, client, seed)
@@ -202,6 +226,11 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 				if err := addFit(env, lattice, c, ps); err != nil {
 					return err
 				}
+			}
+		}
+		if lattice == LatticePoints {
+			if err := addProbe(env, seed); err != nil {
+				return err
 			}
 		}
 		fu, fsp, locals, err := s.fusionUnit(env, lattice, method, seed)
@@ -266,19 +295,32 @@ func (s *Study) plan(sh Shard) ([][]task, []evalJob, error) {
 					}
 				}
 			}
-			fu, fsp, fus, err := s.fidelityUnit(j.Env, j.Lattice, j.Client, j.Seed)
-			if err != nil {
-				return nil, nil, err
-			}
-			if fsp.Demos != "" { // the demonstrations coverage, also of a held-out client
+			if j.Lattice == LatticePoints {
+				fu, fsp, fus, err := s.pointsFidelityUnit(j.Env, j.Client, j.Seed)
+				if err != nil {
+					return nil, nil, err
+				}
 				du, dsp, eu, esp, err := s.demosUnit(j.Env, j.Client, j.Seed)
 				if err != nil {
 					return nil, nil, err
 				}
 				add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, j.Env, ""})
+				add(4, task{fu, func(context.Context, int) error { return s.runPointsFidelity(fu, fsp, fus) }, j.Env, LatticePoints})
+			} else {
+				fu, fsp, fus, err := s.fidelityUnit(j.Env, j.Lattice, j.Client, j.Seed)
+				if err != nil {
+					return nil, nil, err
+				}
+				if fsp.Demos != "" { // the demonstrations coverage, also of a held-out client
+					du, dsp, eu, esp, err := s.demosUnit(j.Env, j.Client, j.Seed)
+					if err != nil {
+						return nil, nil, err
+					}
+					add(1, task{du, func(ctx context.Context, _ int) error { return s.runDemos(ctx, du, dsp, eu, esp) }, j.Env, ""})
+				}
+				lattice := j.Lattice
+				add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env, lattice})
 			}
-			lattice := j.Lattice
-			add(4, task{fu, func(ctx context.Context, w int) error { return s.runFidelity(ctx, fu, fsp, lattice, fus, w) }, j.Env, lattice})
 		}
 		eu, esp, err := s.evalUnit(j)
 		if err != nil {
@@ -415,7 +457,7 @@ func (s *Study) pool(ctx context.Context, todo []task, bar *progress.Bar) error 
 func Merge(dir string, from []string) (int, error) {
 	n := 0
 	for _, src := range from {
-		for _, kind := range []string{"expert", "baseline", "demos", "irl", "ladder", "fusion", "pooled", "eval", "policy", "fidelity"} {
+		for _, kind := range []string{"expert", "baseline", "demos", "probe", "irl", "ladder", "fusion", "pooled", "eval", "policy", "fidelity"} {
 			entries, err := os.ReadDir(fmt.Sprintf("%s/units/%s", src, kind))
 			if os.IsNotExist(err) {
 				continue

@@ -113,6 +113,9 @@ type Validation struct {
 	Valid bool `json:"valid"`
 	// Reasons lists the rungs that failed.
 	Reasons []string `json:"reasons,omitempty"`
+	// NotApplicable lists the rungs that do not apply (a point probe's
+	// (a), the lattice planner); Valid is judged on the others.
+	NotApplicable []string `json:"not_applicable,omitempty"`
 }
 
 // nullable is a float list whose NaN entries (a seed whose expert is no
@@ -365,7 +368,13 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 					if len(s.fidelityMethods(c)) == 0 {
 						continue // no learned reward to score (e.g. a held-out client with only local and true)
 					}
-					u, _, _, err := s.fidelityUnit(env, l, c, seed)
+					var u unit
+					var err error
+					if l == LatticePoints {
+						u, _, _, err = s.pointsFidelityUnit(env, c, seed)
+					} else {
+						u, _, _, err = s.fidelityUnit(env, l, c, seed)
+					}
 					if err != nil {
 						return nil, err
 					}
@@ -401,7 +410,7 @@ func (s *Study) summarize(evals []EvalFile) (*Summary, error) {
 			}
 			r.EPICToTrue[cov], r.PerSeedEPIC[cov] = summarizeFinite(pe), pe
 		}
-		if k.lattice != "-" {
+		if k.lattice != "-" && k.lattice != LatticePoints { // a point probe has no pairs
 			p, err := s.probe(k.env, k.lattice)
 			if err != nil {
 				return nil, err
@@ -507,13 +516,23 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 					if !evaluated[clientKey{env, c, seed}] {
 						continue
 					}
-					u, _, err := s.ladderUnit(env, l, c, seed)
+					var u unit
+					var err error
+					if l == LatticePoints {
+						u, _, err = s.pointsLadderUnit(env, c, seed)
+					} else {
+						u, _, err = s.ladderUnit(env, l, c, seed)
+					}
 					if err != nil {
 						return nil, err
 					}
 					var f LadderFile
 					if err := readJSON(u.path(s.units), &f); err != nil {
 						return nil, err
+					}
+					if f.Probe == ProbePoints { // rung (b) only
+						r2 = append(r2, f.ProjectionR2)
+						continue
 					}
 					if !f.Available {
 						avail = false
@@ -523,7 +542,11 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 					r2 = append(r2, f.ProjectionR2)
 				}
 			}
-			if avail {
+			switch {
+			case l == LatticePoints:
+				v.ProjectionR2 = finitePtr(meanFinite(r2))
+				v.NotApplicable = append(v.NotApplicable, "(a) planner: a point probe has no lattice model to plan on")
+			case avail:
 				v.PlannerTrueNormalized, v.ProjectionR2 = finitePtr(meanFinite(planner)), finitePtr(meanFinite(r2))
 			}
 			if pn := norm.perSeed(cellKey{env, l, MethodProjected, "train"}, s.seeds()); pn != nil {
@@ -548,6 +571,7 @@ func (s *Study) validate(norm seedCells, ends map[clientKey][2]float64, irls []I
 				v.FeatureGapSE = finitePtr(meanFinite(gapSE))
 			}
 			switch {
+			case l == LatticePoints: // not applicable, judged on (b)
 			case v.PlannerTrueNormalized == nil:
 				v.Reasons = append(v.Reasons, "(a) no true-reward planner: the simulator's state cannot be set")
 			case !(*v.PlannerTrueNormalized >= lc.PlannerMin):

@@ -323,22 +323,31 @@ func (s *Study) demoQuality() ([]DemoQuality, error) {
 	var out []DemoQuality
 	for _, env := range s.cfg.Envs {
 		for _, l := range s.cfg.Lattices[env] {
-			p, err := s.probe(env, l)
-			if err != nil {
-				return nil, err
-			}
-			_, phi, err := s.features(p)
-			if err != nil {
-				return nil, err
-			}
-			rows, d := phi.Dims()
-			meanRow := make([]float64, d)
-			for i := range rows {
-				for j := range d {
-					meanRow[j] += phi.At(i, j) / float64(rows)
+			var meanRow []float64
+			if l != LatticePoints {
+				p, err := s.probe(env, l)
+				if err != nil {
+					return nil, err
+				}
+				_, phi, err := s.features(p)
+				if err != nil {
+					return nil, err
+				}
+				rows, d := phi.Dims()
+				meanRow = make([]float64, d)
+				for i := range rows {
+					for j := range d {
+						meanRow[j] += phi.At(i, j) / float64(rows)
+					}
 				}
 			}
 			for _, sd := range s.seeds() {
+				if l == LatticePoints { // the mean over the seed's probe points
+					var err error
+					if meanRow, err = s.pointPhiMean(env, sd); err != nil {
+						return nil, err
+					}
+				}
 				for _, c := range s.cfg.TrainingClients() {
 					iu, _, err := s.irlUnit(env, l, c, sd)
 					if err != nil {

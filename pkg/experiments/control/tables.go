@@ -47,6 +47,12 @@ func (s *Summary) Markdown() string {
 	fmt.Fprintf(&b, "# Control study (protocol: %s)\n\n", s.Protocol)
 	b.WriteString("## Validation ladder (per environment and lattice, before any fusion verdict)\n\n")
 	b.WriteString("(a) true-reward lattice planner in the real simulator, (b) PPO on the true reward projected onto the features, (c) local IRL fit (reported, not judged); returns normalized as (R − R_random)/(R_anchor − R_random). A lattice is valid when (a) and (b) pass their thresholds (config key ladder).\n\n")
+	for _, v := range s.Validation {
+		if v.Lattice == LatticePoints {
+			b.WriteString("On a point probe (lattice points: steps of a reference policy's rollouts in the nominal simulator) rung (a) does not apply (n/a: no lattice model to plan on) and validity is judged on (b), whose projection is of the client's true step reward at the probe's points; the fits are sample-based (gap ± its SE) and the EPIC columns below are sample-based estimates (SampleFidelity).\n\n")
+			break
+		}
+	}
 	b.WriteString("| env | lattice | (a) planner, normalized | (b) projected, normalized | projection R² | (c) feature gap | bias μ_D − μ_π (θ = 0 → final) | fits converged | valid |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, v := range s.Validation {
 		valid := "yes"
@@ -57,7 +63,11 @@ func (s *Summary) Markdown() string {
 		if v.FeatureGapSE != nil { // sample-based fits: the gap with its standard error
 			gap += " ± " + fmtG(v.FeatureGapSE) + " (sample)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s → %s | %d/%d | %s |\n", v.Env, v.Lattice, fmtPtr(v.PlannerTrueNormalized),
+		planner := fmtPtr(v.PlannerTrueNormalized)
+		if len(v.NotApplicable) > 0 {
+			planner = "n/a"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s → %s | %d/%d | %s |\n", v.Env, v.Lattice, planner,
 			fmtPtr(v.ProjectedTrueNormalized), fmtPtr(v.ProjectionR2), gap, fmtG(v.BiasGap0), fmtG(v.BiasGap), v.FitsConverged, v.Fits, valid)
 	}
 	s.writeVerdicts(&b)
