@@ -76,11 +76,13 @@ It prints one progress line per outer iteration.
 --learner mlp is the same client with a neural reward: it learns a reward
 network r_w(s, a) by AIRL (sampleirl.LearnMLP: PPO at temperature 1 on r_w
 alternating with steps of the discriminator σ(r_w − log π), until the
-discriminator's log-odds gap between the demonstrations and the policy's
-episodes is within its standard error), with the same --env,
+discriminator's log-odds gap between held-out demonstrations and fresh
+policy episodes is within its standard error), with the same --env,
 --client, --param, --demos, --seed and --sample-config (the top-level keys
 as for sample, except temperature; the network's settings in its mlp
-block: net {hidden, activation, output_gain}, reward_steps, distill). It takes "points" tasks whose probe points are (s, a) steps of
+block: net {hidden, activation, output_gain}, reward_steps, holdout (the
+fraction of the demonstrations the discriminator never trains on and the
+stopping rule judges on, default 0.2), distill). It takes "points" tasks whose probe points are (s, a) steps of
 the simulator (the observation, then the action, a Discrete action as its
 index) with a reward fusion method, and submits its reward at the points;
 and "mlp-weights" tasks (fedirl server task create --mlp-weights), and

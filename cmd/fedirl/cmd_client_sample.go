@@ -77,7 +77,7 @@ func (f *sampleClientFlags) register(cmd *cobra.Command) {
 	cf.StringVar(&f.env, "env", "", "the client's simulator, an id of fedirl env list (required with --learner sample and mlp): "+strings.Join(registry.Names(), ", "))
 	cf.IntVar(&f.client, "client", -1, fmt.Sprintf("the simulator's physics: the paper's client i, counted from 0 (0..%d; -1: the default environment) (--learner sample, mlp)", envs.MaxClient))
 	cf.StringArrayVar(&f.params, "param", nil, `a physical parameter of the simulator, k=v over --client's (repeatable, or k=v,k2=v2; see "fedirl env list") (--learner sample, mlp)`)
-	cf.StringVar(&f.config, "sample-config", "", "YAML or JSON settings of the sample-based learners: policy_steps, episodes, confirm_episodes, max_episode_steps, max_iter, tolerance, optimizer, learning_rate, l2, gamma, ppo_preset, ppo: {…}, temperature (--learner sample), mlp: {net, reward_steps, distill} (--learner mlp) (default: every default)")
+	cf.StringVar(&f.config, "sample-config", "", "YAML or JSON settings of the sample-based learners: policy_steps, episodes, confirm_episodes, max_episode_steps, max_iter, tolerance, optimizer, learning_rate, l2, gamma, ppo_preset, ppo: {…}, temperature (--learner sample), mlp: {net, reward_steps, holdout, distill} (--learner mlp) (default: every default)")
 	cf.Uint64Var(&f.seed, "seed", 0, "seed of PPO, the sampled episodes, the simulator's observation noise and the reward network's initialisation; same seed, same result (--learner sample, mlp)")
 	cf.StringVar(&f.distillOut, "distill-out", "", "after a points task's reward-space fusion, distil the fused reward at the probe into a network of mlp.net's shape and write it to this file (a reward network file, JSON: sampleirl's format) (--learner mlp)")
 }

@@ -29,6 +29,9 @@ type MLPSettings struct {
 	Net *sampleirl.NetConfig `yaml:"net,omitempty" json:"net,omitempty"`
 	// RewardSteps is the discriminator's optimizer steps per iteration [20].
 	RewardSteps int `yaml:"reward_steps,omitempty" json:"reward_steps,omitempty"`
+	// Holdout is the fraction of the demonstrations held out from the
+	// discriminator's training for the stopping rule, in (0, 1) [0.2].
+	Holdout float64 `yaml:"holdout,omitempty" json:"holdout,omitempty"`
 	// Distill configures the regression of a fused reward at a points
 	// task's probe into a network of Net's shape (fedirl client
 	// --distill-out; nn.Fit's settings) [nn.Fit's defaults].
@@ -52,6 +55,7 @@ type DistillSettings struct {
 // would mean the default, with what is wanted.
 var mlpZeroRefused = map[string]string{
 	"mlp.reward_steps":          "≥ 1 (leave the key out for 20)",
+	"mlp.holdout":               "a fraction in (0, 1) (leave the key out for 0.2)",
 	"mlp.net.output_gain":       "> 0 (leave the key out for 0.1)",
 	"mlp.distill.learning_rate": "> 0 (leave the key out for 1e-2)",
 	"mlp.distill.max_steps":     "≥ 1 (leave the key out for 5000)",
@@ -127,7 +131,7 @@ func (c SampleConfig) ApplyMLP(l *MLPSampleLearner, seed uint64) error {
 		if m.Net != nil {
 			cfg.Net, l.OwnNet = *m.Net, true
 		}
-		cfg.RewardSteps = m.RewardSteps
+		cfg.RewardSteps, cfg.Holdout = m.RewardSteps, m.Holdout
 		if d := m.Distill; d != nil {
 			for _, f := range []struct {
 				key string

@@ -30,6 +30,7 @@ ppo: {n_steps: 64}
 mlp:
   net: {hidden: [16, 8], activation: relu}
   reward_steps: 5
+  holdout: 0.3
   distill: {max_steps: 300, tol: 0.01}
 `)
 	l := &MLPSampleLearner{Env: "CartPole-v1"}
@@ -37,7 +38,7 @@ mlp:
 		t.Fatal(err)
 	}
 	g := l.Config
-	if g.Episodes != 8 || g.MaxIter != 3 || g.L2 != 0.01 || g.Seed != 4 || g.RewardSteps != 5 || g.PPO.NSteps != 64 ||
+	if g.Episodes != 8 || g.MaxIter != 3 || g.L2 != 0.01 || g.Seed != 4 || g.RewardSteps != 5 || g.Holdout != 0.3 || g.PPO.NSteps != 64 ||
 		g.PPO.EntCoef != 1 || !g.PPO.NoAdvantageNorm || !slices.Equal(g.Net.Hidden, []int{16, 8}) || g.Net.Activation != "relu" || !l.OwnNet {
 		t.Errorf("config %+v, own net %v", g, l.OwnNet)
 	}
@@ -59,9 +60,10 @@ mlp:
 		t.Errorf("temperature with the neural learner: %v", err)
 	}
 	for _, tc := range []struct{ text, want string }{
-		{"mlp:\n  nett: {}\n", "line 2: mlp.nett: unknown key (known: net, reward_steps, distill)"},
+		{"mlp:\n  nett: {}\n", "line 2: mlp.nett: unknown key (known: net, reward_steps, holdout, distill)"},
 		{"mlp:\n  net: {hiden: [3]}\n", "line 2: mlp.net.hiden: unknown key"},
 		{"mlp:\n  reward_steps: 0\n", "line 2: mlp.reward_steps: 0, want ≥ 1"},
+		{"mlp:\n  holdout: 0\n", "line 2: mlp.holdout: 0, want a fraction in (0, 1)"},
 		{"mlp:\n  distill:\n    tol: 0\n", "line 3: mlp.distill.tol: 0, want > 0"},
 		{"mlp:\n  net:\n    output_gain: 0\n", "line 3: mlp.net.output_gain: 0"},
 		{"mlp: 3\n", "line 1: mlp: want a mapping"},
@@ -74,6 +76,7 @@ mlp:
 		{"mlp:\n  net: {hidden: [0]}\n", "net.hidden[0] = 0"},
 		{"mlp:\n  distill: {max_steps: -2}\n", "mlp.distill.max_steps: -2, want > 0"},
 		{"mlp:\n  reward_steps: -1\n", "reward_steps = -1"},
+		{"mlp:\n  holdout: 1\n", "holdout = 1, want a fraction in (0, 1)"},
 	} {
 		if err := mustSampleConfig(t, tc.text).ApplyMLP(&MLPSampleLearner{Env: "CartPole-v1"}, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.text, err, tc.want)
