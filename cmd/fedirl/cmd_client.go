@@ -194,6 +194,9 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if err := checkLearnerFlags(cmd, f.learner); err != nil {
 		return err
 	}
+	if f.sample.distillOut == "-" {
+		return errors.New("--distill-out -: give a file name (stdout carries --out's report)")
+	}
 	required := map[string]string{"--task": f.task, "--id": f.id, "--demos": f.demos}
 	if f.learner == learnerMaxEnt {
 		required["--mdp"] = f.mdp

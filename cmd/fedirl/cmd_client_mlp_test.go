@@ -379,7 +379,7 @@ func TestMLPClientRefusals(t *testing.T) {
 	badKey := write("key.yaml", "mlp:\n  nett: {hidden: [8]}\n")
 	zero := write("zero.yaml", "mlp:\n  reward_steps: 0\n")
 	block := write("block.yaml", "mlp:\n  net: {hidden: [8]}\n")
-	base := []string{"--server", "127.0.0.1:1", "--insecure", "--task", "t", "--id", "a", "--token-file", tok}
+	base := []string{"--server", "127.0.0.1:1", "--insecure", "--task", "t", "--id", "a", "--token-file", tok, "--timeout", "20s"}
 	mlp := append(slices.Clone(base), "--learner", "mlp", "--env", "CartPole-v1", "--demos", demos)
 	for _, tc := range []struct {
 		name string
@@ -391,6 +391,7 @@ func TestMLPClientRefusals(t *testing.T) {
 		{"--distill-out with sample", append(slices.Clone(base), "--learner", "sample", "--env", "CartPole-v1", "--demos", demos, "--distill-out", "n.json"), []string{"--distill-out (the fused reward distilled into a network) belongs to --learner mlp, and this client runs --learner sample"}},
 		{"--distill-out with maxent", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--distill-out", "n.json"), []string{"--distill-out", "belongs to --learner mlp"}},
 		{"no --env", append(slices.Clone(base), "--learner", "mlp", "--demos", demos), []string{"--env is required (with --learner mlp)"}},
+		{"--distill-out to stdout", append(slices.Clone(mlp), "--distill-out", "-"), []string{"--distill-out -: give a file name"}},
 		{"demos of another simulator", append(slices.Clone(base), "--learner", "mlp", "--env", "CartPole-v1", "--demos", pend), []string{"--demos (episodes in CartPole-v1's spaces): " + pend + " line 1: obs[0]"}},
 		{"temperature", append(slices.Clone(mlp), "--sample-config", tau), []string{"--sample-config " + tau + ": temperature: 0.5; the neural-reward learner trains its policy at τ = 1"}},
 		{"unknown mlp key", append(slices.Clone(mlp), "--sample-config", badKey), []string{"--sample-config: sample config " + badKey + ": line 2: mlp.nett: unknown key"}},
