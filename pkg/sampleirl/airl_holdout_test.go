@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedirl/fedirl/pkg/longtest"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/rl/ppo"
 )
@@ -80,47 +81,62 @@ func TestHeldOutDemonstrations(t *testing.T) {
 
 // TestLearnMLPHeldOutRuleStopsOnExpertData: on the 4×4 grid with 200
 // demonstrations of the soft-optimal (τ = 1) expert, the held-out rule
-// stops (seed 1, within the 30-iteration budget of the measurements)
-// where the training-data statistic, the rule's before, stays beyond 2 SE
-// at every iteration up to the stop; at the stop the final policy's true
-// value, computed exactly in the model, is the expert's within 0.1
+// stops within the 30-iteration budget, and at the stop the final policy's
+// true value, computed exactly in the model, is the expert's within 0.1
 // (normalized: 0 the uniform policy, 1 the optimal deterministic one; the
-// expert's soft policy is 0.383).
+// expert's soft policy is 0.383). For seed 1 the training-data statistic,
+// the rule's before, stays beyond 2 SE at every iteration up to the stop.
+// Short: seed 1, which must stop; with FEDIRL_LONG_TESTS=1 seeds 1–5, of
+// which at least 4 must stop.
 //
 // Measured, seeds 1–5 (30 iterations of 1024 PPO steps): the held-out rule
 // stops 4 of 5 runs, at iterations 15, 14, 17 and 21 (seed 2 ends at the
 // cap, 2.0–4.4 SE from iteration 12 on); the training-data rule stopped
-// none (its statistic 2.7–7.5 SE at iteration 30, the reward then planning at 0.64, 0.996, 0.996, 0.998 and 0.993). At the four stops the
-// policies' normalized values are 0.33, 0.31, 0.33 and 0.32, against the
-// expert's 0.383. The learned reward's greedy-planning value at the stop
-// is 0.998, 0.580, 0.665 and 0.995: from iteration ~11 on it alternates
-// between 0.42–0.67 and ≈0.998 from one iteration to the next in every seed,
+// none (its statistic 2.7–7.5 SE at iteration 30, the reward then planning
+// at 0.64, 0.996, 0.996, 0.998 and 0.993; in the held-out runs it dips to
+// 1.85 SE once, seed 4's iteration 17). At the four stops the policies'
+// normalized values are 0.33, 0.31, 0.33 and 0.32, against the expert's
+// 0.383. The learned reward's greedy-planning value at the stop is 0.998,
+// 0.580, 0.665 and 0.995: from iteration ~11 on it alternates between
+// 0.42–0.67 and ≈0.998 from one iteration to the next in every seed,
 // stopped or not, so the rule certifies the policy, not a reward that
 // plans well greedily.
 func TestLearnMLPHeldOutRuleStopsOnExpertData(t *testing.T) {
 	p := newProblem(t, 200)
-	cfg := mlpTestConfig(1)
-	res, err := runMLP(t, context.Background(), p, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expert, policy := p.expertValue(), p.policyValue(t, res.Policy)
-	var trainZ []float64
-	for _, h := range res.History {
-		trainZ = append(trainZ, h.TrainGap/h.TrainGapSE)
-	}
-	t.Logf("seed 1: converged %v after %d iterations (%s); policy's normalized value %.3f, the expert's %.3f; training-data statistic per iteration %.2f",
-		res.Converged, res.Iterations, res.StopReason, policy, expert, trainZ)
-	if !res.Converged {
-		t.Fatalf("the held-out rule did not stop within %d iterations: %s", cfg.MaxIter, res.StopReason)
-	}
-	if math.Abs(policy-expert) > 0.1 {
-		t.Errorf("at the stop the policy's normalized value is %.3f, the expert's %.3f", policy, expert)
-	}
-	for k, z := range trainZ {
-		if math.Abs(z) <= cfg.Tolerance {
-			t.Errorf("iteration %d: the training-data statistic %.2f SE would already have passed: the test shows nothing", k+1, z)
+	expert := p.expertValue()
+	seeds := longtest.Pick([]uint64{1}, []uint64{1, 2, 3, 4, 5})
+	stopped := 0
+	for _, seed := range seeds {
+		cfg := mlpTestConfig(seed)
+		res, err := runMLP(t, context.Background(), p, cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
+		policy := p.policyValue(t, res.Policy)
+		var trainZ []float64
+		for _, h := range res.History {
+			trainZ = append(trainZ, h.TrainGap/h.TrainGapSE)
+		}
+		t.Logf("seed %d: converged %v after %d iterations (%s); policy's normalized value %.3f, the expert's %.3f; training-data statistic per iteration %.2f",
+			seed, res.Converged, res.Iterations, res.StopReason, policy, expert, trainZ)
+		if !res.Converged {
+			continue
+		}
+		stopped++
+		if math.Abs(policy-expert) > 0.1 {
+			t.Errorf("seed %d: at the stop the policy's normalized value is %.3f, the expert's %.3f", seed, policy, expert)
+		}
+		if seed != 1 {
+			continue
+		}
+		for k, z := range trainZ {
+			if math.Abs(z) <= cfg.Tolerance {
+				t.Errorf("seed 1, iteration %d: the training-data statistic %.2f SE would already have passed: the test shows nothing", k+1, z)
+			}
+		}
+	}
+	if want := max(1, len(seeds)-1); stopped < want {
+		t.Errorf("the held-out rule stopped %d of %d runs within the budget, want ≥ %d", stopped, len(seeds), want)
 	}
 }
 
