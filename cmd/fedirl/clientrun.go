@@ -55,6 +55,8 @@ type clientJournal struct {
 	// give it more room, for the warning of an unconverged fit (the
 	// lattice learner's by default).
 	fit fitWords
+	// spec is the task as the server gave it (nil before GetTask).
+	spec *federation.TaskSpec
 }
 
 // fitWords names a learner's stopping quantity (GradNorm of its
@@ -67,6 +69,7 @@ type fitWords struct {
 var (
 	maxEntFit = fitWords{"‖∇‖", unconvergedHint}
 	sampleFit = fitWords{"‖μ_D − μ̂_π‖", "To let it converge, raise max_iter in --sample-config (and policy_steps, so that each iteration's policy is nearer the soft-optimal one)"}
+	mlpFit    = fitWords{"|log-odds gap|", "To let it converge, raise max_iter in --sample-config (and policy_steps, so that each iteration's policy is nearer the one the discriminator's reward teaches)"}
 )
 
 // newClientJournal reads the report an earlier run of the same client and
@@ -229,6 +232,8 @@ func (f journalFed) GetTask(ctx context.Context, task, client string) (federatio
 	info, err := f.Federation.GetTask(ctx, task, client)
 	if err == nil {
 		f.j.next = info.CurrentRound
+		spec := info.Spec
+		f.j.spec = &spec
 	}
 	return info, err
 }

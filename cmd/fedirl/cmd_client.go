@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedirl/fedirl/pkg/experiments/report"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/mdp"
 	"github.com/fedirl/fedirl/pkg/tasks"
@@ -69,8 +71,32 @@ and "points" tasks whose probe has an rbf feature map; θ_i is on the task's
 features, so it fuses with lattice clients' θ. It answers no joint task
 (--fusion joint): its gradient is a Monte Carlo estimate and it has no
 Hessian, so such a task is refused with the reason before anything is sent.
-It prints one progress line per outer iteration. The flags of one learner are
-refused with the other.
+It prints one progress line per outer iteration.
+
+--learner mlp is the same client with a neural reward: it learns a reward
+network r_w(s, a) by AIRL (sampleirl.LearnMLP: PPO at temperature 1 on r_w
+alternating with steps of the discriminator σ(r_w − log π), until the
+discriminator's log-odds gap between held-out demonstrations and fresh
+policy episodes is within its standard error), with the same --env,
+--client, --param, --demos, --seed and --sample-config (the top-level keys
+as for sample, except temperature; the network's settings in its mlp
+block: net {hidden, activation, output_gain}, reward_steps, holdout (the
+fraction of the demonstrations the discriminator never trains on and the
+stopping rule judges on, default 0.2), distill). It takes "points" tasks whose probe points are (s, a) steps of
+the simulator (the observation, then the action, a Discrete action as its
+index) with a reward fusion method, and submits its reward at the points;
+and "mlp-weights" tasks (fedirl server task create --mlp-weights), and
+submits its network's weights (FedAvg), from the round's warm start, the
+task's shared initialisation, or its own seed's. With --distill-out FILE,
+once a points task is fused the fused reward at the probe is distilled
+(regression, tasks.DistillReward) into a network of mlp.net's shape and
+written to FILE as a reward network file (JSON; layout in package
+sampleirl: sizes, activation, weights in torch.nn.Linear's order), which
+"fedirl ppo train" cannot read yet: load it with sampleirl.ReadRewardNetFile
+as a ppo.RewardFunc, or in numpy from the documented layout. It answers no
+joint task.
+
+The flags of one learner are refused with another, by name.
 
 With --dp-epsilon, --dp-delta and --dp-ledger, θ_i is clipped to norm C and
 N(0, (σ·2C)² I) noise from crypto/rand is added before it leaves the client,
@@ -109,9 +135,9 @@ evaluation is clipped, noised and recorded in the ledger before it is sent.`,
 	cf.StringVar(&f.task, "task", "", "task id (required)")
 	cf.StringVar(&f.id, "id", "", "this client's id (required)")
 	cf.StringVar(&f.tokenFile, "token-file", "", "file with this client's token, or the tokens JSON of task create (default: $FEDIRL_TOKEN)")
-	cf.StringVar(&f.learner, "learner", learnerMaxEnt, `the local learner: "maxent" (MaxEnt IRL on --mdp) or "sample" (sample-based MaxEnt IRL in the simulator --env)`)
+	cf.StringVar(&f.learner, "learner", learnerMaxEnt, `the local learner: "maxent" (MaxEnt IRL on --mdp), "sample" (sample-based MaxEnt IRL of a linear reward in the simulator --env) or "mlp" (a neural reward by AIRL in the simulator --env)`)
 	cf.StringVar(&f.mdp, "mdp", "", "this client's MDP: irl spec JSON or .npz of sparse transitions (required with --learner maxent)")
-	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations (required): JSONL or .npz on --mdp's lattice (--learner maxent), JSONL episodes in --env's spaces (--learner sample)")
+	cf.StringVar(&f.demos, "demos", "", "this client's private demonstrations (required): JSONL or .npz on --mdp's lattice (--learner maxent), JSONL episodes in --env's spaces (--learner sample, mlp)")
 	cf.StringVar(&f.out, "out", "-", "output JSON file (- for stdout)")
 	cf.StringVar(&f.solver, "solver", "newton", `infinite-horizon solver of the local IRL, as in "fedirl irl": "newton" or "fixed-point" (--learner maxent)`)
 	cf.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -168,6 +194,9 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	if err := checkLearnerFlags(cmd, f.learner); err != nil {
 		return err
 	}
+	if f.sample.distillOut == "-" {
+		return errors.New("--distill-out -: give a file name (stdout carries --out's report)")
+	}
 	required := map[string]string{"--task": f.task, "--id": f.id, "--demos": f.demos}
 	if f.learner == learnerMaxEnt {
 		required["--mdp"] = f.mdp
@@ -190,6 +219,7 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 	logger := log.New(cmd.ErrOrStderr(), "fedirl client "+f.id+": ", log.LstdFlags|log.Lmicroseconds)
 	journal := newClientJournal(cmd.ErrOrStderr(), f.out, f.task, f.id)
 	var learner federation.Learner
+	var mlp *tasks.MLPSampleLearner
 	switch f.learner {
 	case learnerMaxEnt:
 		if f.solver != "newton" && f.solver != "fixed-point" {
@@ -211,6 +241,14 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 			sl.Logf = logger.Printf
 		}
 		learner, journal.fit = sl, sampleFit
+	case learnerMLP:
+		if mlp, err = f.sample.mlpLearner(f.demos); err != nil {
+			return err
+		}
+		if !f.quiet {
+			mlp.Logf = logger.Printf
+		}
+		learner, journal.fit = mlp, mlpFit
 	}
 	conn, err := f.tls.dial(f.server, token)
 	if err != nil {
@@ -244,5 +282,39 @@ func runClient(cmd *cobra.Command, f *clientOptions) error {
 		}
 		return connHint(err)
 	}
-	return writeClientReport(cmd.ErrOrStderr(), journal, rep)
+	if err := writeClientReport(cmd.ErrOrStderr(), journal, rep); err != nil {
+		return err
+	}
+	if mlp != nil && f.sample.distillOut != "" {
+		return writeDistilled(cmd.ErrOrStderr(), mlp, journal.spec, rep.Final, f.sample.distillOut)
+	}
+	return nil
+}
+
+// writeDistilled distils a points task's fused reward into a network of
+// the client's shape and writes it to path (atomically), with a line on
+// stderr saying how close it is, and a warning when the fit stopped short
+// of its tolerance.
+func writeDistilled(stderr io.Writer, l *tasks.MLPSampleLearner, spec *federation.TaskSpec, fused federation.FusedResult, path string) error {
+	if spec == nil {
+		return fmt.Errorf("--distill-out %s: the client never read the task, so there is no probe to distil at", path)
+	}
+	d, err := l.DistillFused(*spec, fused)
+	if err != nil {
+		return fmt.Errorf("--distill-out %s: %w", path, err)
+	}
+	b, err := d.File()
+	if err != nil {
+		return fmt.Errorf("--distill-out %s: %w", path, err)
+	}
+	if err := report.WriteFile(path, b); err != nil {
+		return fmt.Errorf("--distill-out: %w", err)
+	}
+	p := d.Provenance
+	fmt.Fprintf(stderr, "fedirl client: task %s: the fused reward (%s) distilled into a network %v at the %d probe points: RMSE %.3g, %.3g of the fused reward's standard deviation, in %d steps; written to %s\n",
+		p.Task, p.Method, d.Net.Net.Sizes, p.Points, p.Fit.RMSE, p.RelativeRMSE, p.Fit.Steps, path)
+	if !p.Fit.Converged {
+		fmt.Fprintf(stderr, "fedirl client: warning: task %s: the distillation stopped at %d steps above its tolerance (relative RMSE %.3g); raise mlp.distill.max_steps in --sample-config, or widen mlp.net\n", p.Task, p.Fit.Steps, p.RelativeRMSE)
+	}
+	return nil
 }

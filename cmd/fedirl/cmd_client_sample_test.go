@@ -329,13 +329,13 @@ func TestSampleClientRefusals(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unknown learner", append(slices.Clone(base), "--learner", "ppo", "--mdp", "m", "--demos", "d"), []string{`--learner "ppo": want "maxent"`, `or "sample"`}},
+		{"unknown learner", append(slices.Clone(base), "--learner", "ppo", "--mdp", "m", "--demos", "d"), []string{`--learner "ppo": want "maxent"`, `"sample"`, `or "mlp"`}},
 		{"--mdp with sample", append(slices.Clone(sample), "--mdp", "m.json"), []string{"--mdp (the client's lattice MDP) belongs to --learner maxent, and this client runs --learner sample"}},
 		{"--solver with sample", append(slices.Clone(sample), "--solver", "newton"), []string{"--solver", "belongs to --learner maxent"}},
 		{"--submit-reward with sample", append(slices.Clone(sample), "--submit-reward"), []string{"--submit-reward", "belongs to --learner maxent"}},
-		{"--env with maxent", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--env", "Pendulum-v1"), []string{"--env (the client's simulator) belongs to --learner sample, and this client runs --learner maxent"}},
-		{"--seed with maxent", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--seed", "3"), []string{"--seed", "belongs to --learner sample"}},
-		{"--client with default learner", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--client", "2"), []string{"--client", "belongs to --learner sample"}},
+		{"--env with maxent", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--env", "Pendulum-v1"), []string{"--env (the client's simulator) belongs to --learner sample or mlp, and this client runs --learner maxent"}},
+		{"--seed with maxent", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--seed", "3"), []string{"--seed", "belongs to --learner sample or mlp"}},
+		{"--client with default learner", append(slices.Clone(base), "--mdp", "m", "--demos", "d", "--client", "2"), []string{"--client", "belongs to --learner sample or mlp"}},
 		{"no --env", append(slices.Clone(base), "--learner", "sample", "--demos", demos), []string{"--env is required (with --learner sample)"}},
 		{"no --mdp", append(slices.Clone(base), "--demos", "d"), []string{"--mdp is required (with --learner maxent)"}},
 		{"unknown env", append(slices.Clone(base), "--learner", "sample", "--env", "Pendulum-v9", "--demos", demos), []string{`--env "Pendulum-v9": unknown environment`}},

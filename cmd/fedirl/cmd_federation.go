@@ -78,6 +78,7 @@ type taskOptions struct {
 	centralEps, centralDelta, centralClip                                float64
 	centralBound                                                         string
 	limits                                                               federation.Limits
+	mlp                                                                  mlpTaskFlags
 }
 
 type tlsClientFlags struct {
@@ -370,7 +371,14 @@ your own problem"), or is built from flags: with
 --lattice) it is a "control" task on ENV's lattice with the paper's RBF
 features (theta_dim 65), the probe the control study fuses on, which lattice
 clients and "fedirl client --learner sample" clients in their own simulators
-join. Flags override the spec file.
+join; with --mlp-weights --env ENV it is an "mlp-weights" task, FedAvg of
+reward networks' weights ("fedirl client --learner mlp"): networks of
+--net-hidden and --net-activation on ENV's (s, e_a) input (theta_dim their
+number of weights), all clients starting round 1 from a shared
+initialisation drawn from --seed or read from --net-init, or each from its
+own seed's when neither is given (independent initialisations, for the
+comparison), fused by a θ-space method (mean: FedAvg; --rounds with
+--warm-start: FedAvg's rounds). Flags override the spec file.
 
 A "points" task (env_family "points") has a scattered probe instead of a
 lattice: "probe": {"points": [[s, a, s'], ...]} (or "points_npy", or
@@ -381,7 +389,11 @@ coordinate). At most fusion.MaxProbePoints = 131072 points of at most
 fusion.MaxProbeDim = 256 coordinates, every value finite (and the probe within
 256 KiB); a bad point is refused naming it, e.g. probe: points[12][3] = NaN.
 Clients submit rewards at the points (or θ on Φ); every reward-space fusion
-method runs on it.
+method runs on it. "fedirl client --learner mlp" clients (neural rewards)
+submit their reward at points that are (s, a) steps of their simulator: the
+observation's coordinates, then the action (a Discrete action as its index),
+obs_dim + act_dim coordinates; "fedirl client --distill-out" then distils the
+fused reward into a network.
 
 --fusion joint makes the task's rounds gradient/Hessian rounds of the joint
 likelihood (every client evaluates every round; --grad-tol and --max-rounds
@@ -405,7 +417,8 @@ after E local Newton steps from the round's θ instead, averaged by the server.`
 	tf.IntVar(&f.gridSize, "gridworld-size", 0, "build a grid-world task on the N×N family's probe")
 	tf.StringVar(&f.controlEnv, "env", "", "build a control task on this environment's lattice (--lattice) and the paper's RBF features, as the control study does: "+strings.Join(tasks.ControlEnvNames(), ", "))
 	tf.StringVar(&f.lattice, "lattice", "paper", "with --env: the lattice preset, "+strings.Join(tasks.LatticePresets, ", "))
-	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe")
+	tf.Uint64Var(&f.seed, "seed", 1, "family seed for the grid-world probe; with --mlp-weights, the seed of the shared initialisation every client starts round 1 from (left out: each client starts from its own seed's)")
+	f.mlp.register(cmd)
 	tf.StringVar(&f.fusionMethod, "fusion", "", "fusion method, one of "+strings.Join(fusion.Methods(), ", ")+
 		" (default mean; \""+fusion.MethodBarycentric+"\" is accepted for \""+fusion.MethodBarycenter+"\")")
 	tf.StringVar(&f.sigmaMode, "sigma-mode", "", "shift of the reward-space methods: "+fusion.SigmaShared+" (default) or "+fusion.SigmaPerClient)
@@ -757,7 +770,11 @@ func runTaskCreate(cmd *cobra.Command, f *taskOptions) error {
 		}
 		spec.EnvFamily = "gridworld"
 	}
+	if err := f.mlp.apply(cmd, f.controlEnv, f.seed, &spec); err != nil {
+		return err
+	}
 	switch fl := cmd.Flags(); {
+	case f.mlp.weights: // an mlp-weights task on --env's input, made above
 	case fl.Changed("env") && fl.Changed("gridworld-size"):
 		return errors.New("--env (a control task) and --gridworld-size (a grid-world task) are exclusive: give one")
 	case fl.Changed("env"):

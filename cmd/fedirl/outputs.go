@@ -31,7 +31,7 @@ var outputFlags = map[string]map[string]outputKind{
 	"fedirl bounds":              {"out": outputFile},
 	"fedirl fuse":                {"out": outputFile},
 	"fedirl simulate":            {"out": outputFile},
-	"fedirl client":              {"out": outputFile, "dp-ledger": outputFile},
+	"fedirl client":              {"out": outputFile, "dp-ledger": outputFile, "distill-out": outputFile},
 	"fedirl client eval":         {"out": outputFile},
 	"fedirl env episodes":        {"demos-out": outputFile},
 	"fedirl env render":          {"out": outputFile},

@@ -49,6 +49,7 @@ func TestCheckOutputs(t *testing.T) {
 		want string
 	}{
 		{[]string{"client", "--out", "/nonexistent/x.json", "--server", "127.0.0.1:1", "--task", "t", "--id", "a", "--mdp", "m", "--demos", "d"}, "--out /nonexistent/x.json: its folder /nonexistent does not exist"},
+		{[]string{"client", "--learner", "mlp", "--env", "CartPole-v1", "--distill-out", "/nonexistent/net.json", "--server", "127.0.0.1:1", "--task", "t", "--id", "a", "--demos", "d"}, "--distill-out /nonexistent/net.json: its folder /nonexistent does not exist"},
 		{[]string{"irl", "--out", dir, "--spec", "m", "--demos", "d"}, "is a folder: give a file name"},
 		{[]string{"reproduce", "gridworld", "--quick", "--out", ""}, `--out "": an empty path is not a place to write; give a folder, or leave --out out for the default`},
 		{[]string{"barycenter", "--out", "", "a.npy"}, `--out "": an empty path is not a place to write; give a file, or - for stdout`},

@@ -20,6 +20,36 @@ type steps struct {
 
 func (b *steps) rows() int { return len(b.logp) }
 
+// episodes returns the number of episodes in b.
+func (b *steps) episodes() int { return len(b.starts) - 1 }
+
+// subset returns the batch of b's episodes idx, in that order.
+func (b *steps) subset(idx []int) *steps {
+	out := &steps{}
+	d := len(b.x) / max(1, b.rows())
+	for _, e := range idx {
+		out.starts = append(out.starts, out.rows())
+		lo, hi := b.starts[e], b.starts[e+1]
+		out.x = append(out.x, b.x[lo*d:hi*d]...)
+		out.logp = append(out.logp, b.logp[lo:hi]...)
+		out.disc = append(out.disc, b.disc[lo:hi]...)
+		out.obs = append(out.obs, b.obs[lo:hi]...)
+		out.act = append(out.act, b.act[lo:hi]...)
+	}
+	out.starts = append(out.starts, out.rows())
+	return out
+}
+
+// heldOut returns the demonstrations held out of n for the stopping rule:
+// round(frac·n) of them, clamped to [1, n−1], the first of a permutation
+// drawn from seed, sorted.
+func heldOut(n int, frac float64, seed uint64) []int {
+	h := min(max(int(math.Round(frac*float64(n))), 1), n-1)
+	perm := rand.New(rand.NewPCG(seed, streamHoldout)).Perm(n)[:h]
+	slices.Sort(perm)
+	return perm
+}
+
 // rewardStep takes RewardSteps optimizer steps on the discriminator's loss
 // and returns the loss before them.
 func (l *mlpLearner) rewardStep(pi *steps) (float64, error) {

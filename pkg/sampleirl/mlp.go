@@ -14,13 +14,13 @@ import (
 // default in brackets.
 type NetConfig struct {
 	// Hidden lists the hidden layers' widths [32].
-	Hidden []int `json:"hidden,omitempty"`
+	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
 	// Activation is the hidden layers' activation, "tanh" or "relu" [tanh].
-	Activation string `json:"activation,omitempty"`
+	Activation string `json:"activation,omitempty" yaml:"activation,omitempty"`
 	// OutputGain is the gain of the output layer's orthogonal
 	// initialisation [0.1: the initial reward is small against PPO's
 	// entropy bonus, so the first policy is close to uniform].
-	OutputGain float64 `json:"output_gain,omitempty"`
+	OutputGain float64 `json:"output_gain,omitempty" yaml:"output_gain,omitempty"`
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/fedirl/fedirl/pkg/envs"
 	"github.com/fedirl/fedirl/pkg/federation"
 	"github.com/fedirl/fedirl/pkg/fusion"
 	"github.com/fedirl/fedirl/pkg/sampleirl"
@@ -35,6 +36,10 @@ const MLPWeightsFamilyName = "mlp-weights"
 
 // MLPWeightsProbe is the probe JSON of an mlp-weights task.
 type MLPWeightsProbe struct {
+	// Env, when set, names the simulator whose (s, e_a) the network reads
+	// (sampleirl.StateActionInput of its spaces); a client on another
+	// simulator is refused.
+	Env string `json:"env,omitempty"`
 	// Input is the network's input width (for the (s, a) input of a
 	// Discrete space: the observation's length plus the number of actions).
 	Input int `json:"input"`
@@ -125,4 +130,33 @@ func DecodeMLPWeightsProbe(raw []byte) (MLPWeightsProbe, []int, error) {
 		}
 	}
 	return p, sizes, nil
+}
+
+// MLPWeightsTaskProbe returns the probe JSON of an mlp-weights task for
+// networks of shape net on the (s, e_a) input of simulator env with spaces
+// obs and act, and its theta_dim (the network's number of weights). The
+// shared initialization is init when given (its length checked), else,
+// with initSeed, sampleirl.NewRewardNet's from that seed; with neither,
+// every client starts from its own seed's.
+func MLPWeightsTaskProbe(env string, obs, act envs.Space, net sampleirl.NetConfig, init []float64, initSeed *uint64) (json.RawMessage, int, error) {
+	input := sampleirl.StateActionInput(obs, act)
+	if init != nil && initSeed != nil {
+		return nil, 0, fmt.Errorf("a shared initialization from weights and from a seed: give one")
+	}
+	if initSeed != nil {
+		r, err := sampleirl.NewRewardNet(input, net, *initSeed)
+		if err != nil {
+			return nil, 0, err
+		}
+		init = r.Weights()
+	}
+	b, err := json.Marshal(MLPWeightsProbe{Env: env, Input: input.Dim(), Net: net, Init: init})
+	if err != nil {
+		return nil, 0, err
+	}
+	_, sizes, err := DecodeMLPWeightsProbe(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	return b, numWeights(sizes), nil
 }

@@ -287,6 +287,9 @@ type SampleConfig struct {
 	PPO yaml.Node `yaml:"ppo,omitempty" json:"-"`
 	// Temperature is the client's τ [the task's irl temperature].
 	Temperature float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	// MLP is the neural-reward learner's block (MLPSettings; fedirl client
+	// --learner mlp), refused by the linear learner's Apply.
+	MLP *MLPSettings `yaml:"mlp,omitempty" json:"mlp,omitempty"`
 }
 
 // sampleZeroRefused are the keys whose 0 would mean the default, with what is wanted.
@@ -339,6 +342,11 @@ func DecodeSampleConfig(b []byte) (SampleConfig, error) {
 			var x float64
 			if v.Decode(&x) == nil && x == 0 {
 				return SampleConfig{}, fmt.Errorf("line %d: %s: 0, want %s", k.Line, k.Value, want)
+			}
+		}
+		if k.Value == "mlp" {
+			if err := checkMLPBlock(v); err != nil {
+				return SampleConfig{}, err
 			}
 		}
 		if k.Value == "ppo" {
@@ -406,6 +414,9 @@ func (c SampleConfig) SamplePPO(env string) (ppo.Config, error) {
 // Apply sets l's Config (with seed), Temperature and L2 from c for l.Env,
 // and checks the result as sampleirl.Learn will.
 func (c SampleConfig) Apply(l *SampleLearner, seed uint64) error {
+	if c.MLP != nil {
+		return fmt.Errorf("mlp: the neural-reward learner's block (its network, reward steps, held-out demonstrations, distillation; fedirl client --learner mlp), and this learner's reward is linear on the task's features: leave the block out, or run the neural-reward learner")
+	}
 	pc, err := c.SamplePPO(l.Env)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 )
 
 // TestSampleClientReadmeWordForWord runs README.md's "A client with a
-// simulator but no lattice" commands as written, in a fresh folder holding
+// simulator but no lattice" first block of commands as written, in a fresh folder holding
 // the built binary, the port 7445 replaced by a free one: the control task
 // is created, both demonstrations files and the settings file are written,
 // the server starts, both sample-based clients run at once, each prints one
@@ -26,8 +26,8 @@ func TestSampleClientReadmeWordForWord(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	blocks := shBlocks(t, filepath.Join(root, "README.md"), "### A client with a simulator but no lattice")
-	if len(blocks) != 1 || len(blocks[0]) != 7 {
-		t.Fatalf("found blocks %q, want one of seven commands (task, two demos, settings, server, alice, bob)", blocks)
+	if len(blocks) != 2 || len(blocks[0]) != 7 {
+		t.Fatalf("found blocks %q, want the sample-based clients' seven commands (task, two demos, settings, server, alice, bob) and the neural-reward clients' (TestMLPClientReadmeWordForWord)", blocks)
 	}
 	cmds := blocks[0]
 	work := t.TempDir()
