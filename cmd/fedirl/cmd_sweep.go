@@ -169,13 +169,17 @@ clients, partly trained experts, wider physics, privacy noise) and writes, into 
   sweep.md, sweep.csv     per regime, environment and client group: whether the
   sweep.json              regime puts the local rewards below the ceiling
                           (training clients' normalized return ≤ 0.85), the
-                          methods' normalized and raw returns, and the paired
-                          differences barycenter − mean, normalized-mean − mean
-                          and barycenter − normalized-mean (the transport
-                          effect) in normalized return and in EPIC to the true
-                          reward under three coverages (model, uniform,
-                          demonstrations), with 95 % t-intervals over seeds and
-                          Bonferroni flags (level 1 − 0.05/m per metric)
+                          methods' normalized and raw returns and their worst
+                          client's, and the paired differences of two declared
+                          families — barycenter − mean, normalized-mean − mean,
+                          barycenter − normalized-mean (the transport effect);
+                          pooled − mean, pooled − barycenter, personalized −
+                          local, personalized − pooled (the joint block) — in
+                          normalized, worst-client and raw return and in EPIC
+                          to the true reward under three coverages (model,
+                          uniform, demonstrations), with 95 % t-intervals over
+                          seeds and Bonferroni flags (level 1 − 0.05/m per
+                          metric and family)
   forest.png              forest plot of those intervals (training clients)
   poisoning.md, .csv,     only when some regime sets attack (a poisoning run,
   poisoning.json          e.g. configs/control-poisoning.yaml): per attacked

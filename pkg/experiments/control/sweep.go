@@ -11,6 +11,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
@@ -114,6 +115,9 @@ type SweepRow struct {
 	// returns, mean over seeds (and the group's clients).
 	Normalized map[string]float64 `json:"normalized_return"`
 	Raw        map[string]float64 `json:"final_true_return"`
+	// Worst is, per method, the mean over seeds of the group's lowest
+	// client normalized return (absent where no seed has one).
+	Worst map[string]float64 `json:"worst_client_normalized_return,omitempty"`
 	// BelowCeiling reports (training group) whether the local rewards'
 	// normalized return is at most CeilingThreshold.
 	BelowCeiling bool              `json:"below_ceiling"`
@@ -201,10 +205,13 @@ func sweepRows(regime string, sum *Summary) []SweepRow {
 			i = len(rows)
 			idx[k] = i
 			rows = append(rows, SweepRow{Regime: regime, Env: r.Env, Lattice: r.Lattice, Group: r.Group,
-				Valid: valid[[2]string{r.Env, r.Lattice}], Normalized: map[string]float64{}, Raw: map[string]float64{}})
+				Valid: valid[[2]string{r.Env, r.Lattice}], Normalized: map[string]float64{}, Raw: map[string]float64{}, Worst: map[string]float64{}})
 		}
 		rows[i].Normalized[r.Method] = r.NormalizedReturn.Mean
 		rows[i].Raw[r.Method] = r.Final.Mean
+		if r.WorstNormalized.N > 0 {
+			rows[i].Worst[r.Method] = r.WorstNormalized.Mean
+		}
 		rows[i].Seeds = max(rows[i].Seeds, r.Final.N)
 	}
 	// the true reward's row has lattice "-": copy it into each lattice's rows
@@ -216,6 +223,9 @@ func sweepRows(regime string, sum *Summary) []SweepRow {
 			if rows[i].Env == r.Env && rows[i].Group == r.Group {
 				rows[i].Normalized[MethodTrue] = r.NormalizedReturn.Mean
 				rows[i].Raw[MethodTrue] = r.Final.Mean
+				if r.WorstNormalized.N > 0 {
+					rows[i].Worst[MethodTrue] = r.WorstNormalized.Mean
+				}
 			}
 		}
 	}
@@ -348,30 +358,51 @@ func SweepMarkdown(results []SweepResult) []byte {
 	for _, r := range results {
 		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", r.Regime, r.Rationale, strings.ReplaceAll(strings.TrimSpace(r.Overrides), "\n", " "))
 	}
+	// the overview's methods: the sweep's, and the joint block's where any
+	// regime ran them
+	cols := []string{MethodLocal, MethodMean, MethodNormalizedMean, MethodBarycenter}
+	for _, m := range []string{MethodPooled, MethodPersonalized} {
+		ran := false
+		for _, res := range results {
+			for _, r := range res.Rows {
+				_, ok := r.Normalized[m]
+				ran = ran || ok
+			}
+		}
+		if ran {
+			cols = append(cols, m)
+		}
+	}
+	cols = append(cols, MethodTrue)
 	fmt.Fprintf(&b, "\n## Does the regime leave fusion something to fix? (training clients, normalized return, mean over seeds)\n\n")
-	fmt.Fprintf(&b, "| regime | env | lattice | valid | seeds | local | mean | normalized-mean | barycenter | true | local ≤ %.2f | raw: local / mean / normalized-mean / barycenter / true |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n", CeilingThreshold)
+	fmt.Fprintf(&b, "| regime | env | lattice | valid | seeds | %s | local ≤ %.2f | raw: %s |\n|---|---|---|---|---|%s---|---|\n",
+		strings.Join(cols, " | "), CeilingThreshold, strings.Join(cols, " / "), strings.Repeat("---|", len(cols)))
 	for _, res := range results {
 		for _, r := range res.Rows {
 			if r.Group != "train" {
 				continue
 			}
-			n := func(m string) string {
-				v, ok := r.Normalized[m]
-				if !ok || math.IsNaN(v) {
-					return "–"
-				}
-				return fmt.Sprintf("%.2f", v)
+			var ns, raws []string
+			for _, m := range cols {
+				ns = append(ns, fmtMean(r.Normalized, m, 2))
+				raws = append(raws, fmtMean(r.Raw, m, 1))
 			}
-			raw := func(m string) string {
-				v, ok := r.Raw[m]
-				if !ok {
-					return "–"
-				}
-				return fmt.Sprintf("%.1f", v)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s |\n", r.Regime, r.Env, r.Lattice, yesNo(r.Valid), r.Seeds,
+				strings.Join(ns, " | "), yesNo(r.BelowCeiling), strings.Join(raws, " / "))
+		}
+	}
+	fmt.Fprintf(&b, "\n## The worst client (training clients: per seed the lowest client normalized return, mean over seeds)\n\n")
+	fmt.Fprintf(&b, "| regime | env | lattice | %s |\n|---|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+	for _, res := range results {
+		for _, r := range res.Rows {
+			if r.Group != "train" {
+				continue
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s / %s / %s / %s / %s |\n", r.Regime, r.Env, r.Lattice, yesNo(r.Valid), r.Seeds,
-				n(MethodLocal), n(MethodMean), n(MethodNormalizedMean), n(MethodBarycenter), n(MethodTrue), yesNo(r.BelowCeiling),
-				raw(MethodLocal), raw(MethodMean), raw(MethodNormalizedMean), raw(MethodBarycenter), raw(MethodTrue))
+			var ws []string
+			for _, m := range cols {
+				ws = append(ws, fmtMean(r.Worst, m, 2))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Regime, r.Env, r.Lattice, strings.Join(ws, " | "))
 		}
 	}
 	for fi, pairs := range pairFamilies {
@@ -415,6 +446,16 @@ func yesNo(v bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// fmtMean prints m's value in vals with dec decimals, or – where it is
+// missing or not a number.
+func fmtMean(vals map[string]float64, m string, dec int) string {
+	v, ok := vals[m]
+	if !ok || math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', dec, 64)
 }
 
 // sweepCSV is sweep.csv: one line per (regime, env, lattice, group, metric,

@@ -282,6 +282,64 @@ func TestSweepResumesAndFlags(t *testing.T) {
 			}
 		}
 	}
+	// The overview's worst client, recomputed from each regime's per-client
+	// values: per seed the lowest client normalized return, mean over seeds.
+	for _, r := range res {
+		b, err := os.ReadFile(filepath.Join(dir, "regimes", r.Regime, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum Summary
+		if err := json.Unmarshal(b, &sum); err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for _, row := range r.Rows {
+			for _, sr := range sum.Rows {
+				if sr.Env != row.Env || sr.Group != row.Group || (sr.Lattice != row.Lattice && sr.Method != MethodTrue) {
+					continue
+				}
+				lowest := map[uint64]float64{}
+				for _, c := range sr.PerClient {
+					if c.Normalized == nil {
+						continue
+					}
+					if v, ok := lowest[c.Seed]; !ok || *c.Normalized < v {
+						lowest[c.Seed] = *c.Normalized
+					}
+				}
+				got, ok := row.Worst[sr.Method]
+				if len(lowest) == 0 {
+					if ok {
+						t.Errorf("%s %s %s %s: worst client %g without per-client values", r.Regime, row.Env, row.Group, sr.Method, got)
+					}
+					continue
+				}
+				want := 0.0
+				for _, v := range lowest {
+					want += v
+				}
+				want /= float64(len(lowest))
+				if !ok || math.Abs(got-want) > 1e-12 {
+					t.Errorf("%s %s %s %s: worst client %g (present %v), want %g", r.Regime, row.Env, row.Group, sr.Method, got, ok, want)
+				}
+				if got > row.Normalized[sr.Method]+1e-12 {
+					t.Errorf("%s %s %s %s: worst client %g above the mean %g", r.Regime, row.Env, row.Group, sr.Method, got, row.Normalized[sr.Method])
+				}
+				checked++
+			}
+		}
+		if checked < len(base.Methods) {
+			t.Errorf("%s: %d worst-client values checked, want at least %d", r.Regime, checked, len(base.Methods))
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "sweep.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "## The worst client") {
+		t.Error("sweep.md has no worst-client table")
+	}
 	// Rerun: every unit is on disk, nothing is computed.
 	for _, r := range regimes {
 		c, _ := ApplyRegime(r, base)
