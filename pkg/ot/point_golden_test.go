@@ -28,7 +28,8 @@ type pointGolden struct {
 
 // Tolerance of TestPointBarycenterMatchesPOT per barycenter entry: absolute
 // pointGoldenAbs/n (a millionth of a millionth of the uniform mass) plus
-// relative pointGoldenRel. Measured worst: see the test's log.
+// relative pointGoldenRel. Measured worst (all six cases, long variant):
+// 1.2e-11 of |want|, at n = 2000, d = 2.
 const (
 	pointGoldenAbs = 1e-12
 	pointGoldenRel = 1e-9
