@@ -170,22 +170,36 @@ func (pc *PointCloud) CostUnit() float64 {
 		u := unitPass{pc: pc, rowMin: make([]float64, pc.n)}
 		var wg sync.WaitGroup
 		parallel(pc.n, 16, &u, &wg)
-		nn := u.rowMin[:0]
-		for _, v := range u.rowMin {
-			if !math.IsInf(v, 1) {
-				nn = append(nn, v)
-			}
-		}
-		pc.unit = 1
-		if len(nn) > 0 {
-			slices.Sort(nn)
-			pc.unit = nn[len(nn)/2]
-			if len(nn)%2 == 0 {
-				pc.unit = (nn[len(nn)/2-1] + nn[len(nn)/2]) / 2
-			}
-		}
+		pc.unit = medianNN(u.rowMin)
 	})
 	return pc.unit
+}
+
+// medianNN returns CostUnit's value from each point's smallest positive
+// cost (+Inf for a point with none), reordering rowMin: the median of the
+// finite ones, or 1 if there are none.
+func medianNN(rowMin []float64) float64 {
+	nn := rowMin[:0]
+	for _, v := range rowMin {
+		if !math.IsInf(v, 1) {
+			nn = append(nn, v)
+		}
+	}
+	if len(nn) == 0 {
+		return 1
+	}
+	slices.Sort(nn)
+	if len(nn)%2 == 0 {
+		return (nn[len(nn)/2-1] + nn[len(nn)/2]) / 2
+	}
+	return nn[len(nn)/2]
+}
+
+// seedCostUnit sets the value CostUnit returns to medianNN(rowMin) if it
+// has not been computed yet; rowMin must be each point's smallest positive
+// cost as CostUnit's own pass would find it (a kNN graph that holds it).
+func (pc *PointCloud) seedCostUnit(rowMin []float64) {
+	pc.unitOnce.Do(func() { pc.unit = medianNN(rowMin) })
 }
 
 // unitPass sets rowMin[i] to the smallest positive cost from point i.
