@@ -298,20 +298,7 @@ func TestPointBarycenterNoAllocs(t *testing.T) {
 		t.Errorf("kernel application: %.1f allocations", a)
 	}
 	mus := randMeasures(rng, pc, 3)
-	w := NewWorkspace(k, 3)
-	for _, m := range []Method{IBP, Stabilized, Debiased, Paper} {
-		opt := BarycenterOptions{Method: m, MaxIter: 2, Tol: -1, InnerIter: 2}
-		if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
-			t.Fatal(err)
-		}
-		if a := testing.AllocsPerRun(2, func() {
-			if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
-				t.Fatal(err)
-			}
-		}); a > 0 {
-			t.Errorf("%v: %.1f allocations per solve", m, a)
-		}
-	}
+	checkSolvesAllocateNothing(t, k, dst, mus)
 }
 
 // TestPointCloudRefusesBadInput checks that unusable points, weights and
@@ -442,4 +429,24 @@ func TestCostUnitRobustToNearDuplicates(t *testing.T) {
 	// where the lattice's smallest cost is 2·0.04 = 0.08.
 	approx.Equal(t, "explicit lattice cloud unit", lc.CostUnit(), 0.18, 0, 1e-14)
 	approx.Equal(t, "explicit lattice unit", explicit.CostUnit(), 0.08, 0, 1e-14)
+}
+
+// checkSolvesAllocateNothing requires every barycenter method on kernel k to
+// allocate nothing per solve once its workspace exists.
+func checkSolvesAllocateNothing(t *testing.T, k Kernel, dst []float64, mus [][]float64) {
+	t.Helper()
+	w := NewWorkspace(k, 3)
+	for _, m := range []Method{IBP, Stabilized, Debiased, Paper} {
+		opt := BarycenterOptions{Method: m, MaxIter: 2, Tol: -1, InnerIter: 2}
+		if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
+			t.Fatal(err)
+		}
+		if a := testing.AllocsPerRun(2, func() {
+			if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
+				t.Fatal(err)
+			}
+		}); a > 0 {
+			t.Errorf("%v: %.1f allocations per solve", m, a)
+		}
+	}
 }

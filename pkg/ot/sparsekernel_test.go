@@ -337,20 +337,7 @@ func TestSparsePointKernelNoAllocs(t *testing.T) {
 		t.Errorf("kernel application: %.1f allocations", a)
 	}
 	mus := randMeasures(rng, pc, 3)
-	w := NewWorkspace(sk, 3)
-	for _, m := range []Method{IBP, Stabilized, Debiased, Paper} {
-		opt := BarycenterOptions{Method: m, MaxIter: 2, Tol: -1, InnerIter: 2}
-		if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
-			t.Fatal(err)
-		}
-		if a := testing.AllocsPerRun(2, func() {
-			if _, err := w.Barycenter(dst, mus, nil, opt); err != nil {
-				t.Fatal(err)
-			}
-		}); a > 0 {
-			t.Errorf("%v: %.1f allocations per solve", m, a)
-		}
-	}
+	checkSolvesAllocateNothing(t, sk, dst, mus)
 }
 
 // TestSparsePointKernelRefusesBadInput checks the errors for a nil cloud,
