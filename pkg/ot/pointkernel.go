@@ -133,14 +133,20 @@ func (pk *PointKernel) LogApplyCost(dst, x []float64) []float64 {
 	return pk.run(dst, x, opLogCost)
 }
 
-func (pk *PointKernel) run(dst, v []float64, op int) []float64 {
-	n := pk.pc.n
+// checkPointApply panics, naming the kernel, unless dst and v both have
+// the n entries of a point kernel's application and dst does not alias v.
+func checkPointApply(kernel string, n int, dst, v []float64) {
 	if len(dst) != n || len(v) != n {
-		panic(fmt.Sprintf("ot: PointKernel: lengths %d, %d; want %d", len(dst), len(v), n))
+		panic(fmt.Sprintf("ot: %s: lengths %d, %d; want %d", kernel, len(dst), len(v), n))
 	}
 	if sameSlice(dst, v) {
-		panic("ot: PointKernel: dst must not alias the input")
+		panic("ot: " + kernel + ": dst must not alias the input")
 	}
+}
+
+func (pk *PointKernel) run(dst, v []float64, op int) []float64 {
+	n := pk.pc.n
+	checkPointApply("PointKernel", n, dst, v)
 	j := &pk.job
 	j.dst, j.v, j.op = dst, v, op
 	j.vec = hasFMA && !plainPoints && op != opLogCost

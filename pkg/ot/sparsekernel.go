@@ -263,12 +263,7 @@ const sparseRowChunk = 256
 
 func (sk *SparsePointKernel) run(dst, v []float64, op int) []float64 {
 	n := sk.pc.n
-	if len(dst) != n || len(v) != n {
-		panic(fmt.Sprintf("ot: SparsePointKernel: lengths %d, %d; want %d", len(dst), len(v), n))
-	}
-	if sameSlice(dst, v) {
-		panic("ot: SparsePointKernel: dst must not alias the input")
-	}
+	checkPointApply("SparsePointKernel", n, dst, v)
 	j := &sk.job
 	j.dst, j.v, j.op = dst, v, op
 	parallel(n, sparseRowChunk, j, &sk.wg)

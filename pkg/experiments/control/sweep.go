@@ -11,7 +11,6 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/fedirl/fedirl/pkg/experiments/report"
@@ -448,14 +447,13 @@ func yesNo(v bool) string {
 	return "no"
 }
 
-// fmtMean prints m's value in vals with dec decimals, or – where it is
-// missing or not a number.
+// fmtMean prints m's value in vals as fixed does, or – where it is missing.
 func fmtMean(vals map[string]float64, m string, dec int) string {
 	v, ok := vals[m]
-	if !ok || math.IsNaN(v) {
+	if !ok {
 		return "–"
 	}
-	return strconv.FormatFloat(v, 'f', dec, 64)
+	return fixed(v, dec)
 }
 
 // sweepCSV is sweep.csv: one line per (regime, env, lattice, group, metric,
